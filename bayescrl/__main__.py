@@ -1,0 +1,3 @@
+from bayescrl.cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""The ``bayescrl`` command line: one entry point, sub-commands per family (loaded lazily).
+
+Each family owns its command in its own module (see ``COMMANDS``) so that ``bayescrl --help`` stays fast
+and importing one family never imports another's heavy dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from bayescrl import __version__
+from bayescrl.utils.errors import BayesCRLError
+
+# command name -> "module:attribute" of a click.Command
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("bayescrl.demo:demo", "Run the headline job on a small default and plot it."),
+    "infer": ("bayescrl.inference.cli:infer", "Fit a posterior to a model spec / data file; write NetCDF."),
+    "simulate": ("bayescrl.inference.cli:simulate", "Generate synthetic offline preference data."),
+    "compare": ("bayescrl.inference.cli:compare", "Compare inference engines on one model and data."),
+    "bandit": ("bayescrl.bandits.cli:bandit", "warmPref-PS linear-bandit experiments."),
+    "pspl": ("bayescrl.pbrl.cli:pspl", "PSPL preference-based RL experiments."),
+    "train": ("bayescrl.constrained.cli:train", "Train a constrained RL agent (e-COP, ACPO, baselines)."),
+    "evaluate": ("bayescrl.constrained.cli:evaluate", "Re-run a saved constrained RL policy."),
+    "mopo": ("bayescrl.mopo.cli:mopo", "MOPO multi-objective preference optimisation."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported only when invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        target = COMMANDS[name][0]
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("bayescrl"):
+                return _unavailable(name, f"not implemented yet ({exc.name} missing)")
+            raise
+        return getattr(module, attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, help_) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _unavailable(name: str, why: str) -> click.Command:
+    @click.command(name=name, help=why)
+    def _cmd() -> None:
+        raise click.ClickException(f"'{name}' is {why}")
+
+    return _cmd
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="bayescrl")
+def cli() -> None:
+    """bayescrl: Bayesian constrained and preference-based RL (warmPref-PS, PSPL, ACPO, e-COP, MOPO)."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: user errors print one clear line and exit with status 2."""
+    try:
+        cli.main(args=argv, standalone_mode=False)
+    except BayesCRLError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

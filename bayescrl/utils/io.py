@@ -1,0 +1,94 @@
+"""JSON/YAML I/O and ``key.sub=value`` command-line overrides for nested configs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from bayescrl.utils.errors import ConfigError
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy/torch containers to plain JSON types (NaN/inf become ``None``)."""
+    try:
+        import torch
+
+        if isinstance(obj, torch.Tensor):
+            obj = obj.detach().cpu().numpy()
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def write_json(path: str | Path, obj: Any, indent: int = 2) -> Path:
+    """Write ``obj`` as JSON (creating parent folders); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(to_jsonable(obj), indent=indent) + "\n")
+    tmp.replace(path)  # atomic: a killed run never leaves half a file
+    return path
+
+
+def load_yaml(path: str | Path) -> dict:
+    """Load a YAML (or JSON) mapping; errors name the file."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError("config", str(path), "file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError("config", str(path), f"not valid YAML/JSON: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("config", str(path), f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> dict:
+    """Return a copy of ``config`` with ``a.b.c=value`` overrides applied (values parsed as YAML).
+
+    >>> apply_overrides({"bandit": {"K": 50}}, ["bandit.K=10", "agents=[ps, lints]"])
+    {'bandit': {'K': 10}, 'agents': ['ps', 'lints']}
+    """
+    out = copy.deepcopy(dict(config))
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError("override", item, "expected KEY=VALUE, e.g. bandit.K=10")
+        key, raw = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise ConfigError("override", item, "empty key")
+        node = out
+        for p in parts[:-1]:
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = node[p] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError("override", item, f"'{p}' is not a mapping in the config")
+            node = nxt
+        node[parts[-1]] = yaml.safe_load(raw)
+    return out
