@@ -21,7 +21,7 @@ def _seed_all():
     import pyro
 
     random.seed(0)
-    np.random.seed(0)
+    np.random.seed(0)  # noqa: NPY002
     torch.manual_seed(0)
     pyro.set_rng_seed(0)
     pyro.clear_param_store()

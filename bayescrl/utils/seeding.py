@@ -14,7 +14,7 @@ def seed_everything(seed: int) -> torch.Generator:
     import pyro
 
     random.seed(seed)
-    np.random.seed(seed % (2**32))
+    np.random.seed(seed % (2**32))  # noqa: NPY002 (legacy global RNG used by third-party code)
     torch.manual_seed(seed)
     pyro.set_rng_seed(seed)
     gen = torch.Generator()

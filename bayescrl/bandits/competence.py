@@ -1,0 +1,149 @@
+"""Estimating a rater's deliberateness ``β`` from ``D0`` (Section `sec:chapter3_empirical`, "Unknown
+Competence"), batched over seeds.
+
+* :func:`beta_mle` — maximum likelihood. The seed says "optimize β over the negative log-likelihood of
+  ``D0``"; with ``ϑ`` also free the likelihood only depends on ``βϑ`` (β is not identified), so we maximise
+  the *marginal* likelihood ``p(D0 | β) = E_{ϑ ~ N(μ0, Σ0 + I/λ²)} Π_n σ(β s_n ⟨Ā_n⁽⁰⁾ - Ā_n⁽¹⁾, ϑ⟩)``
+  (``s_n = +1`` if ``Y_n = 0`` else ``-1``; ``θ`` integrated out exactly since ``ϑ | θ ~ N(θ, I/λ²)``),
+  by Monte Carlo with common random numbers over a log-spaced grid of ``β``.
+* :func:`beta_entropy` — the entropy rule ``β̂ = c / H(D0)``, ``H`` the entropy of the empirical
+  distribution of the *preferred* actions in ``D0`` (a deliberate rater keeps picking the same few good
+  arms, so low entropy means high ``β``). The seed leaves ``c`` free; our default ``c = 25`` gives
+  ``β̂ ≈ 10`` for the default ``K = 50, N = 20`` data.
+* :func:`competence_model` / :func:`beta_bayes` — unknown ``β`` as a prior inside a Pyro model
+  (``β ~ LogNormal``), fitted by SVI with a mean-field guide, vectorised over seeds with a plate; the
+  posterior median of ``β`` is plugged into the surrogate loss (the seed: "regarding β as unknown leads to
+  a non-convex loss, so we estimate it separately and plug it in").
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyro
+import pyro.distributions as dist
+import torch
+from pyro.infer import SVI, Trace_ELBO
+from pyro.infer.autoguide import AutoNormal
+from pyro.optim import Adam
+
+from bayescrl.utils.errors import ConfigError
+
+
+def _signed_diff(x0: torch.Tensor, x1: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """``s_n (Ā⁽⁰⁾ - Ā⁽¹⁾)`` ``[S,N,d]``: the preferred minus the other arm."""
+    sign = 1.0 - 2.0 * y.to(x0.dtype)
+    return sign[..., None] * (x0 - x1)
+
+
+def log_marginal_likelihood(
+    x0: torch.Tensor,
+    x1: torch.Tensor,
+    y: torch.Tensor,
+    betas: torch.Tensor,
+    mu0: torch.Tensor,
+    cov0: torch.Tensor,
+    lam: float,
+    num_mc: int = 512,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Monte-Carlo ``log p(D0 | β)`` ``[S, G]`` for every seed and every ``β`` in ``betas [G]``."""
+    S, N, d = x0.shape
+    cov = cov0 + torch.eye(d, dtype=cov0.dtype, device=cov0.device) / lam**2
+    eps = torch.randn(num_mc, d, generator=generator, dtype=x0.dtype).to(x0.device)
+    vt = mu0 + eps @ torch.linalg.cholesky(cov).T  # [M, d]
+    margin = torch.einsum("snd,md->smn", _signed_diff(x0, x1, y), vt)  # [S, M, N]
+    ll = torch.nn.functional.logsigmoid(betas[None, :, None, None] * margin[:, None]).sum(-1)  # [S,G,M]
+    return torch.logsumexp(ll, dim=-1) - math.log(num_mc)
+
+
+def beta_mle(
+    x0: torch.Tensor,
+    x1: torch.Tensor,
+    y: torch.Tensor,
+    mu0: torch.Tensor,
+    cov0: torch.Tensor,
+    lam: float,
+    grid: torch.Tensor | None = None,
+    num_mc: int = 512,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Marginal maximum-likelihood ``β̂ [S]`` over ``grid`` (default 121 values, log-spaced in [1e-2, 1e3])."""
+    if x0.shape[1] == 0:
+        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    if grid is None:
+        grid = torch.logspace(-2, 3, 121, dtype=x0.dtype, device=x0.device)
+    ll = log_marginal_likelihood(x0, x1, y, grid, mu0, cov0, lam, num_mc, generator)
+    return grid[ll.argmax(dim=1)]
+
+
+def beta_entropy(winners: torch.Tensor, K: int, c: float = 25.0, beta_max: float = 1e3) -> torch.Tensor:
+    """Entropy rule ``β̂ = c / H`` ``[S]`` from the preferred arms ``winners [S,N]`` (natural log).
+
+    When every record prefers the same arm ``H = 0``; we then return ``beta_max`` (documented cap, the
+    rule itself is undefined there).
+    """
+    if winners.shape[1] == 0:
+        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    if not c > 0:
+        raise ConfigError("entropy_c", c, "must be > 0")
+    counts = torch.zeros(winners.shape[0], K, dtype=torch.float64, device=winners.device)
+    counts.scatter_add_(1, winners, torch.ones_like(winners, dtype=torch.float64))
+    p = counts / counts.sum(1, keepdim=True)
+    H = -(p * torch.log(p.clamp_min(1e-300))).sum(1)
+    return torch.where(H > 0, c / H.clamp_min(1e-300), torch.full_like(H, beta_max)).clamp_max(beta_max)
+
+
+def competence_model(
+    x0: torch.Tensor,
+    x1: torch.Tensor,
+    y: torch.Tensor | None,
+    mu0: torch.Tensor,
+    cov0: torch.Tensor,
+    lam: float,
+    beta_loc: float = math.log(5.0),
+    beta_scale: float = 1.5,
+) -> None:
+    """Pyro model of ``D0`` with unknown deliberateness, one independent problem per seed.
+
+    ``β ~ LogNormal(beta_loc, beta_scale)``, ``ϑ ~ N(μ0, Σ0 + I/λ²)`` (``θ`` integrated out),
+    ``Y_n ~ Bernoulli(1 - σ(β⟨Ā⁽⁰⁾ - Ā⁽¹⁾, ϑ⟩))`` (Eq. `rater_preference_dist`, ``Y = 0``: ``Ā⁽⁰⁾``
+    preferred).
+    """
+    S, N, d = x0.shape
+    cov = cov0 + torch.eye(d, dtype=cov0.dtype, device=cov0.device) / lam**2
+    loc = torch.as_tensor(beta_loc, dtype=x0.dtype, device=x0.device)
+    with pyro.plate("seeds", S, dim=-2):
+        beta = pyro.sample("beta", dist.LogNormal(loc, beta_scale))  # [S,1]
+        vt = pyro.sample("vartheta", dist.MultivariateNormal(mu0, cov))  # [S,1,d]
+        logit_y1 = -beta * ((x0 - x1) * vt).sum(-1)  # [S,N]
+        with pyro.plate("pairs", N, dim=-1):
+            pyro.sample("y", dist.Bernoulli(logits=logit_y1), obs=None if y is None else y.to(x0.dtype))
+
+
+def beta_bayes(
+    x0: torch.Tensor,
+    x1: torch.Tensor,
+    y: torch.Tensor,
+    mu0: torch.Tensor,
+    cov0: torch.Tensor,
+    lam: float,
+    beta_loc: float = math.log(5.0),
+    beta_scale: float = 1.5,
+    steps: int = 800,
+    lr: float = 0.05,
+    seed: int = 0,
+) -> torch.Tensor:
+    """Posterior median of ``β`` ``[S]`` under :func:`competence_model`, by SVI (``AutoNormal`` guide)."""
+    if x0.shape[1] == 0:
+        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    pyro.clear_param_store()
+    pyro.set_rng_seed(seed)
+    args = (x0, x1, y, mu0, cov0, lam, beta_loc, beta_scale)
+    guide = AutoNormal(competence_model, init_scale=0.05)
+    svi = SVI(competence_model, guide, Adam({"lr": lr}), Trace_ELBO(num_particles=4, vectorize_particles=True))
+    for _ in range(steps):
+        svi.step(*args)
+    median = guide.median(*args)["beta"]
+    pyro.clear_param_store()
+    return median.reshape(-1).detach()
