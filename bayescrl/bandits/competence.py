@@ -141,7 +141,8 @@ def beta_bayes(
     pyro.set_rng_seed(seed)
     args = (x0, x1, y, mu0, cov0, lam, beta_loc, beta_scale)
     guide = AutoNormal(competence_model, init_scale=0.05)
-    svi = SVI(competence_model, guide, Adam({"lr": lr}), Trace_ELBO(num_particles=4, vectorize_particles=True))
+    elbo = Trace_ELBO(num_particles=4, vectorize_particles=True)
+    svi = SVI(competence_model, guide, Adam({"lr": lr}), elbo)
     for _ in range(steps):
         svi.step(*args)
     median = guide.median(*args)["beta"]

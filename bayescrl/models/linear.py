@@ -208,6 +208,13 @@ class BTLinearProblem:
         p0 = problems[0]
         if any(p.batched for p in problems):
             raise DataError("problems", "batched", "stack expects unbatched problems")
+        for i, p in enumerate(problems[1:], start=1):
+            same = p.noise_sd == p0.noise_sd and all(
+                getattr(p, k).shape == getattr(p0, k).shape and torch.equal(getattr(p, k), getattr(p0, k))
+                for k in ("mu0", "cov0", "beta", "lam")
+            )
+            if not same:
+                raise DataError("problems", i, "stacked problems must share prior, raters and noise_sd")
         n_max = max(p.y.shape[0] for p in problems)
         t_max = max(p.r.shape[0] for p in problems)
 

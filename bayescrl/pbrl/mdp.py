@@ -92,7 +92,7 @@ def value_iteration(P: Tensor, r: Tensor, H: int) -> tuple[Tensor, Tensor, Tenso
     V = torch.zeros(*batch, H + 1, S, dtype=r.dtype, device=r.device)
     Q = torch.zeros(*batch, H, S, A, dtype=r.dtype, device=r.device)
     for h in range(H - 1, -1, -1):
-        q = r + (P @ V[..., h + 1, :].unsqueeze(-1)).squeeze(-1)
+        q = r + (P @ V[..., None, h + 1, :, None]).squeeze(-1)
         Q[..., h, :, :] = q
         V[..., h, :] = q.max(-1).values
     return V, Q, Q.argmax(-1)
@@ -116,7 +116,7 @@ def policy_value(P: Tensor, r: Tensor, rho: Tensor, policy: Tensor) -> Tensor:
     batch = torch.broadcast_shapes(P.shape[:-3], r.shape[:-2], pi.shape[:-3])
     V = torch.zeros(*batch, r.shape[-2], dtype=r.dtype, device=r.device)
     for h in range(H - 1, -1, -1):
-        q = r + (P @ V.unsqueeze(-1)).squeeze(-1)
+        q = r + (P @ V[..., None, :, None]).squeeze(-1)
         V = (pi[..., h, :, :] * q).sum(-1)
     return (rho.to(r.dtype) * V).sum(-1)
 

@@ -1,0 +1,248 @@
+"""Experiment configuration of the ``bandit`` command: defaults, merging and validation.
+
+Schema (every key optional; defaults are the seed's evaluation protocol, Section
+`sec:chapter3_empirical`)::
+
+    seed: 0                      # base seed; seed s of a run uses seed + s
+    device: cpu
+    bandit:  {K: 50, d: 6, T: 300, noise_sd: 1.0, rho: 0.0, prior_mean: 0.0, prior_sd: 1.0}
+    offline: {N: 20, beta: 10.0, lam: 100.0, expert: bt}   # expert: bt | greedy
+             # or several raters: raters: [{N: 10, beta: 5, lam: 10, expert: bt}, ...]
+    assumed: {beta: true, lam: true}   # competence the agents assume: a number (or one per rater),
+                                       # 'true', or for beta an estimator 'mle' | 'entropy' | 'bayes'
+    agents: [warmpref-ps-bootstrap, naive-ps, ps, lints]
+             # an item may be a mapping {id: ..., label: ..., beta: ..., lam: ..., <option>: ...}
+    options: {...}                     # agent options, see ``DEFAULT_OPTIONS``
+
+``prior_mean`` may be a scalar or a list of length ``d``; ``prior_sd`` a scalar or a list of length ``d``
+(a diagonal prior covariance ``Σ0``).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from bayescrl.bandits.offline import Rater
+from bayescrl.utils.errors import ConfigError
+
+AGENT_IDS = (
+    "warmpref-ps",
+    "warmpref-ps-bootstrap",
+    "ps",
+    "lints",
+    "naive-ps",
+    "hybrid-dpo",
+    "hybrid-ipo",
+    "warmtsof",
+)
+BETA_ESTIMATORS = ("mle", "entropy", "bayes")
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    # Bootstrapped warmPref-PS (Eq. `final_surrogate_perturbed_loss`)
+    "p_offline": 0.5,  # Bern(p) weights ω_n on offline terms
+    "online_noise": True,  # ζ_s ~ N(0, σ²) on online rewards
+    "anchor_prior": True,  # θ' ~ N(μ0, Σ0), ϑ' ~ N(0, I/λ²)
+    "tol": 1e-6,
+    "max_iter": 50,
+    # warmPref-PS (Algorithm `Prefwarm-PS`): engine of the informed prior, Eq. `informed_prior`
+    "engine": "laplace",  # laplace | svi | nuts
+    "engine_options": {},  # keyword options of bayescrl.inference.engines.fit (svi / nuts)
+    # LinTS (Agrawal & Goyal): θ̃ ~ N(B⁻¹f, v² B⁻¹), B = ridge·I + Σ a aᵀ
+    "lints_v": 1.0,
+    "lints_ridge": 1.0,
+    # naive-PS: uses D0 but ignores competence (β = 1, ϑ ≈ θ)
+    "naive_beta": 1.0,
+    "naive_lam": 1e4,
+    # hybrid DPO / IPO (appendix `appendix:dpoipo`)
+    "dpo_steps": 20000,
+    "dpo_lr": 0.015,
+    "dpo_batch": 12,
+    "dpo_tau": 0.1,
+    "dpo_epsilon": 0.16,
+    "dpo_prior_weight": 0.0,  # weight of the offline reward model in the online running mean
+    # warmTSOF (Algorithm `prac_warmtsof`)
+    "cost": 0.0,
+    "eps0": 1.0,
+    "p_online": 1.0,
+    # competence estimation
+    "entropy_c": 25.0,
+    "beta_prior_loc": math.log(5.0),
+    "beta_prior_scale": 1.5,
+    "bayes_steps": 800,
+}
+
+DEFAULTS: dict[str, Any] = {
+    "seed": 0,
+    "device": "cpu",
+    "bandit": {"K": 50, "d": 6, "T": 300, "noise_sd": 1.0, "rho": 0.0, "prior_mean": 0.0, "prior_sd": 1.0},
+    "offline": {"N": 20, "beta": 10.0, "lam": 100.0, "expert": "bt"},
+    "assumed": {"beta": "true", "lam": "true"},
+    "agents": ["warmpref-ps-bootstrap", "naive-ps", "ps", "lints"],
+    "options": {},
+}
+TOP_KEYS = {"seed", "device", "bandit", "offline", "assumed", "agents", "options", "name", "description"}
+
+
+def _merge(base: dict, over: Mapping, path: str) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if k not in base:
+            raise ConfigError(f"{path}.{k}" if path else k, v, f"unknown key; expected one of {sorted(base)}")
+        out[k] = v
+    return out
+
+
+def _int(field: str, v: Any, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ConfigError(field, v, f"must be an integer >= {lo}")
+    return v
+
+
+def _num(field: str, v: Any, lo: float | None = None, strict: bool = False) -> float:
+    if isinstance(v, str):  # YAML 1.1 reads "1e4" (no dot) as a string
+        try:
+            v = float(v)
+        except ValueError:
+            raise ConfigError(field, v, "must be a finite number") from None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ConfigError(field, v, "must be a finite number")
+    if lo is not None and (v <= lo if strict else v < lo):
+        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {lo}")
+    return float(v)
+
+
+def _vector(field: str, v: Any, d: int, positive: bool = False) -> list[float]:
+    vals = [v] * d if not isinstance(v, (list, tuple)) else list(v)
+    if len(vals) != d:
+        raise ConfigError(field, v, f"length {len(vals)} does not match bandit.d = {d}")
+    return [_num(f"{field}[{i}]", x, 0.0 if positive else None, strict=positive) for i, x in enumerate(vals)]
+
+
+def raters_of(offline: Mapping) -> list[Rater]:
+    """The raters of ``offline`` (one from ``N, beta, lam, expert`` unless ``raters`` is given)."""
+    if offline.get("raters"):
+        out = []
+        for i, r in enumerate(offline["raters"]):
+            if not isinstance(r, Mapping):
+                raise ConfigError("offline.raters", r, "each rater must be a mapping {N, beta, lam}", index=i)
+            extra = set(r) - {"N", "beta", "lam", "expert"}
+            if extra:
+                raise ConfigError("offline.raters", sorted(extra), "unknown rater keys", index=i)
+            f = f"offline.raters[{i}]"
+            rater = Rater(
+                N=_int(f"{f}.N", r.get("N", offline["N"]), 0),
+                beta=_num(f"{f}.beta", r.get("beta", offline["beta"]), 0.0),
+                lam=_num(f"{f}.lam", r.get("lam", offline["lam"]), 0.0, strict=True),
+                expert=r.get("expert", offline["expert"]),
+            )
+            rater.validate(f"offline.raters[{i}]")
+            out.append(rater)
+        return out
+    rater = Rater(
+        N=_int("offline.N", offline["N"], 0),
+        beta=_num("offline.beta", offline["beta"], 0.0),
+        lam=_num("offline.lam", offline["lam"], 0.0, strict=True),
+        expert=offline["expert"],
+    )
+    rater.validate("offline")
+    return [rater]
+
+
+def _check_competence(field: str, v: Any, n_raters: int, estimators: tuple[str, ...]) -> None:
+    items = v if isinstance(v, (list, tuple)) else [v]
+    if isinstance(v, (list, tuple)) and len(v) != n_raters:
+        raise ConfigError(field, v, f"needs one value per rater ({n_raters})")
+    for i, x in enumerate(items):
+        if isinstance(x, str):
+            if x != "true" and x not in estimators:
+                raise ConfigError(field, x, f"must be a number, 'true' or one of {list(estimators)}", index=i)
+        else:
+            if field.endswith("lam"):
+                _num(field, x, 0.0, strict=True)
+            else:
+                _num(field, x, 0.0)
+
+
+def normalise_agents(agents: Any) -> list[dict[str, Any]]:
+    """Agents as ``[{id, label, ...overrides}]`` with unique labels; unknown ids are rejected."""
+    if isinstance(agents, str):
+        agents = [agents]
+    if not isinstance(agents, (list, tuple)) or not agents:
+        raise ConfigError("agents", agents, "must be a non-empty list of agent ids")
+    out, labels = [], set()
+    for i, a in enumerate(agents):
+        spec = {"id": a} if isinstance(a, str) else dict(a) if isinstance(a, Mapping) else None
+        if spec is None or "id" not in spec:
+            raise ConfigError("agents", a, "must be an agent id or a mapping with an 'id'", index=i)
+        if spec["id"] not in AGENT_IDS:
+            raise ConfigError("agents", spec["id"], f"unknown agent id; expected one of {list(AGENT_IDS)}", i)
+        spec.setdefault("label", spec["id"])
+        if spec["label"] in labels:
+            raise ConfigError("agents", spec["label"], "duplicate label; give each variant a 'label'", i)
+        labels.add(spec["label"])
+        bad = set(spec) - {"id", "label", "beta", "lam"} - set(DEFAULT_OPTIONS)
+        if bad:
+            why = f"unknown agent keys; options are {sorted(DEFAULT_OPTIONS)}"
+            raise ConfigError("agents", sorted(bad), why, i)
+        out.append(spec)
+    return out
+
+
+def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Merge ``config`` over :data:`DEFAULTS` and validate every field (raises :class:`ConfigError`)."""
+    config = dict(config or {})
+    unknown = set(config) - TOP_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(key, config[key], f"unknown key; expected {sorted(TOP_KEYS)}")
+    cfg = copy.deepcopy(DEFAULTS)
+    cfg["seed"] = _int("seed", config.get("seed", 0), 0)
+    cfg["device"] = str(config.get("device", "cpu"))
+    for sect in ("bandit", "offline", "assumed"):
+        sub = config.get(sect) or {}
+        if not isinstance(sub, Mapping):
+            raise ConfigError(sect, sub, "must be a mapping")
+        base = dict(cfg[sect], raters=None) if sect == "offline" else cfg[sect]
+        cfg[sect] = _merge(base, sub, sect)
+    cfg["options"] = _merge(DEFAULT_OPTIONS, config.get("options") or {}, "options")
+    b = cfg["bandit"]
+    b["K"] = _int("bandit.K", b["K"], 2)
+    b["d"] = _int("bandit.d", b["d"], 1)
+    b["T"] = _int("bandit.T", b["T"], 1)
+    b["noise_sd"] = _num("bandit.noise_sd", b["noise_sd"], 0.0, strict=True)
+    rho = _num("bandit.rho", b["rho"], 0.0)
+    if rho >= 1.0:
+        raise ConfigError("bandit.rho", rho, "must be in [0, 1)")
+    b["prior_mean"] = _vector("bandit.prior_mean", b["prior_mean"], b["d"])
+    b["prior_sd"] = _vector("bandit.prior_sd", b["prior_sd"], b["d"], positive=True)
+    raters = raters_of(cfg["offline"])
+    _check_competence("assumed.beta", cfg["assumed"]["beta"], len(raters), BETA_ESTIMATORS)
+    _check_competence("assumed.lam", cfg["assumed"]["lam"], len(raters), ())
+    cfg["agents"] = normalise_agents(config.get("agents", DEFAULTS["agents"]))
+    for i, a in enumerate(cfg["agents"]):
+        if "beta" in a:
+            _check_competence(f"agents[{i}].beta", a["beta"], len(raters), BETA_ESTIMATORS)
+        if "lam" in a:
+            _check_competence(f"agents[{i}].lam", a["lam"], len(raters), ())
+    o = cfg["options"]
+    for k in ("p_offline", "p_online"):
+        p = _num(f"options.{k}", o[k], 0.0)
+        if p > 1:
+            raise ConfigError(f"options.{k}", p, "must be a probability in [0, 1]")
+    if o["engine"] not in ("laplace", "svi", "nuts"):
+        raise ConfigError("options.engine", o["engine"], "must be laplace, svi or nuts")
+    for k in ("lints_v", "lints_ridge", "naive_lam", "dpo_lr", "dpo_tau", "entropy_c", "beta_prior_scale"):
+        _num(f"options.{k}", o[k], 0.0, strict=True)
+    for k in ("dpo_steps", "dpo_batch", "max_iter", "bayes_steps"):
+        _int(f"options.{k}", o[k], 1)
+    eps = _num("options.dpo_epsilon", o["dpo_epsilon"], 0.0)
+    if eps > 1:
+        raise ConfigError("options.dpo_epsilon", eps, "must be a probability in [0, 1]")
+    _num("options.cost", o["cost"], 0.0)
+    _num("options.dpo_prior_weight", o["dpo_prior_weight"], 0.0)
+    _num("options.eps0", o["eps0"], 0.0)
+    _num("options.naive_beta", o["naive_beta"], 0.0)
+    return cfg

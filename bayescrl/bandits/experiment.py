@@ -1,0 +1,242 @@
+"""Experiment runner of chapter `warmPref-PS`: every agent on the same ``S`` seeds, batched over seeds.
+
+Seed ``s`` of a run with base seed ``b`` draws its arms, ``θ``, reward noise and ``D0`` from a generator
+seeded with ``b + s`` (so adding seeds never changes the first ones' environments); agent randomness comes
+from one generator per agent, seeded with ``b`` and the agent's label, shared in order by the batched
+seeds (so results do not depend on the order of the agent list).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from bayescrl.bandits.agents import Agent, BootstrapAgent, GaussianPSAgent
+from bayescrl.bandits.competence import beta_bayes, beta_entropy, beta_mle
+from bayescrl.bandits.config import raters_of, resolve_config
+from bayescrl.bandits.dpo import HybridPreferenceAgent
+from bayescrl.bandits.env import LinearBandit
+from bayescrl.bandits.offline import OfflineData, sample_offline
+from bayescrl.bandits.prior import informed_prior
+from bayescrl.bandits.warmtsof import WarmTSOFAgent
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import write_json
+from bayescrl.utils.plotting import plot_mean_sd
+from bayescrl.utils.seeding import set_torch_threads
+
+
+def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, OfflineData]:
+    """Environment and ``D0`` of every seed (see the module docstring for the seeding scheme)."""
+    b, dev = cfg["bandit"], cfg["device"]
+    gens = [torch.Generator().manual_seed(cfg["seed"] + s) for s in range(seeds)]
+    mu0 = torch.tensor(b["prior_mean"], dtype=torch.float64)
+    cov0 = torch.diag(torch.tensor(b["prior_sd"], dtype=torch.float64) ** 2)
+    env = LinearBandit.sample(
+        seeds, b["K"], b["d"], b["T"], b["noise_sd"], b["rho"], gens, mu0=mu0, cov0=cov0, device=dev
+    )
+    data = sample_offline(env.arms, env.theta, raters_of(cfg["offline"]), gens)
+    return env, data
+
+
+def assumed_competence(
+    spec_beta: Any,
+    spec_lam: Any,
+    env: LinearBandit,
+    data: OfflineData,
+    opts: Mapping[str, Any],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The competence ``(beta [S,R], lam [S,R])`` an agent assumes: numbers, ``'true'`` or β-estimates."""
+    S, R = env.num_seeds, len(data.raters)
+    dt, dev = env.arms.dtype, env.arms.device
+    lam_items = spec_lam if isinstance(spec_lam, (list, tuple)) else [spec_lam] * R
+    lam = torch.tensor(
+        [data.raters[r].lam if lam_items[r] == "true" else float(lam_items[r]) for r in range(R)], dtype=dt
+    ).to(dev)
+    lam = lam.expand(S, R).clone()
+    beta_items = spec_beta if isinstance(spec_beta, (list, tuple)) else [spec_beta] * R
+    beta = torch.empty(S, R, dtype=dt, device=dev)
+    x0, x1 = data.features(env.arms)
+    for r, item in enumerate(beta_items):
+        rows = data.rater[0] == r  # records of rater r (same layout in every seed)
+
+        def sub(t: torch.Tensor, rows: torch.Tensor = rows) -> torch.Tensor:
+            return t[:, rows]
+
+        if item == "true":
+            beta[:, r] = data.raters[r].beta
+        elif item == "mle":
+            g = torch.Generator().manual_seed(12345 + r)
+            lam_r = float(lam[0, r])
+            beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r, generator=g)
+        elif item == "entropy":
+            beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=opts["entropy_c"])
+        elif item == "bayes":
+            beta[:, r] = beta_bayes(
+                sub(x0),
+                sub(x1),
+                sub(data.y),
+                env.mu0,
+                env.cov0,
+                float(lam[0, r]),
+                beta_loc=opts["beta_prior_loc"],
+                beta_scale=opts["beta_prior_scale"],
+                steps=opts["bayes_steps"],
+            )
+        else:
+            beta[:, r] = float(item)
+    return beta, lam
+
+
+def make_agent(
+    spec: Mapping[str, Any], cfg: Mapping[str, Any], env: LinearBandit, data: OfflineData
+) -> Agent:
+    """Instantiate the agent of ``spec`` (``{id, label, beta?, lam?, <option overrides>}``)."""
+    opts = {**cfg["options"], **{k: v for k, v in spec.items() if k in cfg["options"]}}
+    gen = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + zlib.crc32(spec["label"].encode()))
+    aid, lbl = spec["id"], spec["label"]
+    S, d = env.num_seeds, env.d
+    boot = dict(
+        p_offline=opts["p_offline"],
+        p_online=opts["p_online"],
+        online_noise=opts["online_noise"],
+        anchor_prior=opts["anchor_prior"],
+        tol=opts["tol"],
+        max_iter=opts["max_iter"],
+    )
+    if aid in ("warmpref-ps-bootstrap", "warmpref-ps", "warmtsof"):
+        beta, lam = assumed_competence(
+            spec.get("beta", cfg["assumed"]["beta"]), spec.get("lam", cfg["assumed"]["lam"]), env, data, opts
+        )
+        if aid == "warmpref-ps-bootstrap":
+            agent: Agent = BootstrapAgent(env, data, beta, lam, generator=gen, label=lbl, **boot)
+        elif aid == "warmtsof":
+            agent = WarmTSOFAgent(
+                env, data, beta, lam, generator=gen, cost=opts["cost"], eps0=opts["eps0"], label=lbl, **boot
+            )
+        else:
+            mean, cov = informed_prior(env, data, beta, lam, opts["engine"], opts["engine_options"])
+            agent = GaussianPSAgent(env, mean, cov, env.noise_sd, generator=gen, label=lbl)
+        agent.assumed_beta = beta  # type: ignore[attr-defined]
+        return agent
+    if aid == "naive-ps":
+        R = len(data.raters)
+        beta = torch.full((S, R), float(opts["naive_beta"]), dtype=env.arms.dtype, device=env.arms.device)
+        lam = torch.full_like(beta, float(opts["naive_lam"]))
+        return BootstrapAgent(env, data, beta, lam, generator=gen, label=lbl, **boot)
+    if aid == "ps":
+        mean, cov = env.mu0.expand(S, d), env.cov0.expand(S, d, d)
+        return GaussianPSAgent(env, mean, cov, env.noise_sd, generator=gen, label=lbl)
+    if aid == "lints":
+        eye = torch.eye(d, dtype=env.arms.dtype, device=env.arms.device)
+        mean = torch.zeros(S, d, dtype=env.arms.dtype, device=env.arms.device)
+        cov = (eye / opts["lints_ridge"]).expand(S, d, d)
+        return GaussianPSAgent(env, mean, cov, 1.0, generator=gen, scale=opts["lints_v"], label=lbl)
+    if aid in ("hybrid-dpo", "hybrid-ipo"):
+        return HybridPreferenceAgent(
+            env,
+            data,
+            loss=aid.split("-")[1],
+            generator=gen,
+            steps=opts["dpo_steps"],
+            lr=opts["dpo_lr"],
+            batch=opts["dpo_batch"],
+            tau=opts["dpo_tau"],
+            epsilon=opts["dpo_epsilon"],
+            prior_weight=opts["dpo_prior_weight"],
+            label=lbl,
+        )
+    raise ConfigError("agents", aid, "unknown agent id")  # pragma: no cover - validated before
+
+
+def run_agent(
+    agent_spec: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    env: LinearBandit,
+    data: OfflineData,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Run one agent for ``T`` rounds on all seeds; returns its regret curves ``[S,T]`` and diagnostics."""
+    t0 = time.perf_counter()
+    agent = make_agent(agent_spec, cfg, env, data)
+    S, T = env.num_seeds, env.T
+    regret = torch.zeros(S, T, dtype=env.arms.dtype, device=env.arms.device)
+    for t in tqdm(range(T), desc=agent.label, disable=not progress, leave=False):
+        arm, cost = agent.act(t)
+        reward, inst = env.pull(arm, t)
+        agent.update(arm, reward)
+        regret[:, t] = inst + cost
+    wall = time.perf_counter() - t0
+    out: dict[str, Any] = {"id": agent_spec["id"], "regret": regret.cumsum(1).cpu(), "wall_time_s": wall}
+    if isinstance(agent, BootstrapAgent):
+        out["map_not_converged_fraction"] = agent.not_converged / max(agent.solves, 1)
+    if isinstance(agent, WarmTSOFAgent):
+        out["queries_mean"] = float(agent.queries.double().mean())
+    if hasattr(agent, "assumed_beta"):
+        out["assumed_beta_mean"] = agent.assumed_beta.mean(0).tolist()
+    return out
+
+
+def summarise(label: str, res: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON summary of one agent: final regret and the mean ± sd cumulative regret curve over seeds."""
+    cum = res["regret"].numpy()
+    ddof = 1 if cum.shape[0] > 1 else 0
+    summary = {
+        "id": res["id"],
+        "final_regret_mean": float(cum[:, -1].mean()),
+        "final_regret_std": float(cum[:, -1].std(ddof=ddof)),
+        "final_regret_per_seed": cum[:, -1].tolist(),
+        "regret_curve_mean": cum.mean(0).tolist(),
+        "regret_curve_std": cum.std(0, ddof=ddof).tolist(),
+        "wall_time_s": res["wall_time_s"],
+    }
+    for k in ("map_not_converged_fraction", "queries_mean", "assumed_beta_mean"):
+        if k in res:
+            summary[k] = res[k]
+    return summary
+
+
+def run_experiment(
+    config: Mapping[str, Any] | None, seeds: int = 5, out: str | Path | None = None, progress: bool = False
+) -> dict[str, Any]:
+    """Run every agent of ``config`` on ``seeds`` seeds; write ``out/results.json`` and ``out/regret.png``.
+
+    Returns ``{"config": resolved config, "seeds": S, "agents": {label: summary}, "wall_time_s": total}``
+    where each summary has ``final_regret_mean/std``, ``regret_curve_mean/std`` (cumulative
+    pseudo-regret, length ``T``) and ``wall_time_s``.
+    """
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ConfigError("seeds", seeds, "must be an integer >= 1")
+    set_torch_threads()
+    cfg = resolve_config(config)
+    t0 = time.perf_counter()
+    env, data = make_world(cfg, seeds)
+    agents: dict[str, Any] = {}
+    for spec in cfg["agents"]:
+        agents[spec["label"]] = summarise(spec["label"], run_agent(spec, cfg, env, data, progress))
+    result = {"config": cfg, "seeds": seeds, "agents": agents, "wall_time_s": time.perf_counter() - t0}
+    if out is not None:
+        out = Path(out)
+        write_json(out / "results.json", result)
+        curves = {k: (v["regret_curve_mean"], v["regret_curve_std"]) for k, v in agents.items()}
+        b, o = cfg["bandit"], cfg["offline"]
+        title = f"K={b['K']}, d={b['d']}, N={o['N']}, β={o['beta']}, λ={o['lam']} ({seeds} seeds)"
+        plot_mean_sd(curves, out / "regret.png", "round t", "cumulative regret", title=title)
+    return result
+
+
+def final_table(result: Mapping[str, Any]) -> str:
+    """A one-line-per-agent text table of final regret (mean ± sd) and wall time."""
+    lines = [f"{'agent':28s} {'regret':>18s} {'time [s]':>9s}"]
+    for label, s in result["agents"].items():
+        reg = f"{s['final_regret_mean']:.2f} ± {s['final_regret_std']:.2f}"
+        lines.append(f"{label:28s} {reg:>18s} {s['wall_time_s']:9.2f}")
+    return "\n".join(lines)
+
+
+__all__ = ["final_table", "make_world", "run_experiment"]

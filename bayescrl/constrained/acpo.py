@@ -1,0 +1,255 @@
+"""ACPO: Average-Constrained Policy Optimization (chapter `acpo`, Algorithm `practical_acpo`).
+
+One iteration (the core's loop collects the batch and, after :meth:`ACPO.update_policy`, fits the critics):
+
+1. Batch of ``n_envs × rollout_steps`` (= 2500) steps with ``π_k``; average-reward GAE Eq. `avg_GAE`
+   (λ = 0.95) for the reward and every cost, ``Ĵ`` and ``Ĵ_{C_i}`` = batch means (core ``average_gae``).
+2. ``g``, ``a_i`` = gradients of the importance-weighted surrogates ``E[ρ Â]``, ``E[ρ Â_{C_i}]`` at
+   ``θ_k`` (= ``E[∇log π Â]``, appendix `practical_acpo`); ``H`` = Fisher matrix (Hessian of the mean KL)
+   through Fisher-vector products; ``H⁻¹g``, ``H⁻¹a_i`` by 10 conjugate-gradient iterations;
+   ``c_i = Ĵ_{C_i} − l_i``.
+3. If Eq. `acpo_approx` is feasible: ``(λ*, μ*)`` of the dual Eq. `acpo_dual` (closed form for one
+   constraint, convex solve for several) and the step Eq. `acpo_dual_update`; else the recovery step
+   Eq. `acpo_recovery` with parameter ``t`` (default 0.75).
+4. Backtracking line search ``θ_k + s^j x`` (s = 0.75, j ≤ 10) until the acceptance test holds, else no
+   update.
+
+Cost limits are *average costs per step* ``l_i`` (the constraint ``J_{C_i}(π) ≤ l_i`` of the chapter),
+not episodic budgets.
+
+Departures (see also ``docs/acpo.md``):
+
+* dual term ``−λδ`` instead of the printed ``−λδ/2`` (:mod:`bayescrl.constrained.acpo_math`);
+* line-search test: after a recovery step the reference-CPO rule (KL ≤ δ, no cost surrogate increases,
+  Eq. `acpo_trust` for the feasible constraints); after a dual step ``dual_check="kl"`` (default) only
+  checks the trust region (KL ≤ δ) -- the step already satisfies the linearised constraints, and the box
+  has no line search there; checking the cost surrogate too (``"full"``, CPO's code) stalls on the
+  constraint boundary, where any tangent step raises the cost at second order;
+* KL is ``KL(π_k ‖ π)`` (TRPO/CPO convention, the core's Fisher); the text writes ``KL(π ‖ π_k)``; both
+  have the same Hessian ``H`` at ``θ_k``;
+* reward advantages are normalised by batch mean/sd as the appendix says; cost advantages are only
+  centred, because scaling them would change the units of ``a_i`` relative to ``c_i`` in the linearised
+  constraint ``c_i + a_iᵀx ≤ 0``;
+* several constraints: the text's recovery step is for one; we recover along the sum of the violated
+  constraints' gradients;
+* ``H`` is damped (``cg_damping · I``, TRPO/CPO codes) so CG solves a positive-definite system.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from bayescrl.constrained.acpo_eval import AverageProtocolMixin
+from bayescrl.constrained.acpo_math import (
+    acpo_accept,
+    acpo_dual,
+    acpo_dual_update,
+    acpo_feasible,
+    acpo_recovery,
+)
+from bayescrl.constrained.core.base import OnPolicyAlgorithm
+from bayescrl.constrained.core.config import TrainConfig
+from bayescrl.constrained.core.optim import backtracking_line_search, conjugate_gradient, flat_grad
+from bayescrl.constrained.core.rollout import Batch
+from bayescrl.utils.errors import ConfigError
+
+DUAL_CHECKS = ("kl", "full", "none")
+
+__all__ = ["ACPO", "ACPOConfig", "TrustRegionTerms", "trust_region_terms"]
+
+
+@dataclass
+class ACPOConfig(TrainConfig):
+    """Table `tab:hyperparameters` (CPO/PCPO/ACPO column) on top of the core's :class:`TrainConfig`."""
+
+    advantage: str = "average"
+    gae_lambda: float = 0.95
+    n_envs: int = 5
+    rollout_steps: int = 500  # batch 2500
+    actor_hidden: tuple[int, ...] = (64, 32)
+    critic_hidden: tuple[int, ...] = (64, 32)
+    activation: str = "tanh"
+    log_std_init: float = -1.0
+    pi_lr: float = 2e-4  # unused by the trust-region step (kept for the table)
+    vf_lr: float = 2e-4
+    update_epochs: int = 10  # critic epochs
+    minibatch_size: int = 128
+    delta: float = 1e-4
+    cg_iters: int = 10
+    cg_damping: float = 0.1
+    backtrack_coef: float = 0.75
+    backtrack_iters: int = 10
+    recovery_t: float = 0.75
+    dual_check: str = "kl"
+
+    def validate(self) -> None:
+        super().validate()
+        if self.advantage != "average":
+            raise ConfigError("advantage", self.advantage, "ACPO is defined for the 'average' criterion")
+        if not (isinstance(self.delta, (int, float)) and math.isfinite(self.delta) and self.delta > 0):
+            raise ConfigError("delta", self.delta, "must be a finite number > 0")
+        if not isinstance(self.cg_iters, int) or self.cg_iters < 1:
+            raise ConfigError("cg_iters", self.cg_iters, "must be an integer >= 1")
+        if self.cg_damping < 0:
+            raise ConfigError("cg_damping", self.cg_damping, "must be >= 0")
+        if not 0.0 < self.backtrack_coef < 1.0:
+            raise ConfigError("backtrack_coef", self.backtrack_coef, "must lie in (0, 1)")
+        if not isinstance(self.backtrack_iters, int) or self.backtrack_iters < 0:
+            raise ConfigError("backtrack_iters", self.backtrack_iters, "must be an integer >= 0")
+        if not 0.0 <= self.recovery_t <= 1.0:
+            raise ConfigError("recovery_t", self.recovery_t, "must lie in [0, 1]")
+        if self.dual_check not in DUAL_CHECKS:
+            raise ConfigError("dual_check", self.dual_check, f"must be one of {DUAL_CHECKS}")
+
+
+@dataclass
+class TrustRegionTerms:
+    """Everything a trust-region update needs at ``θ_k`` (``d`` parameters, ``m`` constraints)."""
+
+    g: torch.Tensor  # (d,) reward surrogate gradient
+    A: torch.Tensor  # (d, m) cost surrogate gradients
+    v: torch.Tensor  # (d,) H⁻¹g (CG)
+    W: torch.Tensor  # (d, m) H⁻¹A (CG)
+    q: float  # gᵀH⁻¹g
+    r: np.ndarray  # (m,) AᵀH⁻¹g
+    S: np.ndarray  # (m, m) AᵀH⁻¹A
+    fvp: object
+    x: torch.Tensor  # policy inputs
+    old_dist: object
+    old_logp: torch.Tensor
+    adv_r: torch.Tensor
+    adv_c: torch.Tensor
+
+
+def fisher_vector_product(policy, x: torch.Tensor, damping: float, params: list) -> Callable:
+    """``v ↦ (H + damping·I) v``, ``H`` = Hessian of the mean ``KL(π_k ‖ π_θ)`` at ``θ_k`` (double backward).
+
+    Same maths as the core's ``fisher_vector_product``; kept here because the core's version passes
+    ``retain_graph=False`` together with ``create_graph=True`` to the first ``autograd.grad``, which frees the
+    graph the second derivative needs (reported to the lead).  The KL graph and its gradient are built once
+    and reused by every CG iteration.
+    """
+    with torch.no_grad():
+        old = policy.distribution(x)
+    old = _detach(old)
+    kl = policy.kl(old, policy.distribution(x)).mean()
+    grads = torch.autograd.grad(kl, params, create_graph=True, allow_unused=True)
+    flat = torch.cat([(torch.zeros_like(p) if gr is None else gr).reshape(-1) for gr, p in zip(grads, params, strict=True)])
+
+    def fvp(v: torch.Tensor) -> torch.Tensor:
+        hv = torch.autograd.grad(flat @ v, params, retain_graph=True, allow_unused=True)
+        out = torch.cat([(torch.zeros_like(p) if h is None else h).reshape(-1) for h, p in zip(hv, params, strict=True)])
+        return out + damping * v
+
+    return fvp
+
+
+def _detach(dist):
+    if isinstance(dist, torch.distributions.Normal):
+        return torch.distributions.Normal(dist.loc.detach(), dist.scale.detach())
+    return torch.distributions.Categorical(logits=dist.logits.detach())
+
+
+def trust_region_terms(algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, damping: float) -> TrustRegionTerms:
+    """Surrogate gradients, CG solutions and Gram quantities for ``algo.policy`` on ``batch``.
+
+    Reward advantages normalised (if ``config.normalize_advantages``), cost advantages centred.
+    """
+    policy = algo.policy
+    x = algo.policy_input(batch.obs, batch.h)
+    adv_r = batch.advantages[:, 0]
+    adv_r = algo.normalize(adv_r) if algo.config.normalize_advantages else adv_r - adv_r.mean()
+    adv_c = algo.normalize(batch.advantages[:, 1:], center_only=True)
+    with torch.no_grad():
+        old_dist = policy.distribution(x)
+        old_logp = policy.log_prob_from(old_dist, batch.actions)
+    params = [p for p in policy.parameters() if p.requires_grad]
+    logp = policy.log_prob(x, batch.actions)
+    ratio = torch.exp(logp - old_logp)
+    surr_r = (ratio * adv_r).mean()
+    g = flat_grad(surr_r, params, retain_graph=True).double()
+    cols = []
+    for i in range(algo.m):
+        cols.append(flat_grad((ratio * adv_c[:, i]).mean(), params, retain_graph=i < algo.m - 1).double())
+    A = torch.stack(cols, 1) if cols else torch.zeros(g.shape[0], 0, dtype=g.dtype)
+    fvp32 = fisher_vector_product(policy, x, damping, params)
+
+    def fvp(v: torch.Tensor) -> torch.Tensor:
+        return fvp32(v.float()).double()
+
+    v = conjugate_gradient(fvp, g, cg_iters)
+    W = torch.stack([conjugate_gradient(fvp, A[:, i], cg_iters) for i in range(algo.m)], 1) if cols else A
+    return TrustRegionTerms(
+        g=g, A=A, v=v, W=W, q=float(g @ v), r=(A.T @ v).numpy(), S=(A.T @ W).numpy(), fvp=fvp, x=x,
+        old_dist=old_dist, old_logp=old_logp, adv_r=adv_r, adv_c=adv_c,
+    )
+
+
+def surrogate_changes(algo: OnPolicyAlgorithm, batch: Batch, tr: TrustRegionTerms) -> tuple[float, np.ndarray, float]:
+    """At the policy's current (trial) parameters: mean KL(π_k‖π), cost and reward surrogate changes."""
+    with torch.no_grad():
+        dist = algo.policy.distribution(tr.x)
+        ratio = torch.exp(algo.policy.log_prob_from(dist, batch.actions) - tr.old_logp)
+        kl = float(algo.policy.kl(tr.old_dist, dist).mean())
+        d_r = float(((ratio - 1.0) * tr.adv_r).mean())
+        d_c = ((ratio - 1.0)[:, None] * tr.adv_c).mean(0).double().numpy()
+    return kl, d_c, d_r
+
+
+class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
+    """Average-Constrained Policy Optimization (Algorithm `practical_acpo`)."""
+
+    name = "acpo"
+    config_class = ACPOConfig
+
+    def setup(self) -> None:
+        self._last: dict[str, float] = {}
+
+    def multipliers(self) -> list[float]:
+        return [float(x) for x in self._last.get("mu", [])]
+
+    def update_policy(self, batch: Batch) -> dict[str, float]:
+        cfg: ACPOConfig = self.config  # type: ignore[assignment]
+        tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping)
+        j_c = batch.avg_rates[1:].double() if batch.avg_rates is not None else batch.rewards[:, 1:].double().mean(0)
+        c = (j_c - self.cost_limits).numpy()
+        logs: dict = {"c": c.tolist(), "q": tr.q, "avg_reward": float(batch.rewards[:, 0].mean()),
+                      "avg_costs": j_c.tolist()}
+        if tr.q <= 1e-16:
+            logs.update(branch="none", backtracks=-1)
+            self._last = {"mu": [0.0] * self.m}
+            return logs
+        if self.m == 0 or acpo_feasible(tr.S, c, cfg.delta):
+            if self.m == 0:
+                step, lam, mu = tr.v / math.sqrt(tr.q / (2 * cfg.delta)), math.sqrt(tr.q / (2 * cfg.delta)), []
+            else:
+                sol = acpo_dual(tr.q, tr.r, tr.S, c, cfg.delta)
+                step, lam, mu = acpo_dual_update(tr.v, tr.W, sol), sol.lam, sol.mu.tolist()
+            branch, check = "dual", cfg.dual_check
+            logs.update(lam=lam)
+        else:
+            viol = torch.as_tensor(c > 0)
+            w, a = tr.W[:, viol].sum(1), tr.A[:, viol].sum(1)
+            step = acpo_recovery(tr.v, w, tr.q, float(a @ w), cfg.delta, t=cfg.recovery_t)
+            branch, check, mu = "recovery", "full", [0.0] * self.m
+
+        def accept() -> bool:
+            kl, d_c, d_r = surrogate_changes(self, batch, tr)
+            if check == "kl":
+                return acpo_accept(kl, np.zeros(self.m), np.zeros(self.m), cfg.delta)
+            return acpo_accept(kl, d_c, c, cfg.delta, reward_change=d_r if branch == "dual" else None)
+
+        if check == "none":
+            ok, j = backtracking_line_search(self.policy, step.float(), lambda: True, 1, cfg.backtrack_coef)
+        else:
+            ok, j = backtracking_line_search(self.policy, step.float(), accept, cfg.backtrack_iters + 1,
+                                             cfg.backtrack_coef)
+        kl, _, _ = surrogate_changes(self, batch, tr)
+        self._last = {"mu": mu}
+        logs.update(branch=branch if ok else "none", backtracks=j if ok else -1, kl=kl)
+        return logs

@@ -1,0 +1,456 @@
+"""The common on-policy training loop every constrained algorithm (e-COP, baselines, ACPO) plugs into.
+
+Subclass :class:`OnPolicyAlgorithm`, set ``name`` and ``config_class`` (a :class:`TrainConfig`
+subclass), and implement :meth:`update_policy`. Optional hooks: :meth:`setup` (after networks and
+optimisers exist), :meth:`update` (default: policy, then critics), :meth:`extra_state` /
+:meth:`load_extra_state` (anything to checkpoint), :meth:`multipliers` (logged per iteration).
+See ``docs/ecop.md`` ("Plugging in an algorithm").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from bayescrl.constrained.core.advantages import average_gae, discounted_gae, finite_horizon_advantages
+from bayescrl.constrained.core.config import TrainConfig
+from bayescrl.constrained.core.envs import (
+    CostFn,
+    ConstraintWrapper,
+    RewardFn,
+    env_horizon,
+    make_vector_env,
+    probe_num_costs,
+    resolve_env_factory,
+)
+from bayescrl.constrained.core.networks import CategoricalPolicy, EnsembleMLP, GaussianPolicy
+from bayescrl.constrained.core.normalize import RunningMeanStd
+from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutCollector
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import to_jsonable, write_json
+
+CHECKPOINT = "checkpoint.pt"
+METRICS_LINES = "metrics.jsonl"
+
+
+class OnPolicyAlgorithm:
+    """Base class: rollouts, advantages, critics, logging, evaluation, checkpoint/resume."""
+
+    name: ClassVar[str] = "base"
+    config_class: ClassVar[type[TrainConfig]] = TrainConfig
+    #: algorithms that only support a single constraint (as in their papers) set this to 1
+    max_constraints: ClassVar[int | None] = None
+
+    def __init__(self, env: str | Any, cost_limits: list[float] | float | None = None, seed: int = 0,
+                 config: TrainConfig | dict | None = None, device: str | torch.device = "cpu",
+                 env_kwargs: dict | None = None, reward_fn: RewardFn | None = None,
+                 cost_fn: CostFn | None = None):
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ConfigError("seed", seed, "must be an integer >= 0")
+        self.config = config if isinstance(config, TrainConfig) else self.config_class.from_dict(config)
+        if not isinstance(self.config, self.config_class):
+            raise ConfigError("config", type(self.config).__name__, f"{self.name} needs {self.config_class.__name__}")
+        cfg = self.config
+        self.env_id, self.env_kwargs, self.seed = env, dict(env_kwargs or {}), seed
+        self.device = torch.device(device)
+        self.reward_fn, self.cost_fn = reward_fn, cost_fn
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        self.factory = resolve_env_factory(env, env_kwargs)
+        self.m = probe_num_costs(self.factory, cost_fn, seed)
+        self.cost_limits = self._check_limits(cost_limits)
+        if self.max_constraints is not None and self.m > self.max_constraints:
+            raise ConfigError("cost_limits", self.cost_limits.tolist(),
+                              f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper")
+        horizon = cfg.horizon or env_horizon(self.factory)
+        if horizon is None:
+            if cfg.advantage == "finite_horizon":
+                raise ConfigError("horizon", None, "finite_horizon advantages need a horizon H (set config.horizon)")
+            horizon = 1000
+        self.horizon = int(horizon)
+        self.envs = make_vector_env(self.factory, cfg.n_envs, self.m, cfg.async_envs, reward_fn, cost_fn)
+        self.encoder = ObsEncoder(self.envs.single_observation_space)
+        self.rms = (RunningMeanStd((self.encoder.dim,), cfg.obs_clip)
+                    if cfg.normalize_obs and not self.encoder.discrete else None)
+        self.collector = RolloutCollector(self.envs, self.encoder, self.rms, self.m, self.horizon, self.device)
+        self.policy_time = cfg.time_feature
+        self.critic_time = cfg.advantage == "finite_horizon"
+        act_space = self.envs.single_action_space
+        pdim = self.encoder.dim + int(self.policy_time)
+        if isinstance(act_space, gym.spaces.Box):
+            self.policy = GaussianPolicy(pdim, int(np.prod(act_space.shape)), cfg.actor_hidden, cfg.activation,
+                                         cfg.log_std_init)
+        elif isinstance(act_space, gym.spaces.Discrete):
+            self.policy = CategoricalPolicy(pdim, int(act_space.n), cfg.actor_hidden, cfg.activation)
+        else:
+            raise ConfigError("env.action_space", str(act_space), "only Box and Discrete actions are supported")
+        self.critic = EnsembleMLP(1 + self.m, self.encoder.dim + int(self.critic_time), cfg.critic_hidden,
+                                  cfg.activation)
+        self.policy.to(self.device)
+        self.critic.to(self.device)
+        self.pi_optim = torch.optim.Adam(self.policy.parameters(), lr=cfg.pi_lr)
+        self.vf_optim = torch.optim.Adam(self.critic.parameters(), lr=cfg.vf_lr)
+        gam_c = cfg.gamma if cfg.cost_gamma is None else cfg.cost_gamma
+        self.gammas = torch.tensor([cfg.gamma] + [gam_c] * self.m, dtype=torch.float64)
+        self.iteration = 0
+        self.cum_cost = np.zeros(self.m)
+        self.history: list[dict] = []
+        self.last_eval: dict | None = None
+        self._started = False
+        self.setup()
+
+    # ------------------------------------------------------------------ hooks for subclasses
+    def setup(self) -> None:
+        """Called at the end of ``__init__`` (networks, optimisers, ``self.m`` exist)."""
+
+    def update_policy(self, batch: Batch) -> dict[str, float]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        logs = self.update_policy(batch)
+        logs.update(self.update_critics(batch))
+        return logs
+
+    def extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def multipliers(self) -> list[float]:
+        """Current Lagrange multipliers / penalty factors (one per constraint) for logging."""
+        return []
+
+    # ------------------------------------------------------------------ input builders
+    def policy_input(self, obs: np.ndarray | torch.Tensor, h) -> torch.Tensor:
+        x = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        if self.policy_time:
+            tf = torch.as_tensor(np.asarray(h, np.float32) / self.horizon, device=self.device).reshape(-1, 1)
+            x = torch.cat([x, tf], 1)
+        return x
+
+    def critic_input(self, obs: torch.Tensor, h) -> torch.Tensor:
+        x = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        if self.critic_time:
+            tf = torch.as_tensor(h, dtype=torch.float32, device=self.device).reshape(-1, 1) / self.horizon
+            x = torch.cat([x, tf], 1)
+        return x
+
+    def critic_value(self, obs, h) -> torch.Tensor:
+        return self.critic(self.critic_input(obs, h))
+
+    # ------------------------------------------------------------------ limits
+    def _check_limits(self, limits) -> torch.Tensor:
+        if limits is None:
+            limits = []
+        if isinstance(limits, (int, float)):
+            limits = [limits]
+        limits = list(limits)
+        if len(limits) != self.m:
+            raise ConfigError("cost_limits", limits, f"the env reports {self.m} cost channel(s); "
+                              f"give exactly {self.m} limit(s)")
+        for i, d in enumerate(limits):
+            if not isinstance(d, (int, float)) or not math.isfinite(d) or d < 0:
+                raise ConfigError("cost_limits", d, "must be a finite number >= 0", index=i)
+        return torch.tensor(limits, dtype=torch.float64)
+
+    # ------------------------------------------------------------------ advantages
+    def compute_advantages(self, roll: dict) -> Batch:
+        cfg = self.config
+        rewards = torch.from_numpy(roll["rewards"])
+        term, end = torch.from_numpy(roll["terminated"]), torch.from_numpy(roll["ended"])
+        values, next_values = roll["values"], roll["next_values"]
+        avg = None
+        if cfg.advantage == "discounted":
+            adv, ret = discounted_gae(rewards, values, next_values, term, end, self.gammas, cfg.gae_lambda)
+        elif cfg.advantage == "average":
+            adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda)
+        else:
+            adv, ret = finite_horizon_advantages(rewards, values, next_values,
+                                                 torch.from_numpy(roll["at_horizon"]), term, end, cfg.gae_lambda)
+        T, n = roll["h"].shape
+        B = T * n
+        ep_ret, ep_costs = roll["ep_returns"], roll["ep_costs"]
+        if len(ep_ret):
+            j_r, j_c = float(ep_ret.mean()), torch.from_numpy(ep_costs.mean(0))
+        else:  # no episode finished in this rollout: per-step rate x horizon
+            j_r = float(roll["rewards"][..., 0].mean() * self.horizon)
+            j_c = torch.from_numpy(roll["rewards"][..., 1:].reshape(-1, self.m).mean(0) * self.horizon)
+        return Batch(
+            obs=torch.from_numpy(roll["obs"].reshape(B, -1)).to(self.device),
+            h=torch.from_numpy(roll["h"].reshape(B)).to(self.device),
+            actions=torch.from_numpy(roll["actions"].reshape(B, *roll["actions"].shape[2:])).to(self.device),
+            logp=torch.from_numpy(roll["logp"].reshape(B)).to(self.device),
+            rewards=rewards.reshape(B, -1).float().to(self.device),
+            values=values.reshape(B, -1).float().to(self.device),
+            advantages=adv.reshape(B, -1).float().to(self.device),
+            returns=ret.reshape(B, -1).float().to(self.device),
+            ep_returns=ep_ret, ep_costs=ep_costs, ep_lengths=roll["ep_lengths"],
+            ep_return_est=j_r, ep_cost_est=j_c.double(), raw_obs=roll["raw"].reshape(B, -1),
+            horizon=self.horizon, avg_rates=avg)
+
+    @staticmethod
+    def normalize(x: torch.Tensor, center_only: bool = False) -> torch.Tensor:
+        x = x - x.mean(0)
+        return x if center_only else x / (x.std(0) + 1e-8)
+
+    # ------------------------------------------------------------------ shared updates
+    def minibatches(self, size: int):
+        perm = torch.randperm(size, device=self.device)
+        mb = min(self.config.minibatch_size, size)
+        for start in range(0, size, mb):
+            yield perm[start : start + mb]
+
+    def update_critics(self, batch: Batch) -> dict[str, float]:
+        """Regress every critic on its own target (reward and each cost), minibatch Adam."""
+        cfg = self.config
+        x = self.critic_input(batch.obs, batch.h)
+        target = batch.returns
+        epochs = cfg.vf_epochs or cfg.update_epochs
+        loss = torch.zeros(())
+        for _ in range(epochs):
+            for idx in self.minibatches(batch.size):
+                loss = ((self.critic(x[idx]) - target[idx]) ** 2).mean(0).sum()
+                self.vf_optim.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm * (1 + self.m))
+                self.vf_optim.step()
+        return {"value_loss": float(loss.detach())}
+
+    def approx_kl(self, logp_new: torch.Tensor, logp_old: torch.Tensor) -> torch.Tensor:
+        """The low-variance estimator ``E[(r - 1) - log r]`` of KL(pi_old || pi_new)."""
+        log_ratio = logp_new - logp_old
+        return ((log_ratio.exp() - 1) - log_ratio).mean()
+
+    # ------------------------------------------------------------------ training loop
+    def learn(self, total_steps: int, out_dir: str | Path | None = None, progress: bool = True,
+              callback=None) -> dict:
+        """Train until ``total_steps`` env steps; writes metrics/checkpoints under ``out_dir`` if given."""
+        if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
+            raise ConfigError("total_steps", total_steps, "must be an integer >= 1")
+        cfg = self.config
+        out = Path(out_dir) if out_dir is not None else None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        if not self._started:
+            self.collector.reset(self.seed)
+            self._started = True
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total_steps, initial=min(self.collector.global_step, total_steps), unit="step",
+                       desc=f"{self.name}", dynamic_ncols=True, leave=False)
+        while self.collector.global_step < total_steps:
+            t0 = time.perf_counter()
+            if cfg.anneal_lr:
+                frac = max(0.0, 1.0 - self.collector.global_step / total_steps)
+                for opt, lr in ((self.pi_optim, cfg.pi_lr), (self.vf_optim, cfg.vf_lr)):
+                    for g in opt.param_groups:
+                        g["lr"] = lr * frac
+            roll = self.collector.collect(self.policy, self.policy_input, self.critic_value, cfg.rollout_steps)
+            batch = self.compute_advantages(roll)
+            t_roll = time.perf_counter() - t0
+            logs = self.update(batch)
+            if self.rms is not None:
+                self.rms.update(batch.raw_obs)
+            self.iteration += 1
+            self.cum_cost += batch.rewards[:, 1:].double().sum(0).numpy()
+            dt = time.perf_counter() - t0
+            record = self._record(batch, logs, dt, t_roll)
+            if cfg.eval_every and self.iteration % cfg.eval_every == 0:
+                ev = self.evaluate(cfg.eval_episodes)
+                record["eval_return"], record["eval_costs"] = ev["mean_return"], ev["mean_costs"]
+            self.history.append(record)
+            if out is not None:
+                with open(out / METRICS_LINES, "a") as fh:
+                    fh.write(json.dumps(to_jsonable(record)) + "\n")
+                if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:
+                    self.save(out)
+            if bar is not None:
+                bar.update(min(self.collector.global_step, total_steps) - bar.n)
+                costs = ",".join(f"{c:.1f}" for c in record["ep_costs"])
+                bar.set_postfix_str(f"R={record['ep_return']:.1f} C=[{costs}] sps={record['steps_per_s']:.0f}")
+            if callback is not None:
+                callback(self, record)
+        if bar is not None:
+            bar.close()
+        if out is not None:
+            self.save(out)
+        return self.history[-1] if self.history else {}
+
+    def _record(self, batch: Batch, logs: dict, dt: float, t_roll: float) -> dict:
+        steps = self.collector.global_step
+        n_ep = len(batch.ep_returns)
+        rec = {
+            "iteration": self.iteration,
+            "env_steps": steps,
+            "episodes": n_ep,
+            "ep_return": batch.ep_return_est,
+            "ep_costs": batch.ep_cost_est.tolist(),
+            "cost_limits": self.cost_limits.tolist(),
+            "multipliers": [float(x) for x in self.multipliers()],
+            "cost_rate": (self.cum_cost / max(steps, 1)).tolist(),
+            "steps_per_s": batch.size / max(dt, 1e-9),
+            "iter_s": dt,
+            "rollout_s": t_roll,
+            "update_s": dt - t_roll,
+        }
+        rec.update({k: (float(v) if isinstance(v, (int, float, np.floating, torch.Tensor)) else v)
+                    for k, v in logs.items()})
+        return rec
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, episodes: int = 5, seed: int | None = None, deterministic: bool = True) -> dict:
+        """Deterministic episodes on separate seeds (default ``seed + 10_000 + j``), reusing the training
+        observation statistics (never updated here)."""
+        if not isinstance(episodes, int) or episodes < 1:
+            raise ConfigError("episodes", episodes, "must be an integer >= 1")
+        base = self.seed + 10_000 if seed is None else seed
+        env = ConstraintWrapper(self.factory(), self.m, self.reward_fn, self.cost_fn)
+        returns, costs, lengths = [], [], []
+        try:
+            for j in range(episodes):
+                obs, _ = env.reset(seed=base + j)
+                done, ret, cost, h = False, 0.0, np.zeros(self.m), 0
+                while not done:
+                    enc = self.encoder(np.asarray([obs]))
+                    x = self.policy_input(self.collector.normalize(enc), np.asarray([h]))
+                    a, _ = self.policy.act(x, deterministic=deterministic)
+                    a_np = a.numpy()[0]
+                    if isinstance(env.action_space, gym.spaces.Box):
+                        a_np = np.clip(a_np, env.action_space.low, env.action_space.high)
+                    obs, r, term, trunc, info = env.step(a_np)
+                    ret += float(r)
+                    cost += info["cost"]
+                    h += 1
+                    done = term or trunc or h >= 100 * self.horizon
+                returns.append(ret)
+                costs.append(cost)
+                lengths.append(h)
+        finally:
+            env.close()
+        costs_arr = np.asarray(costs).reshape(episodes, self.m)
+        res = {"returns": returns, "costs": costs_arr.tolist(), "lengths": lengths,
+               "mean_return": float(np.mean(returns)), "mean_costs": costs_arr.mean(0).tolist(),
+               "seeds": [base + j for j in range(episodes)]}
+        self.last_eval = res
+        return res
+
+    # ------------------------------------------------------------------ checkpointing
+    def state_dict(self) -> dict:
+        return {
+            "algo": self.name, "env": self.env_id if isinstance(self.env_id, str) else None,
+            "env_kwargs": self.env_kwargs, "seed": self.seed, "cost_limits": self.cost_limits.tolist(),
+            "config": self.config.to_dict(), "policy": self.policy.state_dict(),
+            "critic": self.critic.state_dict(), "pi_optim": self.pi_optim.state_dict(),
+            "vf_optim": self.vf_optim.state_dict(), "rms": None if self.rms is None else self.rms.state_dict(),
+            "iteration": self.iteration, "cum_cost": self.cum_cost.copy(), "history": self.history,
+            "collector": self.collector.state_dict(), "started": self._started,
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
+            "extra": self.extra_state(),
+        }
+
+    def save(self, out_dir: str | Path) -> Path:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        tmp = out / (CHECKPOINT + ".tmp")
+        torch.save(self.state_dict(), tmp)
+        tmp.replace(out / CHECKPOINT)
+        return out / CHECKPOINT
+
+    def load_state_dict(self, st: dict) -> None:
+        self.policy.load_state_dict(st["policy"])
+        self.critic.load_state_dict(st["critic"])
+        self.pi_optim.load_state_dict(st["pi_optim"])
+        self.vf_optim.load_state_dict(st["vf_optim"])
+        if self.rms is not None and st["rms"] is not None:
+            self.rms.load_state_dict(st["rms"])
+        self.iteration, self.cum_cost, self.history = st["iteration"], st["cum_cost"], list(st["history"])
+        self._started = st["started"]
+        if self._started:
+            self.exact_resume = self.collector.load_state_dict(st["collector"], self.seed + 7919 * self.iteration)
+        torch.set_rng_state(st["rng"]["torch"])
+        np.random.set_state(st["rng"]["numpy"])
+        random.setstate(st["rng"]["python"])
+        self.load_extra_state(st["extra"])
+
+    @classmethod
+    def load(cls, run_dir: str | Path, device: str = "cpu", **overrides) -> OnPolicyAlgorithm:
+        """Rebuild an algorithm from ``run_dir/checkpoint.pt`` (the env must be a string id)."""
+        path = Path(run_dir) / CHECKPOINT
+        if not path.exists():
+            raise ConfigError("resume", str(run_dir), f"no {CHECKPOINT} in this folder")
+        st = torch.load(path, weights_only=False)
+        if st["env"] is None:
+            raise ConfigError("resume", str(run_dir), "the run used an env object, not an id; rebuild it by hand")
+        algo_cls = cls
+        if cls is OnPolicyAlgorithm or cls.name != st["algo"]:
+            from bayescrl.constrained.registry import get_algorithm
+
+            algo_cls = get_algorithm(st["algo"])
+        algo = algo_cls(st["env"], st["cost_limits"], st["seed"], st["config"], device=device,
+                        env_kwargs=st["env_kwargs"], **overrides)
+        algo.load_state_dict(st)
+        return algo
+
+    def write_results(self, out_dir: str | Path, eval_episodes: int | None = None) -> dict:
+        """Final evaluation + ``metrics.json`` + curves (``curves.json``, ``curves.png``)."""
+        from bayescrl.utils.plotting import plt
+
+        out = Path(out_dir)
+        ev = self.evaluate(eval_episodes or self.config.eval_episodes)
+        hist = self.history
+        tail = hist[-max(1, len(hist) // 10):]
+        curves = {
+            "env_steps": [r["env_steps"] for r in hist],
+            "ep_return": [r["ep_return"] for r in hist],
+            "ep_costs": [r["ep_costs"] for r in hist],
+            "multipliers": [r["multipliers"] for r in hist],
+            "cost_rate": [r["cost_rate"] for r in hist],
+            "kl": [r.get("kl") for r in hist],
+        }
+        metrics = {
+            "algo": self.name, "env": str(self.env_id), "seed": self.seed,
+            "final_return": ev["mean_return"], "final_costs": ev["mean_costs"],
+            "cost_limits": self.cost_limits.tolist(),
+            "train_final_return": float(np.mean([r["ep_return"] for r in tail])) if tail else None,
+            "train_final_costs": np.mean([r["ep_costs"] for r in tail], 0).tolist() if tail else None,
+            "env_steps": self.collector.global_step, "iterations": self.iteration,
+            "env_steps_per_s": (float(sum(r["env_steps"] - p["env_steps"] for p, r in zip([{"env_steps": 0}, *hist], hist))
+                                      / max(sum(r["iter_s"] for r in hist), 1e-9)) if hist else None),
+            "cost_rate": (self.cum_cost / max(self.collector.global_step, 1)).tolist(),
+            "eval": ev, "config": self.config.to_dict(),
+        }
+        write_json(out / "metrics.json", metrics)
+        write_json(out / "curves.json", curves)
+        p = plt()
+        ncol = 1 + max(self.m, 1)
+        fig, axes = p.subplots(1, ncol, figsize=(4 * ncol, 3.2))
+        axes = np.atleast_1d(axes)
+        axes[0].plot(curves["env_steps"], curves["ep_return"])
+        axes[0].set_title("episodic return")
+        for i in range(self.m):
+            axes[1 + i].plot(curves["env_steps"], [c[i] for c in curves["ep_costs"]])
+            axes[1 + i].axhline(float(self.cost_limits[i]), ls="--", color="k", lw=1)
+            axes[1 + i].set_title(f"episodic cost {i} (limit dashed)")
+        for ax in axes:
+            ax.set_xlabel("env steps")
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "curves.png", dpi=90)
+        p.close(fig)
+        return metrics
+
+    def close(self) -> None:
+        self.envs.close()

@@ -1,0 +1,125 @@
+"""Training configuration shared by every constrained on-policy algorithm (and by ACPO).
+
+Defaults follow the seed's baseline table ``table:hyperparams`` (chapter ``ecop``): actor and critic
+(32, 32) tanh MLPs, policy lr 3e-4, critic lr 1e-3, target KL 0.01 with early stop for the PPO family,
+25 line-search steps with decay 0.8 for the trust-region family, proximal clip 0.2, horizon 200.
+
+Departure: the table's "Initial log std 0.5" is read as ``-0.5`` (std 0.61), the value used by the
+code bases the seed cites (safety-starter-agents, FOCOPS); ``log_std_init=0.5`` can still be set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from bayescrl.utils.errors import ConfigError
+
+ADVANTAGE_MODES = ("discounted", "average", "finite_horizon")
+
+
+@dataclass
+class TrainConfig:
+    """Hyperparameters of the common training loop. Algorithms subclass it to add their own fields."""
+
+    # rollouts
+    n_envs: int = 4
+    rollout_steps: int = 250  # steps per env per iteration (batch = n_envs * rollout_steps)
+    async_envs: bool = False
+    horizon: int | None = None  # episode horizon H (default: the env spec's max_episode_steps)
+    # advantages
+    advantage: str = "discounted"  # discounted | average | finite_horizon
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    cost_gamma: float | None = None  # defaults to gamma
+    normalize_advantages: bool = True
+    # networks
+    actor_hidden: tuple[int, ...] = (32, 32)
+    critic_hidden: tuple[int, ...] = (32, 32)
+    activation: str = "tanh"
+    log_std_init: float = -0.5
+    time_feature: bool = False  # append h/H to the policy input (critics get it in finite_horizon mode)
+    # optimisation
+    pi_lr: float = 3e-4
+    vf_lr: float = 1e-3
+    update_epochs: int = 10
+    minibatch_size: int = 64
+    vf_epochs: int | None = None  # defaults to update_epochs
+    clip: float = 0.2
+    target_kl: float | None = 0.01
+    max_grad_norm: float | None = 0.5
+    anneal_lr: bool = False  # linear decay of both learning rates to 0 over total_steps
+    # observation normalisation
+    normalize_obs: bool = True
+    obs_clip: float | None = 10.0
+    # Lagrange multipliers (used by Lagrangian algorithms)
+    lagrange_init: float = 0.0
+    lagrange_lr: float = 0.05
+    # evaluation / bookkeeping
+    eval_episodes: int = 5
+    eval_every: int = 0  # iterations between evaluations (0: only at the end)
+    checkpoint_every: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        def positive_int(name: str) -> None:
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(name, v, "must be an integer >= 1")
+
+        for name in ("n_envs", "rollout_steps", "update_epochs", "minibatch_size"):
+            positive_int(name)
+        for name in ("eval_episodes", "eval_every", "checkpoint_every"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 0:
+                raise ConfigError(name, v, "must be an integer >= 0")
+        if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
+            raise ConfigError("horizon", self.horizon, "must be an integer >= 1 (or null)")
+        if self.advantage not in ADVANTAGE_MODES:
+            raise ConfigError("advantage", self.advantage, f"must be one of {ADVANTAGE_MODES}")
+        for name in ("gamma", "gae_lambda"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+                raise ConfigError(name, v, "must be in [0, 1]")
+        if self.cost_gamma is not None and not 0.0 <= self.cost_gamma <= 1.0:
+            raise ConfigError("cost_gamma", self.cost_gamma, "must be in [0, 1]")
+        for name in ("pi_lr", "vf_lr", "clip"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(name, v, "must be a finite number > 0")
+        if self.target_kl is not None and not self.target_kl > 0:
+            raise ConfigError("target_kl", self.target_kl, "must be > 0 (or null to disable)")
+        if self.lagrange_init < 0:
+            raise ConfigError("lagrange_init", self.lagrange_init, "must be >= 0")
+        if self.activation not in ("tanh", "relu", "elu"):
+            raise ConfigError("activation", self.activation, "must be tanh, relu or elu")
+        self.actor_hidden = tuple(int(h) for h in self.actor_hidden)
+        self.critic_hidden = tuple(int(h) for h in self.critic_hidden)
+        for name in ("actor_hidden", "critic_hidden"):
+            for i, h in enumerate(getattr(self, name)):
+                if h < 1:
+                    raise ConfigError(name, h, "layer sizes must be >= 1", index=i)
+
+    # ------------------------------------------------------------------ helpers
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> TrainConfig:
+        """Build from a plain mapping; unknown keys are an error naming the key."""
+        data = dict(data or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in data:
+            if key not in names:
+                raise ConfigError(f"config.{key}", data[key], f"unknown option for {cls.__name__}")
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def batch_size(self) -> int:
+        return self.n_envs * self.rollout_steps

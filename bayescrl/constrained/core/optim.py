@@ -1,0 +1,107 @@
+"""Second-order helpers (CG, Fisher-vector products, backtracking line search) and Lagrange multipliers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+
+def flat_params(module: nn.Module) -> torch.Tensor:
+    return torch.cat([p.data.reshape(-1) for p in module.parameters()])
+
+
+def set_flat_params(module: nn.Module, flat: torch.Tensor) -> None:
+    i = 0
+    for p in module.parameters():
+        n = p.numel()
+        p.data.copy_(flat[i : i + n].view_as(p))
+        i += n
+
+
+def flat_grad(output: torch.Tensor, params, retain_graph: bool = False, create_graph: bool = False):
+    params = list(params)
+    grads = torch.autograd.grad(output, params, retain_graph=retain_graph, create_graph=create_graph,
+                                allow_unused=True)
+    return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
+                      for g, p in zip(grads, params, strict=True)])
+
+
+def conjugate_gradient(avp: Callable[[torch.Tensor], torch.Tensor], b: torch.Tensor, iters: int = 10,
+                       tol: float = 1e-10) -> torch.Tensor:
+    """Solve ``A x = b`` for symmetric positive-definite ``A`` given only products ``v -> A v``."""
+    x = torch.zeros_like(b)
+    r = b.clone()
+    p = b.clone()
+    rr = r @ r
+    for _ in range(iters):
+        if rr <= tol:
+            break
+        ap = avp(p)
+        alpha = rr / (p @ ap)
+        x += alpha * p
+        r -= alpha * ap
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    return x
+
+
+def fisher_vector_product(policy, obs: torch.Tensor, damping: float = 0.1):
+    """Return ``v -> (F + damping I) v`` with ``F`` the Hessian of the mean KL(pi_old || pi) at pi_old.
+
+    Uses the double-backward trick: ``F v = grad((grad KL) . v)``.
+    """
+    params = [p for p in policy.parameters() if p.requires_grad]
+    with torch.no_grad():
+        old = policy.distribution(obs)
+    old = _detach_dist(old)
+
+    def fvp(v: torch.Tensor) -> torch.Tensor:
+        kl = policy.kl(old, policy.distribution(obs)).mean()
+        g = flat_grad(kl, params, create_graph=True)
+        return flat_grad(g @ v, params) + damping * v
+
+    return fvp
+
+
+def _detach_dist(dist):
+    if isinstance(dist, torch.distributions.Normal):
+        return torch.distributions.Normal(dist.loc.detach(), dist.scale.detach())
+    return torch.distributions.Categorical(logits=dist.logits.detach())
+
+
+def backtracking_line_search(policy: nn.Module, step: torch.Tensor, accept: Callable[[], bool],
+                             max_backtracks: int = 25, decay: float = 0.8) -> tuple[bool, int]:
+    """Try ``theta_old + decay^j * step`` for ``j = 0..max_backtracks-1``; keep the first accepted one.
+
+    ``accept()`` evaluates the policy in its current (trial) parameters. On failure the old
+    parameters are restored. Returns ``(accepted, j)``.
+    """
+    old = flat_params(policy)
+    for j in range(max_backtracks):
+        set_flat_params(policy, old + decay**j * step)
+        if accept():
+            return True, j
+    set_flat_params(policy, old)
+    return False, max_backtracks
+
+
+class LagrangeMultipliers:
+    """One multiplier per constraint, projected gradient ascent on ``lambda_i (J_Ci - d_i)``:
+    ``lambda_i <- max(0, lambda_i + lr (J_Ci - d_i))`` (PPO-Lagrangian of Ray et al. 2019)."""
+
+    def __init__(self, m: int, init: float = 0.0, lr: float = 0.05):
+        self.value = torch.full((m,), float(init), dtype=torch.float64)
+        self.lr = lr
+
+    def update(self, ep_costs: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:
+        self.value = torch.clamp(self.value + self.lr * (ep_costs.double() - limits.double()), min=0.0)
+        return self.value
+
+    def state_dict(self) -> dict:
+        return {"value": self.value.clone(), "lr": self.lr}
+
+    def load_state_dict(self, d: dict) -> None:
+        self.value, self.lr = d["value"].clone(), d["lr"]

@@ -1,0 +1,240 @@
+"""Rollout collection over a gymnasium vector env into a flat :class:`Batch`.
+
+Observations are normalised with statistics *frozen during the rollout* (updated between
+iterations), so the log-probabilities stored here are exactly those the update recomputes at the
+start. Values are computed in one batched pass after the rollout, including ``V(final_obs)`` of
+truncated episodes (normalised with the same statistics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from bayescrl.constrained.core.normalize import RunningMeanStd
+from bayescrl.utils.errors import DataError
+
+
+class ObsEncoder:
+    """Box observations -> flat float32; Discrete observations -> one-hot vectors."""
+
+    def __init__(self, space: gym.Space):
+        self.discrete = isinstance(space, gym.spaces.Discrete)
+        if self.discrete:
+            self.n, self.dim = int(space.n), int(space.n)
+        elif isinstance(space, gym.spaces.Box):
+            self.dim = int(np.prod(space.shape))
+        else:
+            raise DataError("env.observation_space", str(space), "only Box and Discrete are supported")
+
+    def __call__(self, obs) -> np.ndarray:
+        if self.discrete:
+            idx = np.asarray(obs, dtype=np.int64).reshape(-1)
+            out = np.zeros((idx.shape[0], self.n), np.float32)
+            out[np.arange(idx.shape[0]), idx] = 1.0
+            return out
+        arr = np.asarray(obs, dtype=np.float64)
+        return arr.reshape(arr.shape[0], -1)  # batched input: (N, *shape) -> (N, D)
+
+
+@dataclass
+class Batch:
+    """Flattened rollout (B = T * N samples) handed to an algorithm's update."""
+
+    obs: torch.Tensor  # (B, D) normalised observations
+    h: torch.Tensor  # (B,) time index within the episode, 0-based
+    actions: torch.Tensor
+    logp: torch.Tensor  # (B,) behaviour log-probabilities
+    rewards: torch.Tensor  # (B, 1 + m): reward then costs
+    values: torch.Tensor  # (B, 1 + m)
+    advantages: torch.Tensor  # (B, 1 + m), raw (not normalised)
+    returns: torch.Tensor  # (B, 1 + m), critic targets
+    ep_returns: np.ndarray  # completed episodes in this rollout
+    ep_costs: np.ndarray  # (n_ep, m)
+    ep_lengths: np.ndarray
+    ep_return_est: float  # J_r estimate (completed episodes, else rate x horizon)
+    ep_cost_est: torch.Tensor  # (m,) J_C estimate
+    raw_obs: np.ndarray  # un-normalised observations, for the statistics update
+    horizon: int
+    avg_rates: torch.Tensor | None = None  # J_hat per channel (average-reward mode)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return self.obs.shape[0]
+
+
+class RolloutCollector:
+    """Steps a vector env with a policy; tracks per-env time index and running episode statistics."""
+
+    def __init__(self, envs: gym.vector.VectorEnv, encoder: ObsEncoder, rms: RunningMeanStd | None,
+                 num_costs: int, horizon: int, device: torch.device | str = "cpu"):
+        self.envs, self.encoder, self.rms = envs, encoder, rms
+        self.m, self.horizon, self.device = num_costs, horizon, torch.device(device)
+        self.n = envs.num_envs
+        self.box_actions = isinstance(envs.single_action_space, gym.spaces.Box)
+        if self.box_actions:
+            self.low = envs.single_action_space.low
+            self.high = envs.single_action_space.high
+        self.obs: np.ndarray | None = None
+        self.h = np.zeros(self.n, np.int64)
+        self.ep_ret = np.zeros(self.n)
+        self.ep_cost = np.zeros((self.n, num_costs))
+        self.ep_len = np.zeros(self.n, np.int64)
+        self.global_step = 0
+
+    def reset(self, seed: int) -> None:
+        obs, _ = self.envs.reset(seed=seed)
+        self.envs.action_space.seed(seed)
+        self.obs = self._encode(obs, "reset")
+        self.h[:] = 0
+        self.ep_ret[:] = 0
+        self.ep_cost[:] = 0
+        self.ep_len[:] = 0
+
+    def _encode(self, obs, where: str) -> np.ndarray:
+        enc = self.encoder(obs)
+        if not np.all(np.isfinite(enc)):
+            bad = int(np.argwhere(~np.isfinite(enc))[0][0])
+            raise DataError("env.observation", enc[bad].tolist(),
+                            f"non-finite observation from env {bad} at env step {self.global_step} ({where})",
+                            index=self.global_step)
+        return enc
+
+    def normalize(self, enc: np.ndarray) -> np.ndarray:
+        return enc.astype(np.float32) if self.rms is None else self.rms.normalize(enc)
+
+    def time_feature(self, h: np.ndarray) -> np.ndarray:
+        return (np.asarray(h, np.float32) / float(self.horizon)).reshape(-1, 1)
+
+    def collect(self, policy, policy_input, critic_value, steps: int) -> Batch:
+        """Run ``steps`` vector steps. ``policy_input(obs_norm, h)`` builds the policy's input tensor;
+        ``critic_value(obs_norm, h)`` returns ``(B, 1 + m)`` values."""
+        n, m, T = self.n, self.m, steps
+        D = self.encoder.dim
+        obs_buf = np.zeros((T, n, D), np.float32)
+        raw_buf = np.zeros((T, n, D), np.float64)
+        h_buf = np.zeros((T, n), np.int64)
+        act_buf: list[np.ndarray] = []
+        logp_buf = np.zeros((T, n), np.float32)
+        rew_buf = np.zeros((T, n, 1 + m), np.float64)
+        term_buf = np.zeros((T, n), bool)
+        end_buf = np.zeros((T, n), bool)
+        horizon_buf = np.zeros((T, n), bool)
+        trunc_idx: list[tuple[int, int]] = []
+        trunc_obs: list[np.ndarray] = []
+        trunc_h: list[int] = []
+        ep_returns, ep_costs, ep_lengths = [], [], []
+        for t in range(T):
+            obs_n = self.normalize(self.obs)
+            obs_buf[t], raw_buf[t], h_buf[t] = obs_n, self.obs, self.h
+            a, logp = policy.act(policy_input(obs_n, self.h))
+            a_np = a.numpy()
+            act_buf.append(a_np)
+            logp_buf[t] = logp.numpy()
+            env_a = np.clip(a_np, self.low, self.high) if self.box_actions else a_np
+            next_obs, rew, term, trunc, infos = self.envs.step(env_a)
+            self.global_step += n
+            ended = np.logical_or(term, trunc)
+            costs = self._costs(infos, ended)
+            rew = np.asarray(rew, np.float64)
+            if not np.all(np.isfinite(rew)):
+                bad = int(np.argwhere(~np.isfinite(rew))[0][0])
+                raise DataError("env.reward", float(rew[bad]),
+                                f"non-finite reward from env {bad} at env step {self.global_step}",
+                                index=self.global_step)
+            rew_buf[t, :, 0] = rew
+            rew_buf[t, :, 1:] = costs
+            term_buf[t], end_buf[t] = term, ended
+            horizon_buf[t] = self.h + 1 >= self.horizon
+            self.ep_ret += rew
+            self.ep_cost += costs
+            self.ep_len += 1
+            self.h += 1
+            if ended.any():
+                final = infos.get("final_obs")
+                for i in np.flatnonzero(ended):
+                    if trunc[i] and not term[i]:
+                        trunc_idx.append((t, i))
+                        trunc_obs.append(self._encode(np.asarray([final[i]]), "final_obs")[0])
+                        trunc_h.append(int(self.h[i]))
+                    ep_returns.append(self.ep_ret[i])
+                    ep_costs.append(self.ep_cost[i].copy())
+                    ep_lengths.append(self.ep_len[i])
+                    self.ep_ret[i] = 0.0
+                    self.ep_cost[i] = 0.0
+                    self.ep_len[i] = 0
+                    self.h[i] = 0
+            self.obs = self._encode(next_obs, "step")
+        # ---- batched values: V(s_t), V(s_T) for the last step, V(final_obs) for truncations
+        with torch.no_grad():
+            flat_obs = torch.from_numpy(obs_buf.reshape(T * n, D))
+            values = critic_value(flat_obs, h_buf.reshape(-1)).reshape(T, n, 1 + m).double()
+            last_obs = self.normalize(self.obs)
+            last_v = critic_value(torch.from_numpy(last_obs), self.h.copy()).double()
+            next_values = torch.zeros_like(values)
+            next_values[:-1] = values[1:]
+            next_values[-1] = last_v
+            if trunc_idx:
+                tv = critic_value(torch.from_numpy(self.normalize(np.stack(trunc_obs))),
+                                  np.asarray(trunc_h)).double()
+                for k, (t, i) in enumerate(trunc_idx):
+                    next_values[t, i] = tv[k]
+        acts = np.stack(act_buf)
+        out = dict(obs=obs_buf, raw=raw_buf, h=h_buf, actions=acts, logp=logp_buf, rewards=rew_buf,
+                   terminated=term_buf, ended=end_buf, at_horizon=horizon_buf, values=values,
+                   next_values=next_values, ep_returns=np.asarray(ep_returns, np.float64),
+                   ep_costs=np.asarray(ep_costs, np.float64).reshape(-1, m),
+                   ep_lengths=np.asarray(ep_lengths, np.int64))
+        return out
+
+    def _costs(self, infos: dict, ended: np.ndarray) -> np.ndarray:
+        if self.m == 0:
+            return np.zeros((self.n, 0))
+        costs = np.zeros((self.n, self.m))
+        if "cost" in infos:  # absent when every env ended (their costs are in final_info)
+            costs[:] = np.asarray(infos["cost"], dtype=np.float64).reshape(self.n, self.m)
+        if ended.any():
+            fin = infos["final_info"]["cost"]
+            costs[ended] = np.asarray(fin, dtype=np.float64).reshape(self.n, self.m)[ended]
+        if not np.all(np.isfinite(costs)):
+            bad = int(np.argwhere(~np.isfinite(costs))[0][0])
+            raise DataError("env.cost", costs[bad].tolist(),
+                            f"non-finite cost from env {bad} at env step {self.global_step + self.n}",
+                            index=self.global_step)
+        return costs
+
+    # ------------------------------------------------------------------ checkpointing
+    def state_dict(self) -> dict:
+        from bayescrl.constrained.core.envs import snapshot_env
+
+        snaps = None
+        if isinstance(self.envs, gym.vector.SyncVectorEnv):
+            try:
+                snaps = [snapshot_env(e) for e in self.envs.envs]
+            except Exception:  # pragma: no cover - env without snapshot support
+                snaps = None
+        return {"obs": None if self.obs is None else self.obs.copy(), "h": self.h.copy(),
+                "ep_ret": self.ep_ret.copy(), "ep_cost": self.ep_cost.copy(), "ep_len": self.ep_len.copy(),
+                "global_step": self.global_step, "env_snapshots": snaps,
+                "action_space_rng": self.envs.action_space.np_random.bit_generator.state}
+
+    def load_state_dict(self, d: dict, reseed: int) -> bool:
+        """Restore; returns True when the env states were restored exactly (else envs are reseeded)."""
+        from bayescrl.constrained.core.envs import restore_env
+
+        self.global_step = d["global_step"]
+        snaps = d.get("env_snapshots")
+        if snaps is not None and isinstance(self.envs, gym.vector.SyncVectorEnv):
+            self.envs.reset(seed=reseed)
+            for e, s in zip(self.envs.envs, snaps, strict=True):
+                restore_env(e, s)
+            self.obs, self.h = d["obs"], d["h"]
+            self.ep_ret, self.ep_cost, self.ep_len = d["ep_ret"], d["ep_cost"], d["ep_len"]
+            self.envs.action_space.np_random.bit_generator.state = d["action_space_rng"]
+            return True
+        self.reset(reseed)
+        return False

@@ -1,0 +1,135 @@
+"""e-COP: Episodic Constrained Optimization of Policies (seed chapter `ecop`, Algorithm `practical-ECOP`).
+
+Per iteration k:
+
+1. collect trajectories with pi_{k-1}; compute time-indexed advantages ``A_h``, ``A_{C_i,h}``
+   (:func:`~bayescrl.constrained.core.advantages.finite_horizon_advantages`, critics ``V_h(s)`` take
+   ``h/H`` as input) and update the critics;
+2. Lagrange multipliers by Eq. `lagrangeupdaterule`:
+   ``lambda_i <- max(0, lambda_i + beta * Psi_i(pi_{k-1}, pi_{k-1}))`` with
+   ``Psi_i = sum_h E[A_{C_i,h}] + J_{C_i}(pi_{k-1}) - d_i``;
+3. minimise the final loss of Eq. `main_e-COP_problem` with Adam (clipped surrogates)::
+
+       L(theta) + sum_i lambda_i relu(L_Ci(theta) + J_Ci - d_i)
+                + beta/2 sum_i ( relu(L_Ci(theta) + J_Ci - d_i + lambda_i/beta)^2 - lambda_i^2/beta^2 )
+
+4. adaptive damping: if ``C(pi_k) >= zeta_k`` then ``beta <- min(beta_max, kappa beta)`` with
+   ``C = sum_t sum_i max(J_Ci - d_i, -lambda_{t,i}/beta)`` and ``zeta = sqrt(m)/beta max_t ||lambda_t||_inf``.
+
+How the backward sweep ``t = H..1`` is realised with function approximation: the policies
+``pi_{k,1..H}`` share one network conditioned on ``h/H`` (``time_feature=True``), so ``pi_h`` is
+non-stationary as the chapter requires. ``rho(theta_h)`` depends only on the samples at step ``h``, so
+the gradient of ``tilde L_t`` w.r.t. the parameters of ``pi_t`` involves exactly the ``h = t`` reward
+terms plus the penalty, whose argument is the cumulative cost surrogate ``sum_{h>=t}``. We take the
+``t = 1`` loss (all ``h``), which contains every ``h``-term once; its gradient is the sum of the
+per-``t`` gradients of the sweep when the penalty is inactive, and with a shared network the
+sequential sweep collapses into minibatch epochs over all ``h``. Consequently ``Psi_{C_i,t}`` and
+``lambda_{t,i}`` are identical across ``t`` (``sum_{h>=t} E[A_{C_i,h}] ~ 0`` under ``pi_{k-1}``) and we
+keep one multiplier per constraint; ``C(pi_k)`` keeps the text's sum over ``t`` (a factor ``H``).
+
+Departures (documented in ``docs/ecop.md``):
+
+* the cost surrogate uses the pessimistic ``max{rho A_C, clip(rho) A_C}`` (an upper bound on the cost
+  change, as in P3O); the text's ``-min{...}`` would flip the sign of the cost change;
+* ``sum_h E_{s ~ rho_h}[.]`` is estimated as ``H_eff * mean over samples`` with ``H_eff`` the mean
+  episode length; cost advantages are centred but not scaled so that ``L_Ci + J_Ci - d_i`` is in cost
+  units; reward advantages are normalised (mean 0, sd 1);
+* ``C(pi_k)`` uses the latest rollout's estimate of ``J_Ci``; ``kappa``/``beta_max`` are not given in
+  the text (defaults 1.05 and 50).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from bayescrl.constrained.core.base import OnPolicyAlgorithm
+from bayescrl.constrained.core.config import TrainConfig
+from bayescrl.constrained.core.ppo import clipped_surrogate, first_order_policy_update
+from bayescrl.constrained.core.rollout import Batch
+from bayescrl.utils.errors import ConfigError
+
+
+@dataclass
+class ECOPConfig(TrainConfig):
+    advantage: str = "finite_horizon"
+    gae_lambda: float = 0.95
+    time_feature: bool = True
+    beta: float = 5.0  # damping factor beta (initial value when adaptive)
+    adaptive_beta: bool = True
+    kappa: float = 1.05  # beta <- min(beta_max, kappa beta)
+    beta_max: float = 50.0
+
+    def validate(self) -> None:
+        super().validate()
+        if not (math.isfinite(self.beta) and self.beta > 0):
+            raise ConfigError("beta", self.beta, "must be a finite number > 0")
+        if not self.kappa > 1:
+            raise ConfigError("kappa", self.kappa, "must be > 1")
+        if not self.beta_max >= self.beta:
+            raise ConfigError("beta_max", self.beta_max, f"must be >= beta = {self.beta}")
+
+
+def ecop_penalty(psi: torch.Tensor, lam: torch.Tensor, beta: float) -> torch.Tensor:
+    """The constraint part of Eq. `main_e-COP_problem` for a vector ``psi`` of ``L_Ci + J_Ci - d_i``."""
+    lam = lam.to(psi.dtype)
+    return (lam * torch.relu(psi)).sum() + 0.5 * beta * (
+        torch.relu(psi + lam / beta) ** 2 - (lam / beta) ** 2).sum()
+
+
+class ECOP(OnPolicyAlgorithm):
+    """e-COP (Algorithm `practical-ECOP`)."""
+
+    name = "ecop"
+    config_class = ECOPConfig
+
+    def setup(self) -> None:
+        self.lam = torch.zeros(self.m, dtype=torch.float64)
+        self.beta = float(self.config.beta)
+
+    def multipliers(self) -> list[float]:
+        return self.lam.tolist()
+
+    def extra_state(self) -> dict:
+        return {"lam": self.lam.clone(), "beta": self.beta}
+
+    def load_extra_state(self, state: dict) -> None:
+        self.lam, self.beta = state["lam"].clone(), float(state["beta"])
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        # Algorithm line 3: update the critics on the fresh trajectories (advantages use the old ones).
+        logs = self.update_critics(batch)
+        logs.update(self.update_policy(batch))
+        return logs
+
+    def update_policy(self, batch: Batch) -> dict[str, float]:
+        cfg = self.config
+        h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
+        adv_r = batch.advantages[:, 0]
+        adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
+        raw_c = batch.advantages[:, 1:]
+        adv_c = self.normalize(raw_c, center_only=True)
+        gap = (batch.ep_cost_est - self.cost_limits).float()  # J_Ci(pi_{k-1}) - d_i
+        # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1)
+        psi_old = h_eff * raw_c.double().mean(0) + gap.double()
+        self.lam = torch.clamp(self.lam + self.beta * psi_old, min=0.0)
+        lam, beta = self.lam.float(), self.beta
+
+        def loss_fn(idx, ratio, dist):
+            loss = -clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
+            if self.m:
+                l_c = h_eff * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
+                loss = loss + ecop_penalty(l_c + gap, lam, beta)
+            return loss
+
+        logs = first_order_policy_update(self, batch, loss_fn)
+        if self.m and cfg.adaptive_beta:
+            c_val = self.horizon * torch.maximum(gap.double(), -self.lam / self.beta).sum()
+            zeta = math.sqrt(self.m) / self.beta * float(self.lam.abs().max())
+            if float(c_val) >= zeta:
+                self.beta = min(cfg.beta_max, cfg.kappa * self.beta)
+            logs["secondary_cost"], logs["zeta"] = float(c_val), zeta
+        logs["beta"] = self.beta
+        return logs

@@ -1,0 +1,114 @@
+"""The engine-independent :class:`Posterior` and its ArviZ conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from bayescrl.inference.sites import SiteInfo, pointwise_log_lik
+from bayescrl.utils.errors import DataError
+
+# ArviZ dimension names of the standard model's sites (others get <site>_dim_k)
+DIMS = {
+    "theta": ["theta_dim"],
+    "vartheta": ["rater", "vartheta_dim"],
+    "eta": ["state_action", "next_state"],
+    "pref": ["pref_obs"],
+    "reward": ["reward_obs"],
+    "transition": ["transition_obs"],
+}
+
+
+@dataclass
+class Posterior:
+    """Posterior samples by site, produced by one engine.
+
+    ``sample(n, seed)`` returns ``{site: tensor [n, *site_shape]}``; MCMC posteriors resample their
+    stored draws (without replacement when ``n`` ≤ draws), the others draw fresh samples.
+    ``diagnostics`` holds engine-specific convergence information (gradient norms, ELBO trace,
+    R-hat / ESS, ...). ``approximate`` is False only for the exact engine (and NUTS in the limit).
+    """
+
+    engine: str
+    sampler: Callable[[int, torch.Generator], dict[str, torch.Tensor]] | None
+    model: Callable | None
+    infos: dict[str, SiteInfo]
+    observed: dict[str, torch.Tensor]
+    approximate: bool = True
+    max_plate_nesting: int = 1
+    chains: dict[str, torch.Tensor] | None = None  # MCMC draws [C, D, *shape]
+    sample_stats: dict[str, torch.Tensor] | None = None  # [C, D]
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    coords: dict[str, list] = field(default_factory=dict)
+
+    @property
+    def latent_sites(self) -> list[str]:
+        return [k for k, i in self.infos.items() if not i.observed]
+
+    def sample(self, n: int = 1000, seed: int = 0) -> dict[str, torch.Tensor]:
+        if n < 1:
+            raise DataError("samples", n, "must be >= 1")
+        gen = torch.Generator().manual_seed(int(seed))
+        if self.chains is not None:
+            flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in self.chains.items()}
+            total = next(iter(flat.values())).shape[0]
+            idx = torch.randperm(total, generator=gen)[:n] if n <= total else torch.randint(total, (n,), generator=gen)
+            return {k: v[idx] for k, v in flat.items()}
+        return self.sampler(n, gen)
+
+    def mean_cov(self, site: str = "theta", n: int = 4000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.sample(n, seed)[site].reshape(n, -1).double()
+        return s.mean(0), torch.cov(s.T).reshape(s.shape[1], s.shape[1])
+
+    def to_arviz(self, n: int = 1000, seed: int = 0, log_likelihood: bool = True):
+        """``arviz.InferenceData`` with posterior (chain, draw, named dims), observed data, sample stats
+        (MCMC) and a shape-checked pointwise log_likelihood group."""
+        import arviz as az
+
+        if self.chains is not None:
+            post = {k: v for k, v in self.chains.items()}
+        else:
+            post = {k: v.unsqueeze(0) for k, v in self.sample(n, seed).items()}
+        post = {k: v for k, v in post.items() if k in self.infos and not self.infos[k].observed}
+        C, D = next(iter(post.values())).shape[:2]
+        dims = {k: _dims(k, v.dim() - 2) for k, v in post.items()}
+        ll = None
+        if log_likelihood and self.model is not None and self.observed:
+            flat = {k: v.reshape(C * D, *v.shape[2:]) for k, v in post.items()}
+            lik = pointwise_log_lik(self.model, flat, self.infos, self.max_plate_nesting)
+            ll = {}
+            for k, v in lik.items():
+                want = (C * D, *self.observed[k].shape)
+                if tuple(v.shape) != want:
+                    raise RuntimeError(f"log_likelihood[{k}] has shape {tuple(v.shape)}, expected {want}")
+                ll[k] = _np(v.reshape(C, D, *v.shape[1:]))
+                dims[k] = _dims(k, v.dim() - 1)
+        obs = {k: _np(v) for k, v in self.observed.items()}
+        kw: dict[str, Any] = {
+            "posterior": {k: _np(v) for k, v in post.items()},
+            "observed_data": obs or None,
+            "log_likelihood": ll,
+            "dims": dims,
+            "coords": self.coords or None,
+        }
+        if self.sample_stats:
+            kw["sample_stats"] = {k: _np(v) for k, v in self.sample_stats.items()}
+        idata = az.from_dict(**{k: v for k, v in kw.items() if v is not None})
+        idata.posterior.attrs["engine"] = self.engine
+        idata.posterior.attrs["approximate"] = int(self.approximate)
+        return idata
+
+
+def _dims(site: str, ndim: int) -> list[str]:
+    names = DIMS.get(site, [])
+    if len(names) == ndim:
+        return list(names)
+    return [f"{site}_dim_{i}" for i in range(ndim)]
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()

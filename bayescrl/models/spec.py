@@ -1,0 +1,282 @@
+"""Declarative model spec (YAML / JSON) → Pyro model + tensors for the fast engines.
+
+Schema (every field validated; errors name field, record index and value)::
+
+    dim: d                                   # required, integer >= 1
+    prior: {mean: [d floats], cov: [[d×d]]}  # default N(0, I); cov may be a scalar or a diagonal list
+    noise_sd: σ                              # σ of online rewards, > 0 (default 1)
+    raters:                                  # default one rater {id: r0, beta: 1, lam: 1}
+      - {id: r0, beta: 10.0, lam: 100.0}     # fixed competence (β >= 0, λ > 0)
+      - {id: r1, beta: {prior: lognormal, loc: 2.0, scale: 0.5}, lam: 10.0}   # unknown β
+    preferences: [{x0: [d], x1: [d], y: 0|1, rater: r0, online: false}]     # y = 0: x0 preferred
+    rewards: [{x: [d], r: float}]
+    transitions:                              # optional Dirichlet transition model (PSPL's η)
+      {num_states: S, num_actions: A, alpha0: 1.0 | [S floats],
+       data: [{s: int, a: int, next: int}]}
+    heldout: [ {x0, x1, y, rater} ]           # optional held-out comparisons for `compare`
+    truth: {theta: [d]}                       # optional (written by `simulate`)
+
+Competence priors: ``lognormal {loc, scale}``, ``gamma {concentration, rate}``, ``halfnormal {scale}``
+(the seed's "unknown competence" case; the seed estimates β separately by MLE/entropy, here it can
+also be inferred jointly by the svi / nuts engines).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bayescrl.models.linear import BTLinearProblem
+from bayescrl.models.pyro_models import COMPETENCE_PRIORS, CompetencePrior, TransitionData, bt_linear_model
+from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.io import load_yaml
+
+DT = torch.float64
+_PRIOR_PARAMS = {"lognormal": ("loc", "scale"), "gamma": ("concentration", "rate"), "halfnormal": ("scale",)}
+_POSITIVE = {"scale", "concentration", "rate"}
+
+
+@dataclass
+class SpecModel:
+    """A parsed spec: the Pyro model (``model()``), its data, and the standard-model problem."""
+
+    problem: BTLinearProblem
+    rater_ids: tuple[str, ...]
+    beta_priors: dict[int, CompetencePrior] = field(default_factory=dict)
+    lam_priors: dict[int, CompetencePrior] = field(default_factory=dict)
+    transitions: TransitionData | None = None
+    heldout: BTLinearProblem | None = None
+    truth: dict[str, torch.Tensor] | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    max_plate_nesting: int = 1
+
+    @property
+    def dim(self) -> int:
+        return self.problem.dim
+
+    @property
+    def fixed_competence(self) -> bool:
+        return not self.beta_priors and not self.lam_priors
+
+    def model_args(self, observed: bool = True) -> dict[str, Any]:
+        p = self.problem
+        pm, rm = p.pref_mask, p.reward_mask
+        return {
+            "mu0": p.mu0,
+            "cov0": p.cov0,
+            "beta": p.beta,
+            "lam": p.lam,
+            "noise_sd": p.noise_sd,
+            "x0": p.x0[pm],
+            "x1": p.x1[pm],
+            "y": p.y[pm] if observed else None,
+            "rater": p.rater[pm],
+            "x": p.x[rm],
+            "r": p.r[rm] if observed else None,
+            "rater_ids": self.rater_ids,
+            "beta_priors": self.beta_priors or None,
+            "lam_priors": self.lam_priors or None,
+            "transitions": self.transitions,
+        }
+
+    @property
+    def model(self):
+        """The Pyro model with the spec's data bound (call with no arguments)."""
+        return partial(bt_linear_model, **self.model_args())
+
+    def observed(self) -> dict[str, torch.Tensor]:
+        a = self.model_args()
+        out = {}
+        if a["x0"].shape[0]:
+            out["pref"] = a["y"]
+        if a["x"].shape[0]:
+            out["reward"] = a["r"]
+        if self.transitions is not None and self.transitions.s.shape[0]:
+            out["transition"] = self.transitions.next
+        return out
+
+
+# ---------------------------------------------------------------------------- helpers
+def _num(value: Any, fld: str, index: int | None = None, *, positive=False, nonneg=False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DataError(fld, value, "must be a number", index=index)
+    v = float(value)
+    if not math.isfinite(v):
+        raise DataError(fld, value, "must be finite", index=index)
+    if positive and v <= 0:
+        raise DataError(fld, value, "must be > 0", index=index)
+    if nonneg and v < 0:
+        raise DataError(fld, value, "must be >= 0", index=index)
+    return v
+
+
+def _vec(value: Any, d: int, fld: str, index: int | None = None) -> list[float]:
+    if not isinstance(value, (list, tuple)) or len(value) != d:
+        n = len(value) if isinstance(value, (list, tuple)) else type(value).__name__
+        raise DataError(fld, value, f"must be a list of dim = {d} numbers (got {n})", index=index)
+    return [_num(v, fld, index) for v in value]
+
+
+def _records(spec: dict, key: str) -> list:
+    recs = spec.get(key) or []
+    if not isinstance(recs, list):
+        raise DataError(key, recs, "must be a list of records")
+    for i, rec in enumerate(recs):
+        if not isinstance(rec, dict):
+            raise DataError(key, rec, "each record must be a mapping", index=i)
+    return recs
+
+
+def _competence(value: Any, fld: str, index: int, *, positive: bool) -> tuple[float, CompetencePrior | None]:
+    if isinstance(value, dict):
+        fam = value.get("prior")
+        if fam not in COMPETENCE_PRIORS:
+            raise DataError(f"{fld}.prior", fam, f"must be one of {list(COMPETENCE_PRIORS)}", index=index)
+        params = {}
+        for k in _PRIOR_PARAMS[fam]:
+            if k not in value:
+                raise DataError(f"{fld}.{k}", None, f"required by the {fam} prior", index=index)
+            params[k] = _num(value[k], f"{fld}.{k}", index, positive=k in _POSITIVE)
+        prior = CompetencePrior(fam, params)
+        mean = float(prior.distribution(torch.zeros((), dtype=DT)).mean)
+        return mean, prior
+    return _num(value, fld, index, positive=positive, nonneg=not positive), None
+
+
+def _prefs(recs: list, d: int, ids: dict[str, int], key: str):
+    x0, x1, y, rater, online = [], [], [], [], []
+    for i, rec in enumerate(recs):
+        for k in ("x0", "x1", "y"):
+            if k not in rec:
+                raise DataError(f"{key}.{k}", None, "missing field", index=i)
+        x0.append(_vec(rec["x0"], d, f"{key}.x0", i))
+        x1.append(_vec(rec["x1"], d, f"{key}.x1", i))
+        if rec["y"] not in (0, 1) or isinstance(rec["y"], bool):
+            raise DataError(f"{key}.y", rec["y"], "must be 0 (x0 preferred) or 1 (x1 preferred)", index=i)
+        y.append(float(rec["y"]))
+        rid = rec.get("rater", next(iter(ids)) if len(ids) == 1 else None)
+        if rid is None:
+            raise DataError(f"{key}.rater", None, f"required when there are several raters {list(ids)}", index=i)
+        if str(rid) not in ids:
+            raise DataError(f"{key}.rater", rid, f"unknown rater id (known: {list(ids)})", index=i)
+        rater.append(ids[str(rid)])
+        onl = rec.get("online", False)
+        if not isinstance(onl, bool):
+            raise DataError(f"{key}.online", onl, "must be true or false", index=i)
+        online.append(onl)
+    return x0, x1, y, rater, online
+
+
+# ---------------------------------------------------------------------------- entry point
+def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> SpecModel:
+    """Validate a spec mapping and build the :class:`SpecModel`."""
+    if not isinstance(spec, dict):
+        raise ConfigError("spec", spec, "must be a mapping")
+    if "dim" not in spec:
+        raise ConfigError("dim", None, "required (reward dimension d)")
+    d = spec["dim"]
+    if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+        raise ConfigError("dim", d, "must be an integer >= 1")
+    prior = spec.get("prior") or {}
+    if not isinstance(prior, dict):
+        raise ConfigError("prior", prior, "must be a mapping {mean, cov}")
+    mean = _vec(prior.get("mean", [0.0] * d), d, "prior.mean")
+    cov_raw = prior.get("cov", 1.0)
+    if isinstance(cov_raw, (int, float)) and not isinstance(cov_raw, bool):
+        cov = torch.eye(d, dtype=DT) * _num(cov_raw, "prior.cov", positive=True)
+    elif isinstance(cov_raw, list) and cov_raw and not isinstance(cov_raw[0], list):
+        cov = torch.diag(torch.tensor(_vec(cov_raw, d, "prior.cov"), dtype=DT))
+    else:
+        if not isinstance(cov_raw, list) or len(cov_raw) != d:
+            raise DataError("prior.cov", cov_raw, f"must be a {d}×{d} matrix, a diagonal list or a scalar")
+        cov = torch.tensor([_vec(row, d, "prior.cov", i) for i, row in enumerate(cov_raw)], dtype=DT)
+    if not torch.allclose(cov, cov.T, atol=1e-10):
+        raise DataError("prior.cov", cov_raw, "must be symmetric")
+    if torch.linalg.cholesky_ex(cov)[1] != 0:
+        raise DataError("prior.cov", cov_raw, "must be positive definite")
+    noise_sd = _num(spec.get("noise_sd", 1.0), "noise_sd", positive=True)
+
+    raters = spec.get("raters") or [{"id": "r0", "beta": 1.0, "lam": 1.0}]
+    if not isinstance(raters, list):
+        raise ConfigError("raters", raters, "must be a list of {id, beta, lam}")
+    ids: dict[str, int] = {}
+    beta, lam, beta_priors, lam_priors = [], [], {}, {}
+    for i, rec in enumerate(raters):
+        if not isinstance(rec, dict):
+            raise DataError("raters", rec, "each rater must be a mapping {id, beta, lam}", index=i)
+        rid = str(rec.get("id", f"r{i}"))
+        if rid in ids:
+            raise DataError("raters.id", rid, "duplicate rater id", index=i)
+        ids[rid] = i
+        b, bp = _competence(rec.get("beta", 1.0), "raters.beta", i, positive=False)
+        v, lp = _competence(rec.get("lam", 1.0), "raters.lam", i, positive=True)
+        beta.append(b)
+        lam.append(v)
+        if bp is not None:
+            beta_priors[i] = bp
+        if lp is not None:
+            lam_priors[i] = lp
+
+    x0, x1, y, rater, online = _prefs(_records(spec, "preferences"), d, ids, "preferences")
+    xs, rs = [], []
+    for i, rec in enumerate(_records(spec, "rewards")):
+        for k in ("x", "r"):
+            if k not in rec:
+                raise DataError(f"rewards.{k}", None, "missing field", index=i)
+        xs.append(_vec(rec["x"], d, "rewards.x", i))
+        rs.append(_num(rec["r"], "rewards.r", i))
+    problem = BTLinearProblem.from_data(
+        mean, cov, beta, lam, noise_sd, x0=x0 or None, x1=x1 or None, y=y, rater=rater or None,
+        pref_online=online or None, x=xs or None, r=rs, rater_ids=tuple(ids), device=device,
+    )
+    heldout = None
+    if spec.get("heldout"):
+        h = _prefs(_records(spec, "heldout"), d, ids, "heldout")
+        heldout = BTLinearProblem.from_data(
+            mean, cov, beta, lam, noise_sd, x0=h[0], x1=h[1], y=h[2], rater=h[3], rater_ids=tuple(ids), device=device
+        )
+    transitions = _transitions(spec.get("transitions"), device) if spec.get("transitions") else None
+    truth = None
+    if isinstance(spec.get("truth"), dict) and "theta" in spec["truth"]:
+        truth = {"theta": torch.tensor(_vec(spec["truth"]["theta"], d, "truth.theta"), dtype=DT, device=device)}
+    return SpecModel(problem, tuple(ids), beta_priors, lam_priors, transitions, heldout, truth, spec)
+
+
+def _transitions(t: Any, device) -> TransitionData:
+    if not isinstance(t, dict):
+        raise ConfigError("transitions", t, "must be a mapping {num_states, num_actions, alpha0, data}")
+    S, A = t.get("num_states"), t.get("num_actions")
+    for name, v in (("transitions.num_states", S), ("transitions.num_actions", A)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ConfigError(name, v, "must be an integer >= 1")
+    a0 = t.get("alpha0", 1.0)
+    if isinstance(a0, list):
+        alpha = torch.tensor([_num(v, "transitions.alpha0", i, positive=True) for i, v in enumerate(a0)], dtype=DT)
+        if alpha.shape[0] != S:
+            raise DataError("transitions.alpha0", a0, f"must have num_states = {S} entries")
+    else:
+        alpha = torch.full((S,), _num(a0, "transitions.alpha0", positive=True), dtype=DT)
+    s, a, nxt = [], [], []
+    for i, rec in enumerate(_records(t, "data")):
+        for k, hi in (("s", S), ("a", A), ("next", S)):
+            v = rec.get(k)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < hi:
+                raise DataError(f"transitions.data.{k}", v, f"must be an integer in [0, {hi})", index=i)
+        s.append(rec["s"])
+        a.append(rec["a"])
+        nxt.append(rec["next"])
+    L = partial(torch.tensor, dtype=torch.long, device=device)
+    return TransitionData(S, A, alpha.to(device).expand(S * A, S).clone(), L(s), L(a), L(nxt))
+
+
+def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
+    """Build the model from a spec mapping or a YAML/JSON file path (a data file is a complete spec)."""
+    if isinstance(spec, (str, Path)):
+        spec = load_yaml(spec)
+    return parse_spec(spec, device=device)

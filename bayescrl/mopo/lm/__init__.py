@@ -1,0 +1,22 @@
+"""MOPO for causal language models (chapter `mopo`, section `sec:function_approx`, figure `multiplepolicyheads`).
+
+Modules: :mod:`.data` (JSONL / TRL-style / HH-RLHF loaders, validation, D_J), :mod:`.model` (LoRA policy,
+multi-head policy, reference via disabled adapters, lagged snapshots, sequence log-probs), :mod:`.dual`
+(head-batched adapter over :mod:`bayescrl.mopo.objective`), :mod:`.config` (:class:`MOPOLMConfig`),
+:mod:`.trainer` (:class:`MOPOLMTrainer`), :mod:`.evaluate` (generation, Pareto summary), :mod:`.tiny` (the
+offline verbosity task) and :mod:`.run` (:func:`run_lm`, the ``mode: lm`` entry point).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["run_lm"]
+
+
+def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Run the ``mode: lm`` experiment (see :mod:`bayescrl.mopo.lm.run`)."""
+    from bayescrl.mopo.lm.run import run_lm as _run
+
+    return _run(config, out)

@@ -1,0 +1,120 @@
+"""Configuration of MOPO training on language models (one documented dataclass, validated)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bayescrl.utils import ConfigError
+
+METHODS = ("mopo", "mopo-lb", "dpo")
+
+
+@dataclass
+class MOPOLMConfig:
+    """Hyper-parameters of :class:`bayescrl.mopo.lm.trainer.MOPOLMTrainer`.
+
+    Defaults follow table `exp_details_text_generation` where it applies (tau 0.08 there; eps 0.15;
+    beta 0.9995; t0 500 for 10k steps) scaled to short CPU runs.
+
+    Attributes:
+        method: ``"mopo"`` (Lagrangian, Algorithm `mopo`), ``"mopo-lb"`` (relaxed log-barrier, remark
+            `logbarrier`) or ``"dpo"`` (the DPO loss on the same loop; data must have K = 1, ``prefs[0] = 1``
+            meaning ``response_a`` is chosen; used by the D_J and scalarised baselines).
+        primary: index of the primary objective (the seed's ``K``-th objective; default ``-1`` = last).
+            With ``multi_head`` it is the head used at inference.
+        multi_head: train one output head per objective (figure `multiplepolicyheads`): head ``k`` solves the
+            MOPO problem whose primary objective is ``k``; all heads share the LoRA backbone.
+        tau: KL regularisation ``tau`` of Eq. `main-obj`.
+        epsilon: radius of the KL ball of the lower-bound problem `lbop` (0 = constrain ``G`` itself).
+        beta: constraint relaxation: adaptive thresholds ``b = beta * G(rho^(t - t0))`` (section
+            `sec:function_approx`); a number or one value per constraint.
+        thresholds: fixed thresholds ``b`` (K - 1 win-rates in [0, 1]); when set, ``beta`` is not used.
+        t0: lag of the reference policy and period of the threshold update (Algorithm `mopo`).
+        lagged_reference: use the lagged reference (``False``: always regularise towards ``pi_ref``).
+        steps, batch_size: optimisation steps and records per step (each record gives 2 sequences).
+        lr: Adam learning rate of the policy (LoRA + heads).
+        lr_lambda, lr_chi: step sizes of the projected dual updates of ``lambda`` and ``chi``.
+        lambda_init, chi_init: initial ``lambda`` and ``chi``.
+        sigma_init, sigma_decay: log-barrier ``sigma_0`` and its per-step factor ``gamma`` (``mopo-lb``).
+        dpo_beta: inverse temperature of the DPO loss (``method="dpo"``).
+        max_length: maximal prompt + response tokens (longer records are rejected, never truncated).
+        cache_logprobs: cache reference and lagged log-probs per record (they are constant between lag
+            updates); the lagged cache is cleared at every update.
+        grad_clip: gradient-norm clip (``0`` = none).
+        dtype: ``"auto"`` (bf16 on CUDA with bf16 support, else fp32), ``"float32"`` or ``"bfloat16"``.
+        peft: LoRA settings passed to ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``lora_dropout``,
+            ``target_modules``, ...).
+        threshold_batches: mini-batches used to estimate ``G(rho^(t - t0))`` at a threshold update.
+        seed: seed of the data order and of the model's initialisation.
+    """
+
+    method: str = "mopo"
+    primary: int = -1
+    multi_head: bool = False
+    tau: float = 0.1
+    epsilon: float = 0.0
+    beta: float | list[float] = 0.95
+    thresholds: list[float] | None = None
+    t0: int = 50
+    lagged_reference: bool = True
+    steps: int = 200
+    batch_size: int = 8
+    lr: float = 2e-3
+    lr_lambda: float = 0.5
+    lr_chi: float = 0.1
+    lambda_init: float = 0.0
+    chi_init: float = 1.0
+    sigma_init: float = 1.0
+    sigma_decay: float = 0.99
+    dpo_beta: float = 0.1
+    max_length: int = 128
+    cache_logprobs: bool = True
+    grad_clip: float = 1.0
+    dtype: str = "auto"
+    peft: dict[str, Any] = field(default_factory=lambda: {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0})
+    threshold_batches: int = 4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError("method", self.method, f"must be one of {', '.join(METHODS)}")
+        for name in ("tau", "lr", "dpo_beta"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(name, getattr(self, name), "must be > 0")
+        for name in ("epsilon", "lr_lambda", "lr_chi", "lambda_init", "grad_clip"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, getattr(self, name), "must be >= 0")
+        for name in ("t0", "steps", "batch_size", "max_length", "threshold_batches"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ConfigError(name, v, "must be an integer >= 1")
+        if not self.chi_init > 0 or not self.sigma_init > 0:
+            raise ConfigError("chi_init/sigma_init", (self.chi_init, self.sigma_init), "must be > 0")
+        if not 0 < self.sigma_decay <= 1:
+            raise ConfigError("sigma_decay", self.sigma_decay, "must be in (0, 1]")
+        betas = self.beta if isinstance(self.beta, list) else [self.beta]
+        for i, v in enumerate(betas):
+            if not 0 < v <= 1:
+                raise ConfigError("beta", v, "must be in (0, 1]", index=i if isinstance(self.beta, list) else None)
+        if self.thresholds is not None:
+            for i, v in enumerate(self.thresholds):
+                if not 0 <= v <= 1:
+                    raise ConfigError("thresholds", v, "a win-rate threshold must be in [0, 1]", index=i)
+        if self.dtype not in ("auto", "float32", "bfloat16"):
+            raise ConfigError("dtype", self.dtype, "must be auto, float32 or bfloat16")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None, prefix: str = "train") -> MOPOLMConfig:
+        """Build from a mapping; unknown keys raise ``ConfigError`` naming ``prefix.key``."""
+        d = dict(d or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        for k in d:
+            if k not in names:
+                raise ConfigError(f"{prefix}.{k}", d[k], f"unknown field (known: {', '.join(sorted(names))})")
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)

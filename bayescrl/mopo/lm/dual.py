@@ -1,0 +1,102 @@
+"""Head-batched MOPO dual quantities for language-model mini-batches (thin adapter over the core).
+
+All formulas come from :mod:`bayescrl.mopo.objective`; this module only arranges LM mini-batches for it.
+An *atom* is one response of the symmetrically augmented batch (record ``i`` gives ``(a_i, b_i, I_i)`` and
+``(b_i, a_i, 1 - I_i)``, section `appendix:samplingbasedcop`), so the closed form of Eq. `empirical-dual`
+is evaluated per response (a generated response appears once in an LM data set). ``H`` MOPO problems are
+solved at once, one per policy head (head ``h`` maximises objective ``primary[h]`` under lower bounds on the
+other ``C = K - 1`` objectives; figure `multiplepolicyheads`). Shapes: indicators ``(n, K)``; ``lam``,
+``chi``, ``b`` ``(H, C)``; lagged log-ratios ``ell = log pi_lag(y) - log pi_ref(y)`` ``(H, n)``.
+
+The reference measure of the atoms is the lagged reference reweighted onto the data,
+``w_lag = softmax(ell)`` (uniform while ``pi_lag = pi_ref``), and ``rho* = pi* / pi_lag`` is normalised under
+it (the core's ``normalize=True``: ``E_lag[rho*] = 1``, so ``G`` is a win-rate in [0, 1] on the scale of
+the adaptive thresholds ``b = beta * G(rho^(t-t0))``). The lower bound uses the sign-corrected Eq.
+`lbop_lagrangian`; both departures are explained in :mod:`bayescrl.mopo.objective`. ``chi`` is kept
+``>= chi_min > 0`` instead of the projection ``[.]_+`` of Algorithm `mopo`, which would divide by zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from bayescrl.mopo import objective as obj
+
+
+def augment(prefs: torch.Tensor) -> torch.Tensor:
+    """Indicators of the symmetric augmentation, ``(N, K) -> (2N, K)`` = ``[I ; 1 - I]``.
+
+    Row ``i`` is response ``a`` of record ``i`` and row ``N + i`` response ``b``, so log-probabilities must be
+    stacked ``[a ; b]`` (as :meth:`MOPOLMTrainer.batch` does). Uses :func:`objective.augment_symmetric`.
+    """
+    idx = torch.arange(prefs.shape[0])
+    _, _, cols = obj.augment_symmetric(idx, idx, prefs.to(torch.get_default_dtype()))
+    return cols
+
+
+def split_heads(indicators: torch.Tensor, primary: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``p`` ``(H, n)`` and ``q`` ``(H, n, K-1)`` for heads whose primary objectives are ``primary`` ``(H,)``."""
+    parts = [obj.split_objectives(indicators, int(k)) for k in primary]
+    return torch.stack([p for p, _ in parts]), torch.stack([q for _, q in parts])
+
+
+@dataclass
+class BatchDual:
+    """Per-batch quantities at a given ``lambda``: reference weights, ``rho*``, BC weights and ``G``."""
+
+    w_lag: torch.Tensor  # (H, n), sums to 1: lagged reference measure of the atoms
+    log_rho: torch.Tensor  # (H, n): log rho*_lambda = log pi*/pi_lag, E_lag[rho*] = 1
+    u: torch.Tensor  # (H, n): BC weights pi*/pi_data, mean 1 (Eq. `policy-extraction`)
+    g: torch.Tensor  # (H, C): G(rho*) = E_lag[rho* q], a win-rate
+
+
+def batch_dual(p: torch.Tensor, q: torch.Tensor, ell: torch.Tensor, lam: torch.Tensor, tau: float) -> BatchDual:
+    """Closed-form ``rho*_lambda`` (Prop. `main_dual`), its constraint values and the BC weights."""
+    w_lag = obj.normalized_ratio(ell) / ell.shape[-1]
+    log_rho = obj.log_rho_star(p, q, lam, tau, weight=w_lag, normalize=True)
+    u = obj.bc_weights(log_rho, log_ratio_lag=ell)
+    _, g = obj.primal_values(torch.exp(log_rho), p, q, tau, weight=w_lag)
+    return BatchDual(w_lag, log_rho, u, g)
+
+
+def lower_bounds(d: BatchDual, q: torch.Tensor, chi: torch.Tensor, eps: float) -> torch.Tensor:
+    """``LowerBound(G_k)`` of Prop. `lowerbound_dual` at ``chi`` (equals ``G`` when ``eps = 0``)."""
+    if eps == 0.0:
+        return d.g
+    x = torch.exp(d.log_rho).unsqueeze(-1) * q
+    return obj.lower_bound(x, chi, eps, weight=d.w_lag)
+
+
+def chi_step(
+    chi: torch.Tensor, d: BatchDual, q: torch.Tensor, eps: float, lr: float, chi_min: float = 1e-3
+) -> torch.Tensor:
+    """One projected gradient step on Eq. `chi_update`: ``chi <- max(chi - lr * grad J(chi), chi_min)``."""
+    if chi.numel() == 0 or eps == 0.0:
+        return chi
+    x = (torch.exp(d.log_rho).unsqueeze(-1) * q).detach()
+    c = chi.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        (grad,) = torch.autograd.grad(obj.chi_loss(x, c, eps, weight=d.w_lag).sum(), c)
+    return (chi - lr * grad).clamp_min(chi_min).detach()
+
+
+def lambda_step(lam: torch.Tensor, bound: torch.Tensor, b: torch.Tensor, lr: float) -> torch.Tensor:
+    """Projected descent on Eq. `lambda_policy_update`: ``lam <- [lam - lr (LB - b)]_+`` (Danskin gradient)."""
+    lam_v = lam.detach().clone().requires_grad_(True)
+    with torch.enable_grad():
+        (grad,) = torch.autograd.grad(
+            obj.lambda_loss(lam_v, torch.zeros(lam.shape[:-1]), bound.detach(), b).sum(), lam_v
+        )
+    return (lam - lr * grad).clamp_min(0.0).detach()
+
+
+def barrier_lambda(g: torch.Tensor, b: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+    """Multipliers of the relaxed log barrier (``mopo-lb``, remark `logbarrier`)."""
+    return obj.barrier_multipliers(g, b, sigma)
+
+
+def threshold(beta: torch.Tensor, ell: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """``b = beta * G(rho^(t-t0))`` with ``rho^(t-t0) = pi_lag / pi_ref`` self-normalised on the batch."""
+    return obj.adaptive_threshold(beta, obj.normalized_ratio(ell), q)

@@ -1,0 +1,217 @@
+"""``run_lm(config, out)``: the ``mode: lm`` entry point of ``bayescrl mopo`` (tiny verbosity task).
+
+Config keys (all optional; see ``examples/mopo/lm_tiny.yaml``)::
+
+    seed: 0
+    threads: 1
+    task: {l_low: 6, l_high: 12, max_words: 20, bt_scale: 2.0}   # bayescrl.mopo.lm.tiny.TinyTask
+    data: {n_train: 512, n_eval_prompts: 64}
+    model: {n_layer: 2, n_embd: 64, n_head: 2, sft_steps: 300}
+    train: {...}                 # MOPOLMConfig fields shared by every run (MOPO and DPO baselines)
+    methods: [mopo, mopo-lb, dpo_joint, dpo_scalarised]
+    sweep: {thresholds: [[b_long, b_short], ...]}  # extra MOPO runs with fixed b: the Pareto sweep
+    scalarise_weights: [[w_long, w_short, w_help], ...]   # MODPO-style scalarised DPO runs
+    hv_reference: [0.0, 0.0]     # (helpful words, fraction of lengths in range), both maximised
+
+Outputs in ``out``: ``results.json`` (per run: primary score, constraint values, satisfaction; Pareto points,
+non-dominated mask and hypervolume per family), ``train_log_<run>.jsonl`` (lambda, chi, b, G each step),
+``lengths.png`` (figure `length` style), ``pareto.png``, ``dual_trace.png``, ``base/`` (the SFT model and
+tokenizer, so checkpoints reload offline) and ``checkpoint_mopo/``.
+
+The baselines are trained by the same loop (``method="dpo"``) rather than by TRL's ``DPOTrainer``: they then
+share tokenisation, LoRA, optimiser and precision with MOPO, which is what a like-for-like comparison needs.
+TRL's trainer is the reference in the throughput benchmark ``benchmarks/mopo_lm_throughput.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from bayescrl.mopo.lm.config import MOPOLMConfig
+from bayescrl.mopo.lm.evaluate import generate, pareto_summary
+from bayescrl.mopo.lm.model import lora_policy
+from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, sft
+from bayescrl.mopo.lm.trainer import MOPOLMTrainer
+from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
+
+KNOWN = {"mode", "seed", "threads", "task", "data", "model", "train", "methods", "sweep", "scalarise_weights",
+         "hv_reference", "name", "out"}
+METHODS = ("mopo", "mopo-lb", "dpo_joint", "dpo_scalarised")
+GPT2_LORA = {
+    "r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"], "fan_in_fan_out": True
+}
+
+
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    v = config.get(key) or {}
+    if not isinstance(v, dict):
+        raise ConfigError(key, v, "must be a mapping")
+    return dict(v)
+
+
+def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs and plots to ``out``."""
+    for k in config:
+        if k not in KNOWN:
+            raise ConfigError(k, config[k], f"unknown key for mode lm (known: {', '.join(sorted(KNOWN))})")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    seed = int(config.get("seed", 0))
+    set_torch_threads(config.get("threads"))
+    seed_everything(seed)
+    try:
+        task = TinyTask(**_section(config, "task"))
+    except TypeError as exc:
+        raise ConfigError("task", config.get("task"), str(exc)) from exc
+    if not 0 < task.l_low <= task.l_high <= task.max_words:
+        raise ConfigError("task", config.get("task"), "need 0 < l_low <= l_high <= max_words")
+    dcfg, mcfg = _section(config, "data"), _section(config, "model")
+    train_cfg = _section(config, "train")
+    train_cfg.setdefault("peft", GPT2_LORA)
+    train_cfg.setdefault("seed", seed)
+    base_cfg = MOPOLMConfig.from_dict(train_cfg)
+    methods = list(config.get("methods", METHODS))
+    for i, m in enumerate(methods):
+        if m not in METHODS:
+            raise ConfigError("methods", m, f"must be one of {', '.join(METHODS)}", index=i)
+    sweep = (config.get("sweep") or {}).get("thresholds", [])
+    weights = config.get("scalarise_weights", [[1, 1, 1]])
+    hv_ref = list(config.get("hv_reference", [0.0, 0.0]))
+
+    tokenizer = build_tokenizer()
+    data = task.make_data(int(dcfg.get("n_train", 512)), seed=seed)
+    data.to_jsonl(out / "train.jsonl")
+    prompts = task.eval_prompts(int(dcfg.get("n_eval_prompts", 64)))
+    base = build_model(
+        tokenizer, mcfg.get("n_layer", 2), mcfg.get("n_embd", 64), mcfg.get("n_head", 2), seed=seed
+    )
+    sft_loss = sft(base, tokenizer, data, steps=int(mcfg.get("sft_steps", 300)), seed=seed)
+    base.save_pretrained(out / "base")
+    tokenizer.save_pretrained(out / "base")
+
+    runs: dict[str, dict[str, Any]] = {}
+    lengths: dict[str, list[int]] = {}
+
+    def evaluate(name: str, policy, head: int = 0) -> dict[str, Any]:
+        texts = generate(policy, tokenizer, prompts, head=head, max_new_tokens=task.max_words + 4, seed=seed + 1)
+        lengths[name] = [len(t.split()) for t in texts]
+        return {**task.summarise(texts), "examples": texts[:3]}
+
+    ref_policy = lora_policy(copy.deepcopy(base), base_cfg.peft)  # zero-initialised LoRA = pi_ref
+    runs["reference"] = {"method": "sft reference", **evaluate("reference", ref_policy)}
+
+    def train_run(name: str, cfg: MOPOLMConfig, run_data, family: str, extra: dict[str, Any]):
+        policy = lora_policy(copy.deepcopy(base), cfg.peft, num_heads=3 if cfg.multi_head else 1)
+        tr = MOPOLMTrainer(policy, tokenizer, run_data, cfg, log_path=out / f"train_log_{name}.jsonl")
+        t = time.perf_counter()
+        log = tr.train()
+        secs = time.perf_counter() - t
+        head = (cfg.primary % 3) if cfg.multi_head else 0
+        runs[name] = {"method": family, **extra, "train_seconds": secs, "train_records": len(run_data),
+                      "final": {k: v for k, v in log[-1].items() if k != "seconds"}, **evaluate(name, tr.model, head)}
+        return tr
+
+    def with_(**kw) -> MOPOLMConfig:
+        return MOPOLMConfig.from_dict({**base_cfg.to_dict(), **kw})
+
+    if "mopo" in methods:
+        tr = train_run("mopo", with_(method="mopo"), data, "mopo", {"thresholds": "adaptive", "beta": base_cfg.beta})
+        tr.save_checkpoint(out / "checkpoint_mopo")
+        for i, b in enumerate(sweep):
+            train_run(f"mopo_b{i}", with_(method="mopo", thresholds=list(b)), data, "mopo", {"thresholds": list(b)})
+    if "mopo-lb" in methods:
+        train_run("mopo_lb", with_(method="mopo-lb"), data, "mopo-lb", {"thresholds": "adaptive"})
+    if "dpo_joint" in methods:
+        pairs = data.dpo_pairs()
+        train_run("dpo_joint", with_(method="dpo"), pairs.as_preference_data(), "dpo_joint", {})
+    if "dpo_scalarised" in methods:
+        for i, w in enumerate(weights):
+            pairs = data.dpo_pairs(w)
+            train_run(f"dpo_scalarised_{i}", with_(method="dpo"), pairs.as_preference_data(), "dpo_scalarised",
+                      {"weights": list(w)})
+
+    families: dict[str, Any] = {}
+    for fam in sorted({r["method"] for r in runs.values()}):
+        names = [n for n, r in runs.items() if r["method"] == fam]
+        pts = np.array([[runs[n]["primary_helpful"], runs[n]["frac_in_range"]] for n in names])
+        families[fam] = {"runs": names, "points": pts.tolist(), **pareto_summary(pts, hv_ref)}
+    ref = runs["reference"]
+    verdict = {}
+    if "mopo" in runs and "dpo_joint" in runs:
+        m, d = runs["mopo"], runs["dpo_joint"]
+        verdict = {
+            "mopo_lengths_in_range": m["constraints_satisfied"],
+            "mopo_primary_gain_vs_reference": m["primary_helpful"] - ref["primary_helpful"],
+            "mopo_primary_minus_dpo_joint": m["primary_helpful"] - d["primary_helpful"],
+            "mopo_in_range_minus_dpo_joint": m["frac_in_range"] - d["frac_in_range"],
+        }
+    results = {
+        "mode": "lm",
+        "task": {"objectives": list(OBJECTIVES), "primary": "helpful", **task.__dict__},
+        "train": base_cfg.to_dict(),
+        "sft_final_loss": float(np.mean(sft_loss[-20:])),
+        "runs": runs,
+        "pareto": {"axes": ["primary_helpful", "frac_in_range"], "families": families},
+        "verdict": verdict,
+    }
+    write_json(out / "results.json", results)
+    _plots(out, runs, lengths, families, task)
+    return results
+
+
+def _plots(out: Path, runs, lengths, families, task: TinyTask) -> None:
+    import json
+
+    from bayescrl.utils.plotting import plt
+
+    p = plt()
+    names = list(lengths)
+    fig, ax = p.subplots(figsize=(max(6.0, 0.9 * len(names)), 4.2))
+    ax.boxplot([lengths[n] for n in names], notch=False, showmeans=True)
+    ax.set_xticks(range(1, len(names) + 1), names, rotation=30, ha="right", fontsize=8)
+    for y in (task.l_low, task.l_high):
+        ax.axhline(y, ls="--", color="k", lw=1)
+    for i, n in enumerate(names):
+        ax.annotate(f"{runs[n]['primary_helpful']:.1f}", (i + 1, task.max_words + 1), ha="center", fontsize=7)
+    ax.set_ylabel("response length (words); helpful words above")
+    ax.set_title("Tiny verbosity task: lengths must stay in [l_low, l_high]")
+    fig.tight_layout()
+    fig.savefig(out / "lengths.png", dpi=120)
+    p.close(fig)
+
+    fig, ax = p.subplots(figsize=(6.0, 4.2))
+    for fam, f in families.items():
+        pts = np.array(f["points"])
+        ax.scatter(pts[:, 0], pts[:, 1], label=f"{fam} (HV {f['hypervolume']:.2f})")
+    ax.set_xlabel("primary: helpful words per response")
+    ax.set_ylabel("fraction of responses with length in range")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out / "pareto.png", dpi=120)
+    p.close(fig)
+
+    log_file = out / "train_log_mopo.jsonl"
+    if log_file.exists():
+        recs = [json.loads(line) for line in log_file.read_text().splitlines() if line]
+        lam = np.array([r["lambda"][0] for r in recs])
+        b = np.array([r["b"][0] for r in recs])
+        g = np.array([r["G"][0] for r in recs])
+        fig, axes = p.subplots(1, 2, figsize=(9.0, 3.6))
+        for j, name in enumerate(OBJECTIVES[:2]):
+            axes[0].plot(lam[:, j], label=f"lambda {name}")
+            axes[1].plot(g[:, j], alpha=0.4, label=f"G {name}")
+            axes[1].plot(b[:, j], ls="--", label=f"b {name}")
+        axes[0].set_xlabel("step")
+        axes[1].set_xlabel("step")
+        axes[0].legend(fontsize=8)
+        axes[1].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "dual_trace.png", dpi=120)
+        p.close(fig)

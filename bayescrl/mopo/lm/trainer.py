@@ -1,0 +1,317 @@
+"""MOPO training loop for causal language models (Algorithm `mopo` with LoRA policies).
+
+One step on a mini-batch of ``M`` records (``2M`` sequences after the symmetric augmentation):
+
+1. ``log pi_ref`` (adapters disabled, cached per record) and ``log pi_lag`` (snapshot swapped in, cached
+   until the next lag update) of every response, without gradients;
+2. ``chi`` step on the lower bound (Eq. `chi_update`) at ``rho_lam^(t-1)``;
+3. ``lambda`` step on the dual (Eq. `lambda_policy_update`), or the log-barrier multipliers (``mopo-lb``);
+4. ``rho_lam^(t)`` in closed form (Eq. `empirical-dual`) and one Adam step on the importance-weighted
+   behaviour cloning loss ``-mean_j u_j log pi_psi(y_j | x_j)`` (Eq. `policy-extraction`);
+5. every ``t0`` steps: ``pi_lag <- pi_psi^(t - t0)`` and ``b <- beta * G(rho^(t - t0))``.
+
+``lambda``, ``chi``, ``b``, ``G`` and the lower bounds are logged at every step. The same loop trains the
+DPO baselines (``method="dpo"``) so that they share data, tokenisation, LoRA and precision with MOPO.
+See :mod:`bayescrl.mopo.lm.dual` for where the batched formulas depart from the text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from bayescrl.mopo import objective as obj
+from bayescrl.mopo.lm import dual
+from bayescrl.mopo.lm.config import MOPOLMConfig
+from bayescrl.mopo.lm.data import PreferenceData, TokenizedPairs, collate, tokenize
+from bayescrl.mopo.lm.model import Policy
+from bayescrl.utils import ConfigError, DataError
+
+
+class MOPOLMTrainer:
+    """Train a :class:`Policy` with MOPO (or DPO) on a :class:`PreferenceData` set.
+
+    Args:
+        policy: LoRA policy (:func:`bayescrl.mopo.lm.model.lora_policy`); ``multi_head`` needs
+            ``policy.num_heads == K``.
+        tokenizer: a HF tokenizer with ``eos_token_id`` and ``pad_token_id``.
+        data: validated preference data (K objectives).
+        config: :class:`MOPOLMConfig`.
+        accelerator: optional ``accelerate.Accelerator`` (device placement, mixed precision, several GPUs:
+            dual statistics are averaged across processes so every process keeps the same ``lambda``).
+        log_path: optional JSONL file receiving one line per step.
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        tokenizer: Any,
+        data: PreferenceData,
+        config: MOPOLMConfig,
+        accelerator: Any = None,
+        log_path: str | Path | None = None,
+    ):
+        self.config = c = config
+        self.tokenizer = tokenizer
+        self.data = data
+        self.accelerator = accelerator
+        self.k = data.num_objectives
+        if c.method == "dpo" and self.k != 1:
+            raise ConfigError("method", "dpo", f"DPO needs K = 1 chosen/rejected data, got K = {self.k}")
+        if not -self.k <= c.primary < self.k:
+            raise ConfigError("primary", c.primary, f"must index one of K = {self.k} objectives")
+        self.primary = c.primary % self.k
+        if c.multi_head:
+            if policy.num_heads != self.k:
+                raise ConfigError("multi_head", policy.num_heads, f"policy needs K = {self.k} heads")
+            self.head_primary = torch.arange(self.k)
+        else:
+            if policy.num_heads != 1:
+                raise ConfigError("multi_head", False, "a single-objective run needs a 1-head policy")
+            self.head_primary = torch.tensor([self.primary])
+        h, m = len(self.head_primary), self.k - 1
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.tok: TokenizedPairs = tokenize(data, tokenizer, c.max_length)
+        if c.thresholds is not None and len(c.thresholds) != m:
+            raise ConfigError("thresholds", c.thresholds, f"need K - 1 = {m} values")
+        beta = c.beta if isinstance(c.beta, list) else [c.beta] * m
+        if len(beta) != m:
+            raise ConfigError("beta", c.beta, f"need K - 1 = {m} values")
+        self.beta = torch.tensor(beta, dtype=torch.float32).expand(h, m).clone()
+        # dual state, one row per head
+        self.lam = torch.full((h, m), float(c.lambda_init))
+        self.chi = torch.full((h, m), float(c.chi_init))
+        self.sigma = torch.full((h, m), float(c.sigma_init))
+        if c.thresholds is not None:
+            self.b = torch.tensor(c.thresholds, dtype=torch.float32).expand(h, m).clone()
+        else:  # b = beta * G(rho^(0)) with rho^(0) = 1: the data win-rate, 1/2 after the augmentation
+            _, q = dual.split_heads(dual.augment(data.prefs), self.head_primary)
+            self.b = dual.threshold(self.beta, torch.zeros(q.shape[:2]), q)
+        self.step_count = 0
+        self.lag_snapshot: dict[str, torch.Tensor] | None = None  # None = pi_ref itself
+        self.pending_snapshot: dict[str, torch.Tensor] | None = None
+        self.gen = torch.Generator().manual_seed(c.seed + (accelerator.process_index if accelerator else 0))
+        self._order: list[int] = []
+        n = len(data)
+        self._ref_cache = torch.full((2, n), float("nan"))
+        self._lag_cache = torch.full((h, 2, n), float("nan"))
+        params = [p for p in policy.parameters() if p.requires_grad]
+        if not params:
+            raise ConfigError("peft", c.peft, "the policy has no trainable parameters")
+        self.optimizer = torch.optim.Adam(params, lr=c.lr)
+        self.policy = policy
+        if accelerator is not None:
+            self.policy, self.optimizer = accelerator.prepare(policy, self.optimizer)
+        self.log: list[dict[str, Any]] = []
+        self.log_path = Path(log_path) if log_path else None
+        if self.log_path:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self.log_path.write_text("")
+
+    # ------------------------------------------------------------------------------------- helpers
+    @property
+    def model(self) -> Policy:
+        """The unwrapped policy (``accelerate`` may wrap it in DDP)."""
+        return self.accelerator.unwrap_model(self.policy) if self.accelerator else self.policy
+
+    @property
+    def device(self) -> torch.device:
+        return self.accelerator.device if self.accelerator else next(self.model.parameters()).device
+
+    def _mean(self, x: torch.Tensor) -> torch.Tensor:
+        if self.accelerator is None or self.accelerator.num_processes == 1:
+            return x
+        return self.accelerator.reduce(x.to(self.device), reduction="mean").cpu()
+
+    def next_indices(self) -> list[int]:
+        """The next ``batch_size`` record indices (reshuffled each epoch, seeded)."""
+        out: list[int] = []
+        while len(out) < self.config.batch_size:
+            if not self._order:
+                self._order = torch.randperm(len(self.data), generator=self.gen).tolist()
+            out.append(self._order.pop())
+        return out
+
+    def batch(self, idx: list[int]) -> dict[str, torch.Tensor]:
+        """Collated ``[a ; b]`` sequences of the records ``idx`` (``2 * len(idx)`` rows)."""
+        prompts = [self.tok.prompt_ids[i] for i in idx]
+        resp = [self.tok.a_ids[i] for i in idx] + [self.tok.b_ids[i] for i in idx]
+        return collate(prompts + prompts, resp, self.pad_id, self.device)
+
+    def _cached(self, cache: torch.Tensor, idx: list[int], compute) -> torch.Tensor:
+        """Rows ``[a ; b]`` of ``cache`` (``(..., 2, N)``) for ``idx``, computing them if any is missing."""
+        vals = torch.cat([cache[..., 0, idx], cache[..., 1, idx]], -1)
+        if self.config.cache_logprobs and not torch.isnan(vals).any():
+            return vals
+        vals = compute().float().cpu()
+        if self.config.cache_logprobs:
+            cache[..., 0, idx] = vals[..., : len(idx)]
+            cache[..., 1, idx] = vals[..., len(idx) :]
+        return vals
+
+    def _eval_mode(self, fn):
+        was = self.model.training
+        self.model.eval()
+        try:
+            return fn()
+        finally:
+            self.model.train(was)
+
+    def ref_logprobs(self, idx: list[int], batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self._cached(self._ref_cache, idx, lambda: self._eval_mode(lambda: self.model.reference_logprobs(batch)))
+
+    def lag_logratio(self, idx: list[int], batch: dict[str, torch.Tensor], ref: torch.Tensor) -> torch.Tensor:
+        """``ell = log pi_lag - log pi_ref`` per head, ``(H, 2M)`` (zero while the lag is ``pi_ref``)."""
+        h = len(self.head_primary)
+        if self.lag_snapshot is None or not self.config.lagged_reference:
+            return torch.zeros(h, 2 * len(idx))
+        snap = self.lag_snapshot
+        lag = self._cached(self._lag_cache, idx, lambda: self._eval_mode(lambda: self.model.snapshot_logprobs(snap, batch)))
+        return lag - ref
+
+    # ----------------------------------------------------------------------------------------- step
+    def step(self) -> dict[str, Any]:
+        """One iteration of Algorithm `mopo` (or of DPO); returns the logged record."""
+        c, t0 = self.config, time.perf_counter()
+        idx = self.next_indices()
+        batch = self.batch(idx)
+        ref = self.ref_logprobs(idx, batch)  # (2M,)
+        self.model.train()
+        if c.method == "dpo":
+            rec = self._dpo_step(idx, batch, ref)
+        else:
+            rec = self._mopo_step(idx, batch, ref)
+        self.step_count += 1
+        if c.method != "dpo" and self.step_count % c.t0 == 0:
+            self._lag_update()
+        rec.update(step=self.step_count, seconds=time.perf_counter() - t0)
+        self.log.append(rec)
+        if self.log_path:
+            with self.log_path.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+        return rec
+
+    def _dual_inputs(self, idx: list[int], batch: dict[str, torch.Tensor], ref: torch.Tensor):
+        p, q = dual.split_heads(dual.augment(self.data.prefs[idx]), self.head_primary)
+        return p, q, self.lag_logratio(idx, batch, ref)
+
+    def _mopo_step(self, idx, batch, ref) -> dict[str, Any]:
+        c = self.config
+        p, q, ell = self._dual_inputs(idx, batch, ref)
+        d = dual.batch_dual(p, q, ell, self.lam, c.tau)  # at lambda^(t-1)
+        g = self._mean(d.g)
+        if c.method == "mopo":
+            self.chi = self._mean(dual.chi_step(self.chi, d, q, c.epsilon, c.lr_chi))
+            bound = self._mean(dual.lower_bounds(d, q, self.chi, c.epsilon))
+            self.lam = dual.lambda_step(self.lam, bound, self.b, c.lr_lambda)
+        else:  # mopo-lb: multipliers from the relaxed barrier, sigma decreasing
+            bound = g
+            self.lam = dual.barrier_lambda(g, self.b, self.sigma)
+            self.sigma = self.sigma * c.sigma_decay
+        u = dual.batch_dual(p, q, ell, self.lam, c.tau).u  # rho_lambda^(t)
+        logp = self.policy(batch)  # (H, 2M) with grad
+        loss = obj.bc_loss(logp, u.to(logp.device)).mean()
+        self._backward(loss)
+        return {
+            "loss": loss.item(),
+            "lambda": self.lam.tolist(),
+            "chi": self.chi.tolist(),
+            "b": self.b.tolist(),
+            "G": g.tolist(),
+            "lower_bound": bound.tolist(),
+            "logratio_ref": (logp.detach().cpu() - ref).mean().item(),
+        }
+
+    def _dpo_step(self, idx, batch, ref) -> dict[str, Any]:
+        m = len(idx)
+        logp = self.policy(batch)[0]
+        chosen_is_a = self.data.prefs[idx, 0].bool().to(logp.device)
+        delta = (logp - ref.to(logp.device)) * self.config.dpo_beta
+        margin = torch.where(chosen_is_a, delta[:m] - delta[m:], delta[m:] - delta[:m])
+        loss = -F.logsigmoid(margin).mean()
+        self._backward(loss)
+        return {"loss": loss.item(), "margin": margin.mean().item(), "accuracy": (margin > 0).float().mean().item()}
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.accelerator is not None:
+            self.accelerator.backward(loss)
+            if self.config.grad_clip:
+                self.accelerator.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)
+        else:
+            loss.backward()
+            if self.config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(
+                    [p for p in self.policy.parameters() if p.requires_grad], self.config.grad_clip
+                )
+        self.optimizer.step()
+
+    def _lag_update(self) -> None:
+        """``pi_ref <- pi_psi^(t - t0)`` and ``b <- beta * G(rho^(t - t0))`` (lines 9-11 of Algorithm `mopo`)."""
+        c = self.config
+        if c.lagged_reference:
+            self.lag_snapshot, self.pending_snapshot = self.pending_snapshot, self.model.trainable_state()
+            self._lag_cache.fill_(float("nan"))
+        if c.thresholds is None:
+            gs = []
+            for _ in range(c.threshold_batches):
+                idx = self.next_indices()
+                batch = self.batch(idx)
+                ref = self.ref_logprobs(idx, batch)
+                _, q, ell = self._dual_inputs(idx, batch, ref)
+                gs.append(dual.threshold(self.beta, ell, q))
+            self.b = self._mean(torch.stack(gs).mean(0))
+
+    def train(self, steps: int | None = None) -> list[dict[str, Any]]:
+        """Run ``steps`` (default ``config.steps``) iterations; returns the per-step log."""
+        for _ in range(self.config.steps if steps is None else steps):
+            self.step()
+        return self.log
+
+    # ----------------------------------------------------------------------------------- checkpoints
+    def save_checkpoint(self, path: str | Path) -> Path:
+        """Adapters + heads (``policy/``), dual state, snapshots, optimiser and data order (``state.pt``)."""
+        path = Path(path)
+        self.model.save(path / "policy")
+        torch.save(
+            {
+                "step": self.step_count,
+                "lam": self.lam,
+                "chi": self.chi,
+                "b": self.b,
+                "sigma": self.sigma,
+                "lag_snapshot": self.lag_snapshot,
+                "pending_snapshot": self.pending_snapshot,
+                "optimizer": self.optimizer.state_dict(),
+                "generator": self.gen.get_state(),
+                "order": self._order,
+            },
+            path / "state.pt",
+        )
+        (path / "config.json").write_text(json.dumps(self.config.to_dict(), indent=2))
+        return path
+
+    @classmethod
+    def from_checkpoint(
+        cls, path: str | Path, base_model: torch.nn.Module, tokenizer: Any, data: PreferenceData, **kwargs: Any
+    ) -> MOPOLMTrainer:
+        """Rebuild a trainer (policy, dual state, optimiser, data order) from :meth:`save_checkpoint`."""
+        path = Path(path)
+        if not (path / "state.pt").exists():
+            raise DataError("checkpoint", str(path), "no state.pt: not a MOPO trainer checkpoint")
+        config = MOPOLMConfig.from_dict(json.loads((path / "config.json").read_text()))
+        policy = Policy.load(base_model, path / "policy")
+        tr = cls(policy, tokenizer, data, config, **kwargs)
+        st = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+        tr.step_count = st["step"]
+        tr.lam, tr.chi, tr.b, tr.sigma = st["lam"], st["chi"], st["b"], st["sigma"]
+        tr.lag_snapshot, tr.pending_snapshot = st["lag_snapshot"], st["pending_snapshot"]
+        tr.optimizer.load_state_dict(st["optimizer"])
+        tr.gen.set_state(st["generator"])
+        tr._order = list(st["order"])
+        return tr

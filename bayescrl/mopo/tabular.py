@@ -1,0 +1,538 @@
+r"""Tabular (context-free, finite action set) MOPO: data parsing, the exact solver and Algorithm `mopo`.
+
+The empirical problem Eq. `empirical-cop` over a finite action set reduces to per-action estimates
+
+    p_hat(a) = sum_{i: y_i = a} I_p(y_i, y'_i) / (N pi_ref(a)),   q_hat(a) likewise with I_q,
+
+(over the symmetrically augmented records), because ``(1/N) sum_i rho(y_i) I(y_i, y'_i) = sum_a pi_ref(a)
+rho(a) I_hat(a)``. The KL term is computed exactly under the given ``pi_ref`` (the text's empirical
+``(1/N) sum_i rho(y_i) ln rho(y_i)`` estimates it; the two agree when the data's action frequencies equal
+``pi_ref``, e.g. D1 and D2 of the sanity check). This keeps an action that never appears in the data well
+defined: it gets ``p_hat = q_hat = 0`` and is down-weighted as ``tau`` decreases (data set D3).
+
+Solvers:
+
+* :func:`solve_exact` -- ``solver: exact``: ``lam*`` minimises the convex dual ``D(lam)`` (Eq. `dual`,
+  normalised, see :mod:`bayescrl.mopo.objective`) with L-BFGS-B, then ``pi* = pi_ref rho*_{lam*}``; the KKT
+  residuals are returned. ``eps = 0`` (no lower bound) and fixed ``b``.
+* :func:`run_mopo` -- ``solver: mopo``: Algorithm `mopo` with Adam, mini-batches of records, the ``chi``
+  lower-bound step (``eps > 0``), the projected ``lam`` step, ``rho`` retrieval and policy extraction, the
+  lagged reference every ``t0`` steps and the adaptive thresholds ``b = beta G(rho^(t - t0))``.
+* :func:`run_mopo_lb` -- ``solver: mopo-lb``: single stochastic ascent steps on the relaxed log-barrier
+  Lagrangian Eq. `logbarrier` with ``sigma^(t) = gamma^t sigma0`` (appendix `logbarrier`).
+
+Both stochastic solvers are vectorised over ``runs`` independent seeds (leading tensor dimension).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bayescrl.mopo import objective as O
+from bayescrl.utils import ConfigError, DataError
+
+
+@dataclass
+class TabularProblem:
+    """A context-free preference data set over named actions.
+
+    ``y``/``y_prime`` are action indices of the *raw* records, ``ind[N, K]`` their 0/1 indicators
+    ``I_k(y > y')``; ``primary`` is the column of the primary objective; ``ref`` is ``pi_ref`` over actions.
+    """
+
+    actions: list[str]
+    y: Tensor
+    y_prime: Tensor
+    ind: Tensor
+    primary: int
+    ref: Tensor
+
+    @property
+    def n_objectives(self) -> int:
+        return int(self.ind.shape[-1])
+
+    def records(self, augment: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(y, y', p, q)`` per record, symmetrically augmented (appendix `samplingbasedcop`) by default."""
+        y, yp, ind = (self.y, self.y_prime, self.ind)
+        if augment:
+            y, yp, ind = O.augment_symmetric(y, yp, ind)
+        p, q = O.split_objectives(ind, self.primary)
+        return y, yp, p, q
+
+    def action_scores(self, augment: bool = True) -> tuple[Tensor, Tensor]:
+        """Per-action estimates ``(p_hat[A], q_hat[A, K-1])`` (module docstring)."""
+        y, _, p, q = self.records(augment)
+        n_act = len(self.actions)
+        n = y.shape[0]
+        sp = torch.zeros(n_act, dtype=p.dtype, device=p.device).index_add_(0, y, p)
+        sq = torch.zeros(n_act, q.shape[-1], dtype=q.dtype, device=q.device).index_add_(0, y, q)
+        denom = n * self.ref
+        safe = torch.where(denom > 0, denom, torch.ones_like(denom))
+        return sp / safe, sq / safe[:, None]
+
+
+def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu") -> TabularProblem:
+    """Build a :class:`TabularProblem` from the inline config of the ``mopo`` command.
+
+    ``actions: [names]``, ``data: [{"y": name, "y_prime": name, "prefs": [0/1 per objective]}]``,
+    ``primary`` (index, default the last objective, as in the text), optional ``reference`` (probabilities,
+    a list aligned with ``actions`` or a mapping name -> probability; default uniform). Every malformed record
+    raises :class:`DataError` naming the field, the record index and the value.
+    """
+    actions = config.get("actions")
+    if not isinstance(actions, list) or len(actions) < 2:
+        raise ConfigError("actions", actions, "must be a list of at least two action names")
+    names = [str(a) for a in actions]
+    if len(set(names)) != len(names):
+        raise ConfigError("actions", actions, "action names must be unique")
+    index = {a: i for i, a in enumerate(names)}
+    data = config.get("data")
+    if not isinstance(data, list) or not data:
+        raise ConfigError("data", data, "must be a non-empty list of {y, y_prime, prefs} records")
+    k = None
+    ys, yps, rows = [], [], []
+    for i, rec in enumerate(data):
+        if not isinstance(rec, Mapping):
+            raise DataError("data", rec, "record must be a mapping with y, y_prime, prefs", index=i)
+        for key in ("y", "y_prime", "prefs"):
+            if key not in rec:
+                raise DataError(f"data.{key}", dict(rec), f"missing field '{key}'", index=i)
+        for key in ("y", "y_prime"):
+            if str(rec[key]) not in index:
+                raise DataError(f"data.{key}", rec[key], f"unknown action (known: {names})", index=i)
+        prefs = rec["prefs"]
+        if not isinstance(prefs, (list, tuple)) or not prefs:
+            raise DataError("data.prefs", prefs, "must be a non-empty list of 0/1 indicators", index=i)
+        if k is None:
+            k = len(prefs)
+            if k < 2:
+                raise DataError("data.prefs", prefs, "need at least two objectives (primary + constraint)", index=i)
+        if len(prefs) != k:
+            raise DataError("data.prefs", prefs, f"has {len(prefs)} indicators, expected K = {k}", index=i)
+        for v in prefs:
+            if isinstance(v, bool) or v not in (0, 1):
+                raise DataError("data.prefs", prefs, "indicators must be 0 or 1", index=i)
+        if str(rec["y"]) == str(rec["y_prime"]):
+            raise DataError("data.y_prime", rec["y_prime"], "a record must compare two different actions", index=i)
+        ys.append(index[str(rec["y"])])
+        yps.append(index[str(rec["y_prime"])])
+        rows.append([float(v) for v in prefs])
+    assert k is not None
+    primary = config.get("primary", k - 1)
+    if isinstance(primary, bool) or not isinstance(primary, int) or not -k <= primary < k:
+        raise ConfigError("primary", primary, f"must be an objective index in [0, {k - 1}]")
+    ref = _parse_reference(config.get("reference"), names)
+    dt = torch.float64
+    return TabularProblem(
+        actions=names,
+        y=torch.tensor(ys, device=device),
+        y_prime=torch.tensor(yps, device=device),
+        ind=torch.tensor(rows, dtype=dt, device=device),
+        primary=primary % k,
+        ref=ref.to(device),
+    )
+
+
+def _parse_reference(ref: Any, names: list[str]) -> Tensor:
+    n = len(names)
+    if ref is None or ref == "uniform":
+        return torch.full((n,), 1.0 / n, dtype=torch.float64)
+    if isinstance(ref, Mapping):
+        unknown = [k for k in ref if str(k) not in names]
+        if unknown:
+            raise ConfigError("reference", unknown[0], f"unknown action (known: {names})")
+        vals = [float(ref.get(a, 0.0)) for a in names]
+    elif isinstance(ref, list) and len(ref) == n:
+        vals = [float(v) for v in ref]
+    else:
+        raise ConfigError("reference", ref, f"must be 'uniform', a list of {n} probabilities or a mapping")
+    for i, v in enumerate(vals):
+        if not v > 0:
+            raise ConfigError("reference", v, "probabilities must be > 0 (Supp(pi) = Supp(pi_ref))", index=i)
+    if abs(sum(vals) - 1.0) > 1e-6:
+        raise ConfigError("reference", vals, f"must sum to 1 (sums to {sum(vals):.6g})")
+    return torch.tensor(vals, dtype=torch.float64)
+
+
+def as_threshold(b: Any, n_constraints: int, field_name: str = "b") -> Tensor:
+    """Threshold vector ``b[K-1]`` from a scalar or a list (checked to lie in [0, 1])."""
+    vals = [b] * n_constraints if isinstance(b, (int, float)) and not isinstance(b, bool) else b
+    if not isinstance(vals, (list, tuple)) or len(vals) != n_constraints:
+        raise ConfigError(field_name, b, f"must be a number or a list of {n_constraints} numbers (K - 1)")
+    for i, v in enumerate(vals):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
+            raise ConfigError(field_name, v, "thresholds are preference probabilities in [0, 1]", index=i)
+    return torch.tensor([float(v) for v in vals], dtype=torch.float64)
+
+
+# --------------------------------------------------------------------------------------------- exact
+
+
+@dataclass
+class ExactSolution:
+    """Output of :func:`solve_exact`: policy, multipliers, constraint values and KKT residuals."""
+
+    policy: Tensor
+    lam: Tensor
+    G: Tensor
+    b: Tensor
+    F: float
+    kkt: dict[str, float] = field(default_factory=dict)
+
+
+def kkt_residuals(
+    policy: Tensor, lam: Tensor, p_hat: Tensor, q_hat: Tensor, ref: Tensor, tau: float, b: Tensor
+) -> dict[str, float]:
+    """KKT residuals of the normalised empirical problem (variables ``pi = pi_ref rho`` on the simplex).
+
+    stationarity: spread of ``p_hat + lam.q_hat - tau ln rho`` over actions (must be a constant, the
+    normalisation multiplier); primal/dual feasibility; complementary slackness ``|lam_k (G_k - b_k)|``.
+    """
+    rho = policy / ref
+    v = p_hat + q_hat @ lam - tau * torch.log(rho)
+    g = policy @ q_hat
+    return {
+        "stationarity": float((v - (ref * v).sum()).abs().max()),
+        "primal_feasibility": float(torch.clamp(b - g, min=0).max()),
+        "dual_feasibility": float(torch.clamp(-lam, min=0).max()),
+        "complementary_slackness": float((lam * (g - b)).abs().max()),
+        "normalisation": float((policy.sum() - 1).abs()),
+    }
+
+
+def _check_feasible(q_hat: Tensor, b: Tensor) -> None:
+    """Slater check by LP: ``max t`` s.t. ``sum_a pi_a q_hat[a, k] >= b_k + t`` over the simplex."""
+    from scipy.optimize import linprog
+
+    a_n, c_n = q_hat.shape
+    qn = q_hat.cpu().numpy()
+    c = np.zeros(a_n + 1)
+    c[-1] = -1.0
+    a_ub = np.hstack([-qn.T, np.ones((c_n, 1))])
+    b_ub = -b.cpu().numpy()
+    a_eq = np.hstack([np.ones((1, a_n)), np.zeros((1, 1))])
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=[(0, None)] * a_n + [(None, 1.0)])
+    if not res.success or -res.fun <= 1e-9:
+        best = qn.max(0)
+        raise ConfigError(
+            "b",
+            b.tolist(),
+            f"no policy satisfies G(pi) > b strictly (Slater); per-constraint maxima of G are {best.tolist()}",
+        )
+
+
+def solve_exact(
+    problem: TabularProblem, tau: float, b: Tensor, augment: bool = True, tol: float = 1e-12
+) -> ExactSolution:
+    """Exact optimum of Eq. `empirical-cop` (normalised, ``eps = 0``): ``lam* = argmin_{lam >= 0} D(lam)``.
+
+    D is convex (log-sum-exp of affine maps); L-BFGS-B in float64 with the analytic gradient
+    ``G(rho*_lam) - b`` (:func:`~bayescrl.mopo.objective.dual_gradient`). Raises :class:`ConfigError` when
+    ``b`` admits no strictly feasible policy (then ``lam*`` does not exist).
+    """
+    from scipy.optimize import minimize
+
+    if not tau > 0:
+        raise ConfigError("tau", tau, "must be > 0")
+    p_hat, q_hat = problem.action_scores(augment)
+    p_hat, q_hat = p_hat.double().cpu(), q_hat.double().cpu()
+    ref = problem.ref.double().cpu()
+    b = b.double().cpu()
+    _check_feasible(q_hat, b)
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        lam = torch.as_tensor(x)
+        val = O.dual_value(lam, p_hat, q_hat, b, tau, ref)
+        grad = O.dual_gradient(lam, p_hat, q_hat, b, tau, ref)
+        return float(val), grad.numpy()
+
+    c_n = q_hat.shape[-1]
+    res = minimize(
+        fun, np.zeros(c_n), jac=True, method="L-BFGS-B", bounds=[(0, None)] * c_n,
+        options={"ftol": tol, "gtol": 1e-12, "maxiter": 10_000},
+    )
+    lam = torch.as_tensor(res.x, dtype=torch.float64)
+    rho = O.rho_star(p_hat, q_hat, lam, tau, ref)
+    policy = ref * rho
+    f, g = O.primal_values(rho, p_hat, q_hat, tau, ref)
+    kkt = kkt_residuals(policy, lam, p_hat, q_hat, ref, tau, b)
+    dev = problem.ref.device
+    return ExactSolution(policy.to(dev), lam.to(dev), g.to(dev), b.to(dev), float(f), kkt)
+
+
+# ---------------------------------------------------------------------------------------- stochastic
+
+
+@dataclass
+class MopoRun:
+    """Output of the stochastic solvers: final and logged policies / multipliers / thresholds per run."""
+
+    policy: Tensor  # [R, A]
+    lam: Tensor  # [R, C]
+    b: Tensor  # [R, C]
+    G: Tensor  # [R, C] constraint value of the final policy, E_pi[q_hat]
+    steps: list[int]
+    history: dict[str, Tensor]  # name -> [T_log, R, ...]
+
+
+def _snapshot(history: dict[str, list[Tensor]], **vals: Tensor) -> None:
+    for k, v in vals.items():
+        history.setdefault(k, []).append(v.detach().clone())
+
+
+class Adam:
+    """Minimal element-wise Adam (Kingma & Ba) on one tensor, with projection and a geometric lr decay.
+
+    ``torch.optim.Adam`` would do, but its import pulls in ``torch._dynamo`` (seconds of start-up); this one
+    is a few tensor ops and works on any leading batch of runs.
+    """
+
+    def __init__(self, x: Tensor, lr: float, lr_final: float | None = None, steps: int = 1,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.x, self.lr0, self.betas, self.eps = x, lr, betas, eps
+        self.decay = 1.0 if lr_final is None else (lr_final / lr) ** (1.0 / max(steps - 1, 1))
+        self.m = torch.zeros_like(x)
+        self.v = torch.zeros_like(x)
+        self.t = 0
+
+    def step(self, grad: Tensor) -> None:
+        b1, b2 = self.betas
+        self.t += 1
+        self.m.mul_(b1).add_(grad, alpha=1 - b1)
+        self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        lr = self.lr0 * self.decay ** (self.t - 1)
+        mhat = self.m / (1 - b1**self.t)
+        vhat = self.v / (1 - b2**self.t)
+        self.x.sub_(lr * mhat / (vhat.sqrt() + self.eps))
+
+
+def _batch(gen: torch.Generator, n_rec: int, runs: int, batch: int | None, device) -> Tensor:
+    """Record indices ``[R, M]`` drawn uniformly with replacement (all records when ``batch`` is None)."""
+    if batch is None:
+        return torch.arange(n_rec, device=device).expand(runs, n_rec)
+    return torch.randint(n_rec, (runs, batch), generator=gen).to(device)
+
+
+def run_mopo(
+    problem: TabularProblem,
+    tau: float,
+    steps: int = 20_000,
+    lr: float = 0.015,
+    batch: int | None = 12,
+    b: Tensor | None = None,
+    beta: Tensor | float | None = None,
+    t0: int | None = None,
+    eps: float = 0.0,
+    runs: int = 1,
+    seed: int = 0,
+    augment: bool = True,
+    log_every: int = 100,
+    lr_final: float | None = None,
+    chi_min: float = 1e-4,
+    device: str | torch.device = "cpu",
+) -> MopoRun:
+    """Algorithm `mopo` on a tabular problem, ``runs`` seeds in parallel.
+
+    Per step: a mini-batch of ``batch`` augmented records (uniform, with replacement; ``None`` = all
+    records); the ``chi`` step on Eq. `chi_update` (sign-fixed, only when ``eps > 0``; with ``eps = 0`` the
+    lower bound equals the batch estimate of ``G``, its ``chi -> inf`` limit); the projected ``lam`` step with
+    gradient ``LB - b``; ``rho`` from the closed form Eq. `dual` with the per-action estimates; the policy step
+    on Eq. `policy-extraction`. Adam (learning rate ``lr``, optionally decayed geometrically to ``lr_final``)
+    for all three, as in the sanity check.
+
+    Departure: for a tabular softmax policy the behaviour-cloning expectation ``E_{y~pi_ref}[rho log pi]``
+    is taken exactly over the finite action set instead of over the mini-batch (the data need not cover every
+    action: D3). Thresholds: fixed ``b``, or adaptive ``b = beta * G(rho^(t-t0))`` when ``beta`` is given
+    (initialised at ``beta * G(pi_ref)``). Lagged reference: every ``t0`` steps ``pi_ref <- pi_psi^(t-t0)``
+    (the policy saved at the previous multiple of ``t0``); ``t0 = None`` keeps ``pi_ref`` fixed (then, with a
+    fixed ``b`` and ``eps = 0``, the fixed point is :func:`solve_exact`'s solution).
+    """
+    dt = torch.float64
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
+    p_hat, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
+    ref0 = problem.ref.to(device, dt)
+    n_rec, c_n = q_rec.shape
+    if beta is None and b is None:
+        raise ConfigError("b", None, "give a fixed threshold b or an adaptive factor beta")
+    if t0 is not None and (isinstance(t0, bool) or not isinstance(t0, int) or t0 < 1):
+        raise ConfigError("t0", t0, "must be a positive integer or null")
+    beta_t = None if beta is None else torch.as_tensor(beta, dtype=dt, device=device).expand(c_n)
+    if b is not None:
+        b_cur = b.to(device, dt).expand(runs, c_n).clone()
+    else:
+        b_cur = (beta_t * (ref0 @ q_hat)).expand(runs, c_n).clone()
+
+    psi = torch.log(ref0).expand(runs, -1).clone()
+    lam = torch.zeros(runs, c_n, dtype=dt, device=device)
+    chi = torch.ones(runs, c_n, dtype=dt, device=device)
+    opt_psi, opt_lam, opt_chi = (Adam(v, lr, lr_final, steps) for v in (psi, lam, chi))
+    ref_cur = ref0.expand(runs, -1).clone()
+    saved = ref_cur.clone()
+    hist: dict[str, list[Tensor]] = {}
+    logged: list[int] = []
+
+    for t in range(1, steps + 1):
+        idx = _batch(gen, n_rec, runs, batch, device)
+        log_rho_lag = torch.log(ref_cur) - torch.log(ref0)  # [R, A]
+        log_rho = O.log_rho_star(p_hat, q_hat, lam, tau, ref_cur)  # [R, A]
+        ratio = torch.exp(torch.gather(log_rho + log_rho_lag, 1, y[idx]))  # rho relative to the data's ref
+        x = ratio.unsqueeze(-1) * q_rec[idx]  # [R, M, C]
+        if eps > 0:  # lower-bound estimation (Algorithm `mopo`, line 5)
+            chi_v = chi.clone().requires_grad_(True)
+            (g_chi,) = torch.autograd.grad(O.chi_loss(x, chi_v, eps).sum(), chi_v)
+            opt_chi.step(g_chi)
+            chi.clamp_(min=chi_min)
+            lb = O.lower_bound(x, chi, eps)
+        else:
+            lb = x.mean(-2)
+        opt_lam.step(lb - b_cur)  # grad of J(lam; chi) at fixed rho (Danskin), line 6
+        lam.clamp_(min=0.0)
+        target = ref_cur * O.rho_star(p_hat, q_hat, lam, tau, ref_cur)  # pi_ref rho*_lam, line 7
+        opt_psi.step(torch.softmax(psi, -1) * target.sum(-1, keepdim=True) - target)  # grad of -E[rho log pi]
+        if t0 and t % t0 == 0:  # lines 9-11
+            if beta_t is not None:
+                b_cur = beta_t * (saved @ q_hat)  # b = beta * G(rho^(t - t0)) = beta E_{pi^(t-t0)}[q_hat]
+            ref_cur = saved
+            saved = torch.softmax(psi, -1)
+        if t % log_every == 0 or t == steps:
+            pol = torch.softmax(psi, -1)
+            logged.append(t)
+            _snapshot(hist, policy=pol, lam=lam, b=b_cur, G=pol @ q_hat)
+    pol = torch.softmax(psi, -1)
+    return MopoRun(pol, lam, b_cur, pol @ q_hat, logged, {k: torch.stack(v) for k, v in hist.items()})
+
+
+def run_mopo_lb(
+    problem: TabularProblem,
+    tau: float,
+    b: Tensor,
+    steps: int = 20_000,
+    lr: float = 0.015,
+    batch: int | None = 12,
+    sigma0: float = 1.0,
+    gamma: float = 0.999,
+    sigma_min: float = 1e-3,
+    runs: int = 1,
+    seed: int = 0,
+    augment: bool = True,
+    log_every: int = 100,
+    lr_final: float | None = None,
+    device: str | torch.device = "cpu",
+) -> MopoRun:
+    """``mopo-lb``: stochastic ascent on the relaxed log-barrier Lagrangian Eq. `logbarrier` (remark `logbarrier`).
+
+    One Adam step per iteration on ``L_LB(rho, sigma) = F(rho) - sum_k B_{sigma_k, sigma_k^2}(b_k - G_k(rho))``
+    with ``rho = softmax(psi) / pi_ref``: the preference terms of ``F`` and ``G`` are mini-batch estimates of
+    Eq. `empirical-cop` (``batch = None``: all records), the KL term is exact. ``sigma^(t) = max(gamma^t
+    sigma0, sigma_min)``: the text lets ``sigma -> 0``; the floor keeps the barrier's ``1/sigma`` slope finite
+    for a finite step size. With mini-batches the barrier is applied to a noisy ``G`` and, being convex,
+    over-penalises (Jensen): the iterate settles inside the feasible set, the instability the text reports
+    for this variant. The reported ``lam`` are the implied multipliers ``sigma / max(G - b, sigma^2)``.
+    """
+    dt = torch.float64
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
+    _, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
+    ref0 = problem.ref.to(device, dt)
+    n_rec, c_n = q_rec.shape
+    b_t = b.to(device, dt).expand(runs, c_n)
+    psi = torch.log(ref0).expand(runs, -1).clone()
+    opt = Adam(psi, lr, lr_final, steps)
+    hist: dict[str, list[Tensor]] = {}
+    logged: list[int] = []
+    sigma = torch.tensor(sigma0, dtype=dt)
+    for t in range(1, steps + 1):
+        sigma = torch.clamp(O.sigma_schedule(sigma0, gamma, t).to(dt), min=sigma_min)
+        idx = _batch(gen, n_rec, runs, batch, device)
+        psi_v = psi.clone().requires_grad_(True)
+        logp = torch.log_softmax(psi_v, -1)
+        rho = torch.exp(logp - torch.log(ref0))  # [R, A]
+        ratio = torch.gather(rho, 1, y[idx])  # [R, M]
+        kl = (torch.exp(logp) * (logp - torch.log(ref0))).sum(-1)
+        f = (ratio * p_rec[idx]).mean(-1) - tau * kl
+        g = (ratio.unsqueeze(-1) * q_rec[idx]).mean(-2)
+        (grad,) = torch.autograd.grad(-O.barrier_objective(f, g, b_t, sigma.expand(c_n)).sum(), psi_v)
+        opt.step(grad)
+        if t % log_every == 0 or t == steps:
+            pol = torch.softmax(psi, -1)
+            g_ex = pol @ q_hat
+            logged.append(t)
+            _snapshot(hist, policy=pol, lam=O.barrier_multipliers(g_ex, b_t, sigma), b=b_t, G=g_ex)
+    pol = torch.softmax(psi, -1)
+    g_ex = pol @ q_hat
+    lam = O.barrier_multipliers(g_ex, b_t, sigma)
+    return MopoRun(pol, lam, b_t.clone(), g_ex, logged, {k: torch.stack(v) for k, v in hist.items()})
+
+
+def total_variation(p: Tensor, q: Tensor) -> Tensor:
+    """``TV(p, q) = 0.5 sum |p - q|`` over the last dimension."""
+    return 0.5 * (p - q).abs().sum(-1)
+
+
+def solve_config(config: Mapping[str, Any], device: str | torch.device = "cpu") -> tuple[dict, MopoRun | None]:
+    """Run the tabular solver named by ``config['solver']``; returns (results dict, stochastic run or None)."""
+    problem = parse_tabular(config, device)
+    c_n = problem.n_objectives - 1
+    tau = config.get("tau", 1.0)
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0:
+        raise ConfigError("tau", tau, "must be a number > 0")
+    tau = float(tau)
+    solver = config.get("solver", "exact")
+    augment = bool(config.get("augment", True))
+    opts: dict[str, Any] = dict(config.get(solver.replace("-", "_"), {}) or {}) if isinstance(solver, str) else {}
+    b_cfg = config.get("b")
+    b = None if b_cfg is None else as_threshold(b_cfg, c_n)
+    out: dict[str, Any] = {"solver": solver, "tau": tau, "actions": problem.actions, "primary": problem.primary}
+    if solver == "exact":
+        if b is None:
+            raise ConfigError("b", None, "the exact solver needs a fixed threshold b")
+        sol = solve_exact(problem, tau, b, augment)
+        out.update(
+            policy=dict(zip(problem.actions, sol.policy.tolist(), strict=True)),
+            **{"lambda": sol.lam.tolist()},
+            G=sol.G.tolist(), b=sol.b.tolist(), F=sol.F, kkt=sol.kkt,
+        )
+        return out, None
+    common = {k: opts[k] for k in ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final") if k in opts}
+    if solver == "mopo":
+        beta = opts.get("beta")
+        run = run_mopo(
+            problem, tau, b=None if beta is not None else b, beta=beta, t0=opts.get("t0"),
+            eps=float(opts.get("eps", 0.0)), augment=augment, device=device, **common,
+        )
+    elif solver == "mopo-lb":
+        if b is None:
+            raise ConfigError("b", None, "mopo-lb needs a fixed threshold b")
+        extra = {k: opts[k] for k in ("sigma0", "gamma", "sigma_min") if k in opts}
+        run = run_mopo_lb(problem, tau, b, augment=augment, device=device, **common, **extra)
+    else:
+        raise ConfigError("solver", solver, "must be one of exact, mopo, mopo-lb")
+    pol = run.policy.mean(0)
+    out.update(
+        policy=dict(zip(problem.actions, pol.tolist(), strict=True)),
+        **{"lambda": run.lam.mean(0).tolist()},
+        G=run.G.mean(0).tolist(), b=run.b.mean(0).tolist(),
+        policy_per_run=run.policy.tolist(),
+    )
+    if b is not None and opts.get("beta") is None:
+        ex = solve_exact(problem, tau, b, augment)
+        out["exact_policy"] = dict(zip(problem.actions, ex.policy.tolist(), strict=True))
+        out["tv_to_exact"] = total_variation(run.policy, ex.policy).tolist()
+    return out, run
+
+
+def plot_history(run: MopoRun, actions: Sequence[str], path, title: str = "") -> None:
+    """Action probabilities (mean ± sd over runs) against steps, like figure `mopo_action_probs`."""
+    from bayescrl.utils.plotting import plot_mean_sd
+
+    pol = run.history["policy"]  # [T, R, A]
+    curves = {a: (pol[:, :, i].mean(1).tolist(), pol[:, :, i].std(1, unbiased=False).tolist())
+              for i, a in enumerate(actions)}
+    plot_mean_sd(curves, path, xlabel="step", ylabel="action probability", title=title, x=run.steps)

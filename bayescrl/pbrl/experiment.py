@@ -1,0 +1,297 @@
+"""PSPL experiment runner: config validation, agents × seeds (seeds batched), regrets, JSON + PNG.
+
+Config schema (YAML; every key optional except ``env.name``)::
+
+    env:     {name: riverswim|mountaincar, H: 20, S: 6}          # mountaincar: n_pos, n_vel, H, repeat, m
+    offline: {N: 1000, beta: 10, lam: 50, expert: bt|greedy, behaviour: uniform|eps-optimal, epsilon: 0.5}
+    prior:   {mu0: 0.0, sigma0: 1.0, alpha0: 1.0}                 # θ ~ N(mu0, sigma0² I), η(s,a) ~ Dir(alpha0)
+    model:   {beta: null, lam: null, beta_estimate: null|mle|entropy, entropy_c: 1.0}
+             # the competence the Bayesian agents assume (null = the true offline value) — misspecification
+    K: 100                                                       # online episodes
+    seed: 0
+    agents: [pspl-bootstrap, pspl, dps, lpbrl, dpo, ipo, uniform]
+    agent_params: {pspl-bootstrap: {p_online: 0.75, p_offline: 0.6}, dpo: {steps: 500, tau: 0.1}, ...}
+    sweep: {key: offline.lam, values: [1, 10, 100]}              # optional: one run per value
+
+Metrics per agent (mean and sd over seeds): simple regret (Eq. `simple_regret_def`, exact, by value
+iteration on the true MDP) of the output policy after k = 0..K online episodes, and the cumulative regret
+Σ_k [V* − (V^{π_k^(0)} + V^{π_k^(1)})/2] of the explored policy pairs (offline agents: none).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from bayescrl.pbrl.agents import AGENTS, OFFLINE_AGENTS, ONLINE_AGENTS, Context
+from bayescrl.pbrl.competence import beta_entropy, beta_mle
+from bayescrl.pbrl.data import BEHAVIOURS, EXPERTS, Rater, behaviour_policy, check_competence, offline_dataset
+from bayescrl.pbrl.data import sample_pairs
+from bayescrl.pbrl.envs import describe, make_env
+from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
+from bayescrl.pbrl.offline_baselines import train_offline_policy
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import apply_overrides, write_json
+
+DEFAULTS: dict[str, Any] = {
+    "env": {"name": "riverswim"},
+    "offline": {"N": 1000, "beta": 10.0, "lam": 50.0, "expert": "bt", "behaviour": "uniform", "epsilon": 0.5},
+    "prior": {"mu0": 0.0, "sigma0": 1.0, "alpha0": 1.0},
+    "model": {"beta": None, "lam": None, "beta_estimate": None, "entropy_c": 1.0},
+    "K": 100,
+    "seed": 0,
+    "agents": ["pspl-bootstrap", "pspl", "dps", "lpbrl", "dpo", "ipo", "uniform"],
+    "agent_params": {},
+    "sweep": None,
+}
+TOP_KEYS = set(DEFAULTS) | {"name", "description"}
+
+
+def _num(field: str, v: Any, *, lo: float | None = None, strict: bool = False, allow_inf: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        raise ConfigError(field, v, "must be a number")
+    if math.isinf(v) and not allow_inf:
+        raise ConfigError(field, v, "must be finite")
+    if lo is not None and (v <= lo if strict else v < lo):
+        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {lo}")
+    return float(v)
+
+
+def validate_config(cfg: Mapping[str, Any]) -> dict:
+    """Merge ``cfg`` into :data:`DEFAULTS` and check every field; raises :class:`ConfigError`."""
+    if not isinstance(cfg, Mapping):
+        raise ConfigError("config", cfg, "must be a mapping")
+    for k in cfg:
+        if k not in TOP_KEYS:
+            raise ConfigError(k, cfg[k], f"unknown top-level key; allowed: {sorted(TOP_KEYS)}")
+    out = copy.deepcopy(DEFAULTS)
+    for k, v in cfg.items():
+        if isinstance(out.get(k), dict) and k != "agent_params":
+            if not isinstance(v, Mapping):
+                raise ConfigError(k, v, "must be a mapping")
+            if k in ("offline", "prior", "model"):
+                for sub in v:
+                    if sub not in DEFAULTS[k]:
+                        raise ConfigError(f"{k}.{sub}", v[sub], f"unknown key; allowed: {sorted(DEFAULTS[k])}")
+            out[k] = {**out[k], **v} if k != "env" else dict(v)
+        else:
+            out[k] = copy.deepcopy(v)
+    off = out["offline"]
+    if not isinstance(off["N"], int) or isinstance(off["N"], bool) or off["N"] < 0:
+        raise ConfigError("offline.N", off["N"], "must be an integer >= 0")
+    check_competence(off["beta"], off["lam"])
+    if off["expert"] not in EXPERTS:
+        raise ConfigError("offline.expert", off["expert"], f"choose one of {list(EXPERTS)}")
+    if off["behaviour"] not in BEHAVIOURS:
+        raise ConfigError("offline.behaviour", off["behaviour"], f"choose one of {list(BEHAVIOURS)}")
+    _num("offline.epsilon", off["epsilon"], lo=0)
+    pr = out["prior"]
+    _num("prior.mu0", pr["mu0"])
+    _num("prior.sigma0", pr["sigma0"], lo=0, strict=True)
+    _num("prior.alpha0", pr["alpha0"], lo=0, strict=True)
+    mo = out["model"]
+    if mo["beta"] is not None:
+        _num("model.beta", mo["beta"], lo=0)
+    if mo["lam"] is not None:
+        _num("model.lam", mo["lam"], lo=0, strict=True)
+    if mo["beta_estimate"] not in (None, "mle", "entropy"):
+        raise ConfigError("model.beta_estimate", mo["beta_estimate"], "choose null, 'mle' or 'entropy'")
+    _num("model.entropy_c", mo["entropy_c"], lo=0, strict=True)
+    if not isinstance(out["K"], int) or isinstance(out["K"], bool) or out["K"] < 0:
+        raise ConfigError("K", out["K"], "number of online episodes must be an integer >= 0")
+    if not isinstance(out["seed"], int) or isinstance(out["seed"], bool):
+        raise ConfigError("seed", out["seed"], "must be an integer")
+    agents = out["agents"]
+    if isinstance(agents, str):
+        agents = out["agents"] = [agents]
+    if not isinstance(agents, list) or not agents:
+        raise ConfigError("agents", agents, f"must be a non-empty list of {list(AGENTS)}")
+    for i, a in enumerate(agents):
+        if a not in AGENTS:
+            raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
+    if len(set(agents)) != len(agents):
+        raise ConfigError("agents", agents, "agents must be distinct")
+    if not isinstance(out["agent_params"], Mapping):
+        raise ConfigError("agent_params", out["agent_params"], "must be a mapping agent -> parameters")
+    for a, p in out["agent_params"].items():
+        if a not in AGENTS:
+            raise ConfigError(f"agent_params.{a}", p, f"unknown agent; choose from {list(AGENTS)}")
+        if not isinstance(p, Mapping):
+            raise ConfigError(f"agent_params.{a}", p, "must be a mapping")
+    for a in ("pspl-bootstrap",):
+        p = out["agent_params"].get(a, {})
+        for key in ("p_online", "p_offline"):
+            if key in p and not (isinstance(p[key], (int, float)) and 0 < p[key] <= 1):
+                raise ConfigError(f"agent_params.{a}.{key}", p[key], "Bernoulli weight must be in (0, 1]")
+    make_env(out["env"])  # validates the env block
+    sw = out["sweep"]
+    if sw is not None:
+        if not isinstance(sw, Mapping) or set(sw) != {"key", "values"}:
+            raise ConfigError("sweep", sw, "must be a mapping with exactly 'key' and 'values'")
+        if not isinstance(sw["values"], list) or not sw["values"]:
+            raise ConfigError("sweep.values", sw["values"], "must be a non-empty list")
+        for i, v in enumerate(sw["values"]):
+            try:
+                validate_config(apply_overrides({k: v2 for k, v2 in out.items() if k != "sweep"}, [f"{sw['key']}={json.dumps(v)}"]))
+            except ConfigError as exc:
+                raise ConfigError(f"sweep.values (key {sw['key']})", v, str(exc), index=i) from exc
+    return out
+
+
+def _agent_beta(cfg: dict, data, mdp: TabularMDP) -> tuple[torch.Tensor | float, dict]:
+    """The β the Bayesian agents assume: true, misspecified (``model.beta``) or estimated from D0."""
+    mo, off = cfg["model"], cfg["offline"]
+    est = mo["beta_estimate"]
+    if est == "mle":
+        beta, at_bound = beta_mle(data, mdp.theta)
+        return beta, {"beta_estimate": "mle", "beta_hat": beta.tolist(), "at_bound": at_bound.tolist()}
+    if est == "entropy":
+        beta = beta_entropy(data, mdp.S, mdp.A, c=mo["entropy_c"])
+        return beta, {"beta_estimate": "entropy", "beta_hat": beta.tolist()}
+    beta = off["beta"] if mo["beta"] is None else mo["beta"]
+    return float(beta), {"beta_estimate": None, "beta_assumed": float(beta)}
+
+
+def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = True) -> dict:
+    """Run every agent of a validated config on ``seeds`` seeds (batched); return the metrics dict."""
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ConfigError("seeds", seeds, "must be an integer >= 1")
+    mdp = make_env(cfg["env"], device=device)
+    off, pr, K = cfg["offline"], cfg["prior"], cfg["K"]
+    gen = torch.Generator().manual_seed(cfg["seed"])
+    rater = Rater.sample(mdp.theta, seeds, off["beta"], off["lam"], off["expert"], generator=gen)
+    data = offline_dataset(mdp, rater, off["N"], off["behaviour"], off["epsilon"], generator=gen)
+    V, _, _ = value_iteration(mdp.P, mdp.r, mdp.H)
+    v_star = float((mdp.rho * V[0]).sum())
+    lam = float(off["lam"] if cfg["model"]["lam"] is None else cfg["model"]["lam"])
+    if math.isinf(lam):
+        lam = 1e4  # the core needs a finite λ: 1e4 makes ϑ = θ to 1e-4
+    beta, beta_info = _agent_beta(cfg, data, mdp)
+    beh = behaviour_policy(mdp, off["behaviour"], off["epsilon"])
+    out: dict[str, Any] = {"optimal_value": v_star, "model": {**beta_info, "lam_assumed": lam}, "agents": {}}
+
+    def value(pi: torch.Tensor) -> torch.Tensor:
+        return policy_value(mdp.P, mdp.r, mdp.rho, pi)
+
+    for ai, name in enumerate(cfg["agents"]):
+        t0 = time.perf_counter()
+        agen = torch.Generator().manual_seed(cfg["seed"] * 1000 + 17 * ai + 1)
+        params = dict(cfg["agent_params"].get(name, {}))
+        if name in OFFLINE_AGENTS:
+            pi = train_offline_policy(
+                data, beh, mdp.S, mdp.A, loss=name, tau=float(params.get("tau", 0.1)),
+                steps=int(params.get("steps", 500)), lr=float(params.get("lr", 3e-4)),
+                batch_size=int(params.get("batch_size", 256)), generator=agen,
+            )
+            sr = (v_star - value(pi)).unsqueeze(-1).expand(seeds, K + 1)
+            cum = None
+            extra = {}
+        else:
+            ctx = Context(
+                mdp, data, K, agen, mu0=pr["mu0"], sigma0=pr["sigma0"], alpha0=pr["alpha0"], beta=beta,
+                lam=lam, behaviour=beh, params=params,
+            )
+            agent = ONLINE_AGENTS[name](ctx)
+            sr = torch.zeros(seeds, K + 1, dtype=torch.float64)
+            cum = torch.zeros(seeds, K, dtype=torch.float64)
+            sr[:, 0] = v_star - value(agent.output_policy())
+            run = 0.0
+            it = tqdm(range(K), desc=f"{mdp.name}:{name}", disable=not progress, leave=False)
+            for k in it:
+                pi0, pi1 = agent.policies()
+                pairs = sample_pairs(mdp, pi0.unsqueeze(1), pi1.unsqueeze(1), rater, generator=agen)
+                agent.observe(pairs)
+                run = run + v_star - 0.5 * (value(pi0) + value(pi1))
+                cum[:, k] = run
+                sr[:, k + 1] = v_star - value(agent.output_policy())
+            extra = {}
+            if hasattr(agent, "solver_iters") and agent.solver_iters:
+                extra = {
+                    "newton_iters_mean": float(np.mean(agent.solver_iters)),
+                    "not_converged": int(agent.not_converged),
+                }
+        wall = time.perf_counter() - t0
+        out["agents"][name] = summarise(sr, cum, wall) | extra
+    return out
+
+
+def summarise(sr: torch.Tensor, cum: torch.Tensor | None, wall: float) -> dict:
+    """Mean/sd over seeds of the regret curves (``sr [B, K+1]``, ``cum [B, K]``)."""
+    sd = lambda t: t.std(0, unbiased=False) if t.shape[0] > 1 else torch.zeros_like(t[0])  # noqa: E731
+    res = {
+        "final_simple_regret_mean": float(sr[:, -1].mean()),
+        "final_simple_regret_std": float(sd(sr)[-1]),
+        "simple_regret_curve_mean": sr.mean(0).tolist(),
+        "simple_regret_curve_std": sd(sr).tolist(),
+        "final_simple_regret_per_seed": sr[:, -1].tolist(),
+        "cumulative_regret_mean": None if cum is None else cum.mean(0).tolist(),
+        "cumulative_regret_std": None if cum is None else sd(cum).tolist(),
+        "wall_time_s": wall,
+    }
+    return res
+
+
+def run_experiment(
+    config: Mapping[str, Any], seeds: int = 5, out: str | Path | None = None, *, device: str = "cpu",
+    progress: bool = True, plots: bool = True,
+) -> dict:
+    """Validate, run (every sweep value if ``sweep`` is set), write ``out/results.json`` and plots."""
+    cfg = validate_config(config)
+    t0 = time.perf_counter()
+    result: dict[str, Any] = {"config": cfg, "seeds": seeds, "env": describe(make_env(cfg["env"]))}
+    if cfg["sweep"] is None:
+        result.update(run_agents(cfg, seeds, device=device, progress=progress))
+    else:
+        key, runs = cfg["sweep"]["key"], []
+        base = {k: v for k, v in cfg.items() if k != "sweep"}
+        for v in cfg["sweep"]["values"]:
+            sub = validate_config(apply_overrides(base, [f"{key}={json.dumps(v)}"]))
+            runs.append({"value": v, **run_agents(sub, seeds, device=device, progress=progress)})
+        result["sweep"] = {"key": key, "values": cfg["sweep"]["values"], "runs": runs}
+    result["total_wall_time_s"] = time.perf_counter() - t0
+    if out is not None:
+        out = Path(out)
+        write_json(out / "results.json", result)
+        if plots:
+            plot_results(result, out)
+    return result
+
+
+def plot_results(result: dict, out: Path) -> list[Path]:
+    """Simple and cumulative regret vs episode (mean ± sd), like the seed's figures."""
+    from bayescrl.utils.plotting import plot_mean_sd
+
+    paths = []
+    name = result["env"]["name"]
+    if "sweep" not in result:
+        ag = result["agents"]
+        curves = {a: (r["simple_regret_curve_mean"], r["simple_regret_curve_std"]) for a, r in ag.items()}
+        x = list(range(len(next(iter(curves.values()))[0])))
+        paths.append(plot_mean_sd(curves, out / "simple_regret.png", "online episodes k", "simple regret",
+                                  title=f"{name}: simple regret", x=x))
+        cum = {a: (r["cumulative_regret_mean"], r["cumulative_regret_std"]) for a, r in ag.items()
+               if r["cumulative_regret_mean"] is not None and len(r["cumulative_regret_mean"])}
+        if cum:
+            paths.append(plot_mean_sd(cum, out / "cumulative_regret.png", "online episodes k",
+                                      "cumulative regret", title=f"{name}: cumulative regret"))
+    else:
+        sw = result["sweep"]
+        agents = list(sw["runs"][0]["agents"])
+        for a in agents:
+            curves = {}
+            for run in sw["runs"]:
+                r = run["agents"][a]
+                curves[f"{sw['key']}={run['value']}"] = (r["simple_regret_curve_mean"], r["simple_regret_curve_std"])
+            x = list(range(len(next(iter(curves.values()))[0])))
+            paths.append(plot_mean_sd(curves, out / f"sweep_{a}.png", "online episodes k", "simple regret",
+                                      title=f"{name}: {a}, varying {sw['key']}", x=x))
+    return paths

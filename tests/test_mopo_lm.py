@@ -1,0 +1,186 @@
+"""MOPO on a tiny random GPT-2 with a local tokenizer: log-probs, reference, lag, heads, training, checkpoints."""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from bayescrl.mopo.lm.config import MOPOLMConfig
+from bayescrl.mopo.lm.data import collate, tokenize
+from bayescrl.mopo.lm.model import Policy, lora_policy, sequence_logprobs
+from bayescrl.mopo.lm.tiny import TinyTask, build_model, build_tokenizer
+from bayescrl.mopo.lm.trainer import MOPOLMTrainer
+from bayescrl.utils import ConfigError
+
+LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"], "fan_in_fan_out": True}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def data():
+    return TinyTask().make_data(48, seed=3)
+
+
+@pytest.fixture(scope="module")
+def base(tok):
+    return build_model(tok, n_layer=2, n_embd=32, n_head=2, seed=1)
+
+
+def cfg(**kw):
+    return MOPOLMConfig(**{"peft": LORA, "batch_size": 4, "steps": 4, "t0": 2, "tau": 0.5, "lr": 1e-2, **kw})
+
+
+def batch_of(tok, data, idx):
+    t = tokenize(data, tok, 64)
+    return collate([t.prompt_ids[i] for i in idx] * 2, [t.a_ids[i] for i in idx] + [t.b_ids[i] for i in idx],
+                   tok.pad_token_id)
+
+
+def perturb_lora(policy, scale=0.3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for n, p in policy.named_parameters():
+            if "lora_B" in n:
+                p.copy_(scale * torch.randn(p.shape, generator=g))
+
+
+def test_sequence_logprobs_match_unpadded_token_sum(tok, data, base):
+    b = batch_of(tok, data, [0, 1, 2])
+    logits = base(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
+    got = sequence_logprobs(logits, b["input_ids"], b["response_mask"])
+    t = tokenize(data, tok, 64)
+    for row, i in enumerate([0, 1, 2]):
+        ids = torch.tensor([t.prompt_ids[i] + t.a_ids[i]])
+        lp = torch.log_softmax(base(input_ids=ids).logits[0], -1)
+        n_p = len(t.prompt_ids[i])
+        want = sum(lp[j - 1, ids[0, j]] for j in range(n_p, ids.shape[1]))
+        assert torch.allclose(got[row], want, atol=1e-4)
+
+
+def test_reference_is_base_model_with_adapters_disabled(tok, data, base):
+    b = batch_of(tok, data, [0, 1, 2, 3])
+    frozen = copy.deepcopy(base)
+    pol = lora_policy(copy.deepcopy(base), LORA)
+    base_lp = sequence_logprobs(frozen(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits,
+                                b["input_ids"], b["response_mask"])
+    assert torch.allclose(pol.logprobs(b)[0], base_lp, atol=1e-5)  # zero-initialised LoRA
+    perturb_lora(pol)
+    assert (pol.logprobs(b)[0] - base_lp).abs().max() > 1e-2  # adapters active change the policy ...
+    assert torch.allclose(pol.reference_logprobs(b), base_lp, atol=1e-5)  # ... not the reference
+    n_base = sum(p.numel() for p in frozen.parameters())
+    assert sum(p.numel() for p in pol.parameters()) < 1.5 * n_base  # no second copy of the model
+
+
+def test_lagged_snapshot_swap_restores_live_weights(tok, data, base):
+    b = batch_of(tok, data, [4, 5])
+    pol = lora_policy(copy.deepcopy(base), LORA)
+    perturb_lora(pol, seed=1)
+    snap, before = pol.trainable_state(), pol.logprobs(b).detach()
+    perturb_lora(pol, seed=2)
+    live = pol.logprobs(b).detach()
+    assert not torch.allclose(live, before)
+    assert torch.allclose(pol.snapshot_logprobs(snap, b), before, atol=1e-6)
+    assert torch.equal(pol.logprobs(b).detach(), live)
+
+
+def test_multi_head_shares_backbone_and_heads_select_decoding(tok, data, base):
+    b = batch_of(tok, data, [0, 1])
+    pol = lora_policy(copy.deepcopy(base), LORA, num_heads=3)
+    lp = pol.logprobs(b)
+    assert lp.shape == (3, 4)
+    assert torch.allclose(lp, pol.reference_logprobs(b).expand(3, -1), atol=1e-5)  # heads start at pi_ref
+    n_lora = sum(p.numel() for n, p in pol.named_parameters() if "lora_" in n)
+    n_head = pol.heads[0].numel()
+    assert sum(p.numel() for p in pol.parameters() if p.requires_grad) == n_lora + 3 * n_head
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for h in pol.heads:
+            h.copy_(torch.randn(h.shape, generator=g))
+    prompt = torch.tensor([tok("q : how do i bake ? a :")["input_ids"]])
+    firsts = set()
+    for k in range(3):
+        out = pol.generate(prompt, torch.ones_like(prompt), head=k, max_new_tokens=1, do_sample=False)
+        h = pol.body(input_ids=prompt).last_hidden_state[0, -1]
+        assert out[0, -1] == torch.argmax(pol.heads[k] @ h)
+        firsts.add(int(out[0, -1]))
+    assert len(firsts) > 1
+    assert pol.lm.get_base_model().get_output_embeddings() is pol.base_head  # restored after decoding
+
+
+def test_mopo_training_decreases_loss_and_logs_dual_state(tok, data, base, tmp_path):
+    pol = lora_policy(copy.deepcopy(base), LORA)  # random base: BC must raise the data likelihood
+    tr = MOPOLMTrainer(pol, tok, data, cfg(steps=30, t0=10, lr=1e-2), log_path=tmp_path / "log.jsonl")
+    fixed = list(range(8))
+    b = tr.batch(fixed)
+
+    def fixed_nll():
+        with torch.no_grad():
+            return -tr.model.logprobs(b).mean().item()
+
+    start = fixed_nll()
+    log = tr.train()
+    assert fixed_nll() < start - 0.5  # ~1 nat in practice; random-init LoRA plateaus
+    assert sum(r["loss"] for r in log[-5:]) < sum(r["loss"] for r in log[:5])
+    lines = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert len(lines) == 30 and all({"lambda", "b", "chi", "G", "lower_bound"} <= set(r) for r in lines)
+    assert len(lines[0]["lambda"][0]) == 2 and all(v >= 0 for r in lines for v in r["lambda"][0])
+    assert tr.lag_snapshot is not None and tr.pending_snapshot is not None  # two lag updates happened
+
+
+def test_lambda_responds_to_thresholds(tok, data, base):
+    strict = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(thresholds=[1.0, 1.0]))
+    loose = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(thresholds=[0.0, 0.0]))
+    strict.train(3)
+    loose.train(3)
+    assert (strict.lam > 0).all() and (loose.lam == 0).all()
+    assert torch.equal(strict.b, torch.ones(1, 2))  # fixed thresholds are never adapted
+
+
+def test_adaptive_thresholds_start_at_beta_times_half(tok, data, base):
+    tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(beta=[0.8, 0.6]))
+    assert torch.allclose(tr.b, torch.tensor([[0.4, 0.3]]))  # G(rho^(0)) = 1/2 after the augmentation
+
+
+def test_dpo_first_step_loss_is_log_two(tok, data, base):
+    pairs = data.dpo_pairs().as_preference_data()
+    tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, pairs, cfg(method="dpo"))
+    assert tr.step()["loss"] == pytest.approx(torch.log(torch.tensor(2.0)).item(), abs=1e-6)
+    with pytest.raises(ConfigError):
+        MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(method="dpo"))
+
+
+def test_checkpoint_reload_gives_identical_logprobs_and_resumes(tok, data, base, tmp_path):
+    tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA, num_heads=3), tok, data,
+                       cfg(multi_head=True, epsilon=0.1, steps=3))
+    tr.train()
+    tr.save_checkpoint(tmp_path / "ck")
+    b = tr.batch(list(range(6)))
+    back = MOPOLMTrainer.from_checkpoint(tmp_path / "ck", copy.deepcopy(base), tok, data)
+    with torch.no_grad():
+        assert torch.equal(back.model.logprobs(b), tr.model.logprobs(b))
+    assert torch.equal(back.lam, tr.lam) and torch.equal(back.chi, tr.chi) and back.step_count == 3
+    r1, r2 = tr.step(), back.step()  # same data order, optimiser state and lag snapshot
+    assert r1["lambda"] == r2["lambda"] and r1["loss"] == pytest.approx(r2["loss"], rel=1e-5)
+    with pytest.raises(Exception, match="heads.pt"):
+        Policy.load(copy.deepcopy(base), tmp_path)
+
+
+def test_accelerate_single_process(tok, data, base):
+    accelerate = pytest.importorskip("accelerate")
+    acc = accelerate.Accelerator(cpu=True)
+    tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(), accelerator=acc)
+    assert tr.step()["step"] == 1
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ConfigError, match="train.nope"):
+        MOPOLMConfig.from_dict({"nope": 1})
+    with pytest.raises(ConfigError, match="tau"):
+        MOPOLMConfig(tau=0)
+    with pytest.raises(ConfigError, match=r"thresholds\[1\]"):
+        MOPOLMConfig(thresholds=[0.5, 1.5])
