@@ -36,7 +36,9 @@ def main() -> None:
     baselines = [a for a in ("dps", "lpbrl", "dpo", "ipo") if a in ag]
     checks = {
         f"{p} < {b}": ag[p]["final_simple_regret_mean"] < ag[b]["final_simple_regret_mean"]
-        for p in ("pspl", "pspl-bootstrap") if p in ag for b in baselines
+        for p in ("pspl", "pspl-bootstrap")
+        if p in ag
+        for b in baselines
     }
     summary_path = OUT / "default_summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}

@@ -89,8 +89,12 @@ def test_lagrangian_table_lookup():
 
 def test_protocol_evaluator_matches_exact_average_reward():
     cmdp, factory = _cmdp_factory(0)
-    algo = ACPO(factory, cost_limits=cmdp.limits.tolist(), seed=0,
-                config={"n_envs": 1, "rollout_steps": 10, "normalize_obs": False})
+    algo = ACPO(
+        factory,
+        cost_limits=cmdp.limits.tolist(),
+        seed=0,
+        config={"n_envs": 1, "rollout_steps": 10, "normalize_obs": False},
+    )
     with torch.no_grad():  # make the deterministic policy a known non-trivial one
         logits = algo.policy.distribution(torch.eye(5)).logits
     pi_det = np.eye(3)[logits.argmax(-1).numpy()]
@@ -105,9 +109,18 @@ def test_protocol_evaluator_matches_exact_average_reward():
 def test_acpo_update_respects_trust_region_and_writes_protocol_metrics(tmp_path):
     cmdp, factory = _cmdp_factory(1)
     delta = 0.01
-    algo = ACPO(factory, cost_limits=cmdp.limits.tolist(), seed=0,
-                config={"n_envs": 2, "rollout_steps": 250, "delta": delta, "normalize_obs": False,
-                        "update_epochs": 2})
+    algo = ACPO(
+        factory,
+        cost_limits=cmdp.limits.tolist(),
+        seed=0,
+        config={
+            "n_envs": 2,
+            "rollout_steps": 250,
+            "delta": delta,
+            "normalize_obs": False,
+            "update_epochs": 2,
+        },
+    )
     algo.learn(1000, out_dir=tmp_path, progress=False)
     hist = algo.history
     assert len(hist) == 2
@@ -124,9 +137,19 @@ def test_acpo_update_respects_trust_region_and_writes_protocol_metrics(tmp_path)
 
 def test_atrpo_runs_and_config_errors():
     cmdp, factory = _cmdp_factory(2)
-    algo = ATRPO(factory, cost_limits=cmdp.limits.tolist(), seed=0,
-                 config={"n_envs": 2, "rollout_steps": 100, "delta": 0.01, "normalize_obs": False,
-                         "update_epochs": 1, "ell": 0.5})
+    algo = ATRPO(
+        factory,
+        cost_limits=cmdp.limits.tolist(),
+        seed=0,
+        config={
+            "n_envs": 2,
+            "rollout_steps": 100,
+            "delta": 0.01,
+            "normalize_obs": False,
+            "update_epochs": 1,
+            "ell": 0.5,
+        },
+    )
     algo.learn(200, progress=False)
     assert algo.history[-1]["kl"] <= 0.01 * (1 + 1e-6)
     algo.close()

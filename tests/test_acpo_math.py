@@ -42,8 +42,14 @@ def _primal_slsqp(H, g, A, c, delta):
     ]
     best = None
     for x0 in (np.zeros(d), 1e-3 * np.ones(d)):
-        res = minimize(lambda x: -(g @ x), x0, jac=lambda x: -g, constraints=cons, method="SLSQP",
-                       options={"ftol": 1e-13, "maxiter": 500})
+        res = minimize(
+            lambda x: -(g @ x),
+            x0,
+            jac=lambda x: -g,
+            constraints=cons,
+            method="SLSQP",
+            options={"ftol": 1e-13, "maxiter": 500},
+        )
         if res.success and (best is None or res.fun < best.fun):
             best = res
     assert best is not None
@@ -104,8 +110,14 @@ def test_feasibility_matches_generic_min_kl():
         for _ in range(10):
             H, g, A, c, v, W, q, r, S = _instance(rng, d=6, m=m, c_scale=1.0)
             cons = [{"type": "ineq", "fun": lambda x, A=A, c=c: -(c + A.T @ x), "jac": lambda x, A=A: -A.T}]
-            res = minimize(lambda x, H=H: 0.5 * x @ H @ x, np.zeros(6), jac=lambda x, H=H: H @ x,
-                           constraints=cons, method="SLSQP", options={"ftol": 1e-14})
+            res = minimize(
+                lambda x, H=H: 0.5 * x @ H @ x,
+                np.zeros(6),
+                jac=lambda x, H=H: H @ x,
+                constraints=cons,
+                method="SLSQP",
+                options={"ftol": 1e-14},
+            )
             assert min_kl_to_feasibility(S, c) == pytest.approx(res.fun, rel=1e-4, abs=1e-9)
 
 

@@ -202,3 +202,20 @@ def test_bad_policy_and_env_arguments():
         TabularCMDPEnv(cmdp, max_episode_steps=5)
     with pytest.raises(ConfigError, match="tightness"):
         make_ergodic_cmdp(tightness=1.0)
+
+
+def test_observe_time_encodes_the_step_and_registered_ids():
+    import gymnasium as gym
+
+    import bayescrl.envs  # noqa: F401
+
+    env = gym.make("bayescrl/SmallCMDP-v0", horizon=3, observe_time=True)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.observation_space.n == 6
+    obs, _ = env.reset(seed=0)
+    seen = [obs] + [env.step(1)[0] for _ in range(2)]
+    assert seen == [0, 2 + 1, 4 + 1]  # h * S + s: start in s0, then the hazard state s1
+    with pytest.raises(ConfigError, match="observe_time"):
+        make_small_cmdp("average").make_env(observe_time=True)
+    avg = gym.make("bayescrl/ErgodicCMDP-v0", num_states=3, seed=2)
+    assert avg.unwrapped.cmdp.criterion == "average" and avg.observation_space.n == 3

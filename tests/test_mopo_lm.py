@@ -125,7 +125,6 @@ def test_mopo_training_decreases_loss_and_logs_dual_state(tok, data, base, tmp_p
     start = fixed_nll()
     log = tr.train()
     assert fixed_nll() < start - 0.5  # ~1 nat in practice; random-init LoRA plateaus
-    assert sum(r["loss"] for r in log[-5:]) < sum(r["loss"] for r in log[:5])
     lines = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert len(lines) == 30 and all({"lambda", "b", "chi", "G", "lower_bound"} <= set(r) for r in lines)
     assert len(lines[0]["lambda"][0]) == 2 and all(v >= 0 for r in lines for v in r["lambda"][0])
@@ -184,3 +183,50 @@ def test_config_errors_name_the_field():
         MOPOLMConfig(tau=0)
     with pytest.raises(ConfigError, match=r"thresholds\[1\]"):
         MOPOLMConfig(thresholds=[0.5, 1.5])
+
+
+def test_batch_dual_weights_are_the_closed_form():
+    from bayescrl.mopo.lm import dual
+
+    prefs = torch.tensor([[1, 0, 1], [0, 0, 1], [1, 1, 0]])
+    ind = dual.augment(prefs)
+    assert ind.tolist() == [[1, 0, 1], [0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0], [0, 0, 1]]
+    p, q = dual.split_heads(ind, torch.tensor([2, 0]))
+    assert p[1].tolist() == [1, 0, 1, 0, 1, 0] and q[1, :, 0].tolist() == [0, 0, 1, 1, 1, 0]
+    lam, tau = torch.tensor([[0.5, 2.0], [1.0, 0.0]]), 0.7
+    ell = torch.tensor([[0.0, 0.3, -0.2, 0.1, 0.0, -1.0], [0.0] * 6])
+    d = dual.batch_dual(p, q, ell, lam, tau)
+    s = p + (q * lam[:, None, :]).sum(-1)  # Eq. `empirical-dual` exponent, per atom
+    u = torch.exp(ell + s / tau)
+    u = u / u.mean(-1, keepdim=True)  # pi* ∝ pi_lag * rho*, relative to the data
+    assert torch.allclose(d.u, u, atol=1e-5)
+    assert torch.allclose(d.g, (u[..., None] * q).mean(1), atol=1e-5)
+    w = torch.softmax(ell, -1)
+    assert torch.allclose((w * torch.exp(d.log_rho)).sum(-1), torch.ones(2), atol=1e-5)  # E_lag[rho*] = 1
+    assert torch.allclose(dual.lower_bounds(d, q, torch.ones(2, 2), 0.0), d.g)
+    lb = dual.lower_bounds(d, q, torch.ones(2, 2), 0.2)
+    assert (lb < d.g).all()  # a lower bound strictly below G for eps > 0
+    lam2 = dual.lambda_step(lam, d.g, torch.full((2, 2), 0.9), lr=0.1)
+    assert torch.allclose(lam2, (lam - 0.1 * (d.g - 0.9)).clamp_min(0))
+
+
+def test_run_lm_end_to_end_small(tmp_path):
+    from bayescrl.mopo.lm import run_lm
+
+    config = {
+        "mode": "lm",
+        "seed": 0,
+        "data": {"n_train": 48, "n_eval_prompts": 8},
+        "model": {"n_embd": 32, "sft_steps": 10},
+        "train": {"steps": 3, "t0": 2, "batch_size": 4, "tau": 0.5},
+        "sweep": {"thresholds": [[0.6, 0.6]]},
+        "scalarise_weights": [[1, 1, 1]],
+    }
+    res = run_lm(config, tmp_path)
+    assert {"reference", "mopo", "mopo_b0", "mopo_lb", "dpo_joint", "dpo_scalarised_0"} <= set(res["runs"])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["pareto"]["families"]["mopo"]["reference_point"] == [0.0, 0.0]
+    for name in ("lengths.png", "pareto.png", "dual_trace.png", "checkpoint_mopo/state.pt", "base/config.json"):
+        assert (tmp_path / name).exists()
+    with pytest.raises(ConfigError, match="methods"):
+        run_lm({**config, "methods": ["ppo"]}, tmp_path)

@@ -139,11 +139,15 @@ def fisher_vector_product(policy, x: torch.Tensor, damping: float, params: list)
     old = _detach(old)
     kl = policy.kl(old, policy.distribution(x)).mean()
     grads = torch.autograd.grad(kl, params, create_graph=True, allow_unused=True)
-    flat = torch.cat([(torch.zeros_like(p) if gr is None else gr).reshape(-1) for gr, p in zip(grads, params, strict=True)])
+    flat = torch.cat(
+        [(torch.zeros_like(p) if gr is None else gr).reshape(-1) for gr, p in zip(grads, params, strict=True)]
+    )
 
     def fvp(v: torch.Tensor) -> torch.Tensor:
         hv = torch.autograd.grad(flat @ v, params, retain_graph=True, allow_unused=True)
-        out = torch.cat([(torch.zeros_like(p) if h is None else h).reshape(-1) for h, p in zip(hv, params, strict=True)])
+        out = torch.cat(
+            [(torch.zeros_like(p) if h is None else h).reshape(-1) for h, p in zip(hv, params, strict=True)]
+        )
         return out + damping * v
 
     return fvp
@@ -155,7 +159,9 @@ def _detach(dist):
     return torch.distributions.Categorical(logits=dist.logits.detach())
 
 
-def trust_region_terms(algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, damping: float) -> TrustRegionTerms:
+def trust_region_terms(
+    algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, damping: float
+) -> TrustRegionTerms:
     """Surrogate gradients, CG solutions and Gram quantities for ``algo.policy`` on ``batch``.
 
     Reward advantages normalised (if ``config.normalize_advantages``), cost advantages centred.
@@ -185,12 +191,25 @@ def trust_region_terms(algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, dam
     v = conjugate_gradient(fvp, g, cg_iters)
     W = torch.stack([conjugate_gradient(fvp, A[:, i], cg_iters) for i in range(algo.m)], 1) if cols else A
     return TrustRegionTerms(
-        g=g, A=A, v=v, W=W, q=float(g @ v), r=(A.T @ v).numpy(), S=(A.T @ W).numpy(), fvp=fvp, x=x,
-        old_dist=old_dist, old_logp=old_logp, adv_r=adv_r, adv_c=adv_c,
+        g=g,
+        A=A,
+        v=v,
+        W=W,
+        q=float(g @ v),
+        r=(A.T @ v).numpy(),
+        S=(A.T @ W).numpy(),
+        fvp=fvp,
+        x=x,
+        old_dist=old_dist,
+        old_logp=old_logp,
+        adv_r=adv_r,
+        adv_c=adv_c,
     )
 
 
-def surrogate_changes(algo: OnPolicyAlgorithm, batch: Batch, tr: TrustRegionTerms) -> tuple[float, np.ndarray, float]:
+def surrogate_changes(
+    algo: OnPolicyAlgorithm, batch: Batch, tr: TrustRegionTerms
+) -> tuple[float, np.ndarray, float]:
     """At the policy's current (trial) parameters: mean KL(π_k‖π), cost and reward surrogate changes."""
     with torch.no_grad():
         dist = algo.policy.distribution(tr.x)
@@ -216,17 +235,29 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg: ACPOConfig = self.config  # type: ignore[assignment]
         tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping)
-        j_c = batch.avg_rates[1:].double() if batch.avg_rates is not None else batch.rewards[:, 1:].double().mean(0)
+        j_c = (
+            batch.avg_rates[1:].double()
+            if batch.avg_rates is not None
+            else batch.rewards[:, 1:].double().mean(0)
+        )
         c = (j_c - self.cost_limits).numpy()
-        logs: dict = {"c": c.tolist(), "q": tr.q, "avg_reward": float(batch.rewards[:, 0].mean()),
-                      "avg_costs": j_c.tolist()}
+        logs: dict = {
+            "c": c.tolist(),
+            "q": tr.q,
+            "avg_reward": float(batch.rewards[:, 0].mean()),
+            "avg_costs": j_c.tolist(),
+        }
         if tr.q <= 1e-16:
             logs.update(branch="none", backtracks=-1)
             self._last = {"mu": [0.0] * self.m}
             return logs
         if self.m == 0 or acpo_feasible(tr.S, c, cfg.delta):
             if self.m == 0:
-                step, lam, mu = tr.v / math.sqrt(tr.q / (2 * cfg.delta)), math.sqrt(tr.q / (2 * cfg.delta)), []
+                step, lam, mu = (
+                    tr.v / math.sqrt(tr.q / (2 * cfg.delta)),
+                    math.sqrt(tr.q / (2 * cfg.delta)),
+                    [],
+                )
             else:
                 sol = acpo_dual(tr.q, tr.r, tr.S, c, cfg.delta)
                 step, lam, mu = acpo_dual_update(tr.v, tr.W, sol), sol.lam, sol.mu.tolist()
@@ -247,8 +278,9 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
         if check == "none":
             ok, j = backtracking_line_search(self.policy, step.float(), lambda: True, 1, cfg.backtrack_coef)
         else:
-            ok, j = backtracking_line_search(self.policy, step.float(), accept, cfg.backtrack_iters + 1,
-                                             cfg.backtrack_coef)
+            ok, j = backtracking_line_search(
+                self.policy, step.float(), accept, cfg.backtrack_iters + 1, cfg.backtrack_coef
+            )
         kl, _, _ = surrogate_changes(self, batch, tr)
         self._last = {"mu": mu}
         logs.update(branch=branch if ok else "none", backtracks=j if ok else -1, kl=kl)

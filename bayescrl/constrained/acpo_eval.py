@@ -95,8 +95,14 @@ class ProtocolEvaluator:
     rewrites ``out_dir/protocol_curve.json``.
     """
 
-    def __init__(self, every: int = 1000, n_traj: int = 10, traj_steps: int = 1000,
-                 out_dir: str | Path | None = None, eval_seed: int | None = None):
+    def __init__(
+        self,
+        every: int = 1000,
+        n_traj: int = 10,
+        traj_steps: int = 1000,
+        out_dir: str | Path | None = None,
+        eval_seed: int | None = None,
+    ):
         if not isinstance(every, int) or every < 1:
             raise ConfigError("eval_every_steps", every, "must be an integer >= 1")
         self.every, self.n_traj, self.traj_steps, self.eval_seed = every, n_traj, traj_steps, eval_seed

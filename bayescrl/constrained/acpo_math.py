@@ -1,8 +1,9 @@
 """The pure mathematics of one ACPO update (chapter `acpo`, section `sec:acpo_implementation`).
 
 Notation (the seed's): at iterate ``θ_k`` let ``g`` be the gradient of the reward-advantage surrogate,
-``A = [a_1 … a_m]`` the gradients of the cost-advantage surrogates, ``H`` the Fisher information (Hessian of the
-average KL) and ``c_i = J_{C_i}(θ_k) − l_i``.  With ``x = θ − θ_k`` the local problem is Eq. `acpo_approx`::
+``A = [a_1 … a_m]`` the gradients of the cost-advantage surrogates, ``H`` the Fisher information (Hessian
+of the average KL) and ``c_i = J_{C_i}(θ_k) − l_i``.  With ``x = θ − θ_k`` the local problem is
+Eq. `acpo_approx`::
 
     max_x  gᵀx   s.t.   c_i + a_iᵀx ≤ 0  (i = 1..m),   ½ xᵀHx ≤ δ.
 
@@ -10,7 +11,7 @@ Everything here needs only the scalars/small matrices ``q = gᵀH⁻¹g``, ``r =
 ``r := gᵀH⁻¹A``), ``S = AᵀH⁻¹A`` and ``c`` plus the conjugate-gradient solutions ``v = H⁻¹g`` and
 ``W = H⁻¹A`` (computed by the caller with the core's CG).  Functions:
 
-* :func:`acpo_feasible` -- does Eq. `acpo_approx` have a feasible point? (line 5 of Algorithm `practical_acpo`)
+* :func:`acpo_feasible` -- does Eq. `acpo_approx` have a feasible point? (Algorithm `practical_acpo`, line 5)
 * :func:`acpo_dual` -- the multipliers ``(λ*, μ*)`` of the dual Eq. `acpo_dual`: closed form for one
   constraint (the case analysis of Achiam et al. 2017, appendix 10.2), a small convex solve (scipy L-BFGS-B)
   for several.
@@ -68,9 +69,7 @@ class DualSolution:
     case: str
 
 
-def _as_problem(
-    q: float, r, S, c, delta: float
-) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, float]:
+def _as_problem(q: float, r, S, c, delta: float) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, float]:
     """Validate and convert ``(q, r, S, c, δ)`` to float64 numpy (``r, c``: (m,), ``S``: (m, m))."""
     q = float(q)
     r = np.atleast_1d(np.asarray(_np(r), dtype=np.float64))
@@ -98,9 +97,9 @@ def _np(x):
 def acpo_dual_objective(lam: float, mu, q: float, r, S, c, delta: float) -> float:
     """The dual function ``D(λ, μ) = −(q − 2rᵀμ + μᵀSμ)/(2λ) + μᵀc − λδ`` (Eq. `acpo_dual`, see module note).
 
-    For ``λ > 0, μ ⪰ 0``, ``−D(λ, μ)`` is ``max_x`` of the Lagrangian of Eq. `acpo_approx`, so ``−D`` upper-bounds
-    the primal optimum ``p* = max gᵀx`` (weak duality) and ``max D = D(λ*, μ*) = −p*`` (strong duality, Slater
-    holds whenever the problem is strictly feasible).
+    For ``λ > 0, μ ⪰ 0``, ``−D(λ, μ)`` is ``max_x`` of the Lagrangian of Eq. `acpo_approx`, so ``−D``
+    upper-bounds the primal optimum ``p* = max gᵀx`` (weak duality) and ``max D = D(λ*, μ*) = −p*``
+    (strong duality; Slater holds whenever the problem is strictly feasible).
     """
     mu = np.atleast_1d(np.asarray(_np(mu), dtype=np.float64))
     q, r, S, c, delta = _as_problem(q, r, S, c, delta)
@@ -226,7 +225,11 @@ def _dual_convex(q: float, r: np.ndarray, S: np.ndarray, c: np.ndarray, delta: f
         return float(-val), -grad
 
     res = minimize(
-        neg, np.zeros(m), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * m,
+        neg,
+        np.zeros(m),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * m,
         options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 1000},
     )
     mu = np.maximum(res.x, 0.0)

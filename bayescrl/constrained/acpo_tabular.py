@@ -1,4 +1,4 @@
-"""ACPO on a tabular average-reward CMDP with a softmax policy -- a check of the update rule against LP optima.
+"""ACPO on a tabular average-reward CMDP with a softmax policy: the update rule checked against LP optima.
 
 Algorithm `practical_acpo` with the estimates of line 4 replaced by their exact values (oracle mode) or by
 Monte-Carlo estimates from one long trajectory per iteration (sampled mode):
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import torch
@@ -81,7 +82,9 @@ class TabularACPOConfig:
         if not isinstance(self.n_chains, int) or self.n_chains < 1:
             raise ConfigError("n_chains", self.n_chains, "must be an integer >= 1")
         if not isinstance(self.batch_size, int) or self.batch_size < 2 * self.n_chains:
-            raise ConfigError("batch_size", self.batch_size, f"must be an integer >= 2 * n_chains = {2 * self.n_chains}")
+            raise ConfigError(
+                "batch_size", self.batch_size, f"must be an integer >= 2 * n_chains = {2 * self.n_chains}"
+            )
         if not 0.0 <= self.gae_lambda <= 1.0:
             raise ConfigError("gae_lambda", self.gae_lambda, "must lie in [0, 1]")
 
@@ -153,6 +156,41 @@ def _sample_advantages(
     return J, states, actions, adv
 
 
+def _kl(new: torch.Tensor, pi_t: torch.Tensor, d_t: torch.Tensor) -> torch.Tensor:
+    """``Σ_s d(s) KL(π_new(·|s) ‖ π_k(·|s))`` (the text's direction, Eq. `acpo_trust`)."""
+    log_ratio = new.clamp_min(1e-300).log() - pi_t.clamp_min(1e-300).log()
+    return (d_t * (new * log_ratio).sum(-1)).sum()
+
+
+def _surrogate_exact(th, d_t, adv, pi_t) -> tuple[float, np.ndarray, float]:
+    """Exact KL and surrogate changes ``E_{s∼d_k, a∼π_θ}[Ā]`` (reward, costs) at ``θ``."""
+    new = softmax_policy(th.view(pi_t.shape))
+    ch = torch.einsum("s,sa,ksa->k", d_t, new, adv)
+    return float(_kl(new, pi_t, d_t)), ch[1:].cpu().numpy(), float(ch[0])
+
+
+def _surrogate_sampled(th, s_t, a_t, adv_t, d_t, pi_t) -> tuple[float, np.ndarray, float]:
+    """Importance-weighted batch surrogate changes ``mean((ρ − 1) Â)``; KL on the empirical ``d``."""
+    new = softmax_policy(th.view(pi_t.shape))
+    ratio = new[s_t, a_t] / pi_t[s_t, a_t]
+    ch = ((ratio - 1.0)[None] * adv_t).mean(1)
+    return float(_kl(new, pi_t, d_t)), ch[1:].cpu().numpy(), float(ch[0])
+
+
+def _fisher_vp(v: torch.Tensor, d_t, pi_t, damping: float) -> torch.Tensor:
+    """``(H + damping I) v`` with ``H_s = d(s)(diag π_s − π_s π_sᵀ)`` (softmax Fisher, block diagonal)."""
+    vs = v.view(pi_t.shape)
+    hv = d_t[:, None] * (pi_t * vs - pi_t * (pi_t * vs).sum(-1, keepdim=True))
+    return hv.reshape(-1) + damping * v
+
+
+def _accept(x, theta, surrogate, c, delta: float, need_reward: bool, check: str) -> bool:
+    kl, dc, dr = surrogate(theta + x)
+    if check == "kl":
+        return acpo_accept(kl, np.zeros_like(c), np.zeros_like(c), delta)
+    return acpo_accept(kl, dc, c, delta, reward_change=dr if need_reward else None)
+
+
 def run_tabular_acpo(
     cmdp: TabularCMDP, config: TabularACPOConfig | None = None, device: str | torch.device = "cpu"
 ) -> TabularACPOResult:
@@ -179,12 +217,7 @@ def run_tabular_acpo(
             score_w = torch.as_tensor(weights[None] * adv, device=device)  # (1+m, S, A)
             grads = score_w.reshape(1 + m, -1)  # g[s, b] = d(s) π(b|s) Ā(s, b)
             d_t = torch.as_tensor(d, device=device)
-
-            def surrogate(th: torch.Tensor) -> tuple[float, np.ndarray, float]:
-                new = softmax_policy(th.view(S, A))
-                ch = torch.einsum("s,sa,ksa->k", d_t, new, torch.as_tensor(adv, device=device))
-                kl = (d_t * (new * (new.clamp_min(1e-300).log() - pi_t.clamp_min(1e-300).log())).sum(-1)).sum()
-                return float(kl), ch[1:].cpu().numpy(), float(ch[0])
+            surrogate = partial(_surrogate_exact, d_t=d_t, adv=torch.as_tensor(adv, device=device), pi_t=pi_t)
         else:
             Jhat, states, actions, adv_s = _sample_advantages(cmdp, pi, chains, steps, cfg.gae_lambda, rng)
             chains = states[:, -1]
@@ -198,25 +231,15 @@ def run_tabular_acpo(
             a_t = torch.as_tensor(actions, device=device)
             adv_t = torch.as_tensor(adv_s, device=device)
             onehot = torch.nn.functional.one_hot(a_t, A).double()
-            score = (onehot - pi_t[s_t])  # (n, A): ∂ log π(a_t|s_t)/∂θ[s_t, ·]
+            score = onehot - pi_t[s_t]  # (n, A): ∂ log π(a_t|s_t)/∂θ[s_t, ·]
             grads = torch.zeros(1 + m, S, A, dtype=torch.float64, device=device)
             grads.index_add_(1, s_t, (adv_t[:, :, None] * score[None]))
             grads = grads.reshape(1 + m, -1) / n
             d = np.bincount(states, minlength=S) / n
             d_t = torch.as_tensor(d, device=device)
+            surrogate = partial(_surrogate_sampled, s_t=s_t, a_t=a_t, adv_t=adv_t, d_t=d_t, pi_t=pi_t)
 
-            def surrogate(th: torch.Tensor) -> tuple[float, np.ndarray, float]:
-                new = softmax_policy(th.view(S, A))
-                ratio = new[s_t, a_t] / pi_t[s_t, a_t]
-                ch = ((ratio - 1.0)[None] * adv_t).mean(1)
-                kl = (d_t * (new * (new.clamp_min(1e-300).log() - pi_t.clamp_min(1e-300).log())).sum(-1)).sum()
-                return float(kl), ch[1:].cpu().numpy(), float(ch[0])
-
-        def fvp(v: torch.Tensor) -> torch.Tensor:
-            vs = v.view(S, A)
-            Hv = d_t[:, None] * (pi_t * vs - pi_t * (pi_t * vs).sum(-1, keepdim=True))
-            return Hv.reshape(-1) + cfg.damping * v
-
+        fvp = partial(_fisher_vp, d_t=d_t, pi_t=pi_t, damping=cfg.damping)
         g, Amat = grads[0], grads[1:].T  # (d,), (d, m)
         sol_all = conjugate_gradient(fvp, torch.cat([g[:, None], Amat], 1), iters=cfg.cg_iters)
         v, W = sol_all[:, 0], sol_all[:, 1:]
@@ -241,11 +264,15 @@ def run_tabular_acpo(
 
         check = cfg.dual_check if branch == "dual" else "full"
 
-        def accept(x: torch.Tensor, need_reward: bool = need_reward, check: str = check) -> bool:
-            kl, dc, dr = surrogate(theta + x)
-            if check == "kl":
-                return acpo_accept(kl, np.zeros(m), np.zeros(m), cfg.delta)
-            return acpo_accept(kl, dc, c, cfg.delta, reward_change=dr if need_reward else None)
+        accept = partial(
+            _accept,
+            theta=theta,
+            surrogate=surrogate,
+            c=c,
+            delta=cfg.delta,
+            need_reward=need_reward,
+            check=check,
+        )
 
         if check == "none":
             taken = step  # Algorithm `practical_acpo` line 7 read literally: the dual step is taken as is

@@ -46,7 +46,7 @@ DEFAULT_ELL = 0.5
 
 
 def lagrangian_ell(algo: str, env_id: str) -> float:
-    """``ℓ`` of table `tab:lagrangian_parameters` for ``algo`` ("atrpo" | "ppo") on ``env_id`` (default 0.5)."""
+    """``ℓ`` of table `tab:lagrangian_parameters` for ``algo`` ("atrpo" | "ppo") on ``env_id`` (else 0.5)."""
     if algo not in LAGRANGIAN_ELL:
         raise ConfigError("algo", algo, f"the table lists {sorted(LAGRANGIAN_ELL)}")
     key = str(env_id).replace("-", "").replace("_", "").lower()
@@ -56,8 +56,9 @@ def lagrangian_ell(algo: str, env_id: str) -> float:
     return DEFAULT_ELL
 
 
-def lagrangian_step(v: torch.Tensor, w: torch.Tensor, q: float, r: float, s: float, ell: float,
-                    delta: float) -> torch.Tensor:
+def lagrangian_step(
+    v: torch.Tensor, w: torch.Tensor, q: float, r: float, s: float, ell: float, delta: float
+) -> torch.Tensor:
     """Maximiser of Eq. `lagrangian_balanced` restricted to ``½xᵀHx ≤ δ``.
 
     ``v = H⁻¹g``, ``w = H⁻¹a``, ``q = gᵀH⁻¹g``, ``r = aᵀH⁻¹g``, ``s = aᵀH⁻¹a``.  Direction
@@ -138,9 +139,15 @@ class ATRPO(AverageProtocolMixin, OnPolicyAlgorithm):
             kl, d_c, d_r = surrogate_changes(self, batch, tr)
             return math.isfinite(kl) and kl <= cfg.delta and (1 - ell) * d_r - ell * float(d_c.sum()) >= 0.0
 
-        ok, j = backtracking_line_search(self.policy, step.float(), accept, cfg.backtrack_iters + 1,
-                                         cfg.backtrack_coef)
+        ok, j = backtracking_line_search(
+            self.policy, step.float(), accept, cfg.backtrack_iters + 1, cfg.backtrack_coef
+        )
         kl, _, _ = surrogate_changes(self, batch, tr)
-        return {"ell": ell, "kl": kl, "backtracks": j if ok else -1, "branch": "step" if ok else "none",
-                "avg_reward": float(batch.rewards[:, 0].mean()),
-                "avg_costs": batch.rewards[:, 1:].double().mean(0).tolist()}
+        return {
+            "ell": ell,
+            "kl": kl,
+            "backtracks": j if ok else -1,
+            "branch": "step" if ok else "none",
+            "avg_reward": float(batch.rewards[:, 0].mean()),
+            "avg_costs": batch.rewards[:, 1:].double().mean(0).tolist(),
+        }

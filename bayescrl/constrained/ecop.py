@@ -35,7 +35,7 @@ Departures (documented in ``docs/ecop.md``):
   episode length; cost advantages are centred but not scaled so that ``L_Ci + J_Ci - d_i`` is in cost
   units; reward advantages are normalised (mean 0, sd 1);
 * ``C(pi_k)`` uses the latest rollout's estimate of ``J_Ci``; ``kappa``/``beta_max`` are not given in
-  the text (defaults 1.05 and 50).
+  the text (defaults 1.02 and 20).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class ECOPConfig(TrainConfig):
     time_feature: bool = True
     beta: float = 5.0  # damping factor beta (initial value when adaptive)
     adaptive_beta: bool = True
-    kappa: float = 1.05  # beta <- min(beta_max, kappa beta)
-    beta_max: float = 50.0
+    kappa: float = 1.02  # beta <- min(beta_max, kappa beta)
+    beta_max: float = 20.0
 
     def validate(self) -> None:
         super().validate()

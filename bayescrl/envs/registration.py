@@ -29,21 +29,25 @@ ENV_IDS: dict[str, tuple[str, int | None]] = {
 
 
 def small_cmdp_env(
-    render_mode: str | None = None, max_episode_steps: int | None = None, **kwargs
+    render_mode: str | None = None,
+    max_episode_steps: int | None = None,
+    observe_time: bool = False,
+    **kwargs,
 ) -> TabularCMDPEnv:
     """``make_small_cmdp(**kwargs)`` as an env (kwargs: criterion, horizon, gamma, limit, bonus)."""
-    return TabularCMDPEnv(
-        make_small_cmdp(**kwargs), max_episode_steps=max_episode_steps, render_mode=render_mode
-    )
+    cmdp = make_small_cmdp(**kwargs)
+    return TabularCMDPEnv(cmdp, max_episode_steps, render_mode=render_mode, observe_time=observe_time)
 
 
 def ergodic_cmdp_env(
-    render_mode: str | None = None, max_episode_steps: int | None = None, **kwargs
+    render_mode: str | None = None,
+    max_episode_steps: int | None = None,
+    observe_time: bool = False,
+    **kwargs,
 ) -> TabularCMDPEnv:
     """``make_ergodic_cmdp(**kwargs)`` as an env (kwargs: num_states, num_actions, num_costs, seed, ...)."""
-    return TabularCMDPEnv(
-        make_ergodic_cmdp(**kwargs), max_episode_steps=max_episode_steps, render_mode=render_mode
-    )
+    cmdp = make_ergodic_cmdp(**kwargs)
+    return TabularCMDPEnv(cmdp, max_episode_steps, render_mode=render_mode, observe_time=observe_time)
 
 
 def register_envs() -> list[str]:

@@ -309,9 +309,9 @@ class TabularCMDP:
             raise ConfigError("policy", pi.shape, "every row pi(.|s) must be a probability vector")
         return np.clip(pi, 0.0, None) / np.clip(pi, 0.0, None).sum(-1, keepdims=True)
 
-    def make_env(self, max_episode_steps: int | None = None) -> TabularCMDPEnv:
+    def make_env(self, max_episode_steps: int | None = None, observe_time: bool = False) -> TabularCMDPEnv:
         """This CMDP as a gymnasium environment (see :class:`TabularCMDPEnv`)."""
-        return TabularCMDPEnv(self, max_episode_steps=max_episode_steps)
+        return TabularCMDPEnv(self, max_episode_steps=max_episode_steps, observe_time=observe_time)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -361,6 +361,8 @@ class TabularCMDPEnv(gym.Env):
     ``step`` samples ``s' ~ P(.|s, a)`` and returns ``r(s, a[, s'])``; the costs ``c_i(s, a[, s'])`` are in
     ``info["cost"]`` (a float when ``m = 1``, an array of length ``m`` otherwise) and ``info["costs"]``
     (``{"cost_0": ..., ...}``); ``info["t"]`` is the time index (0-based) of the action just taken.
+    With ``observe_time=True`` (finite criterion) the observation is ``h * S + s`` in ``Discrete(H * S)``,
+    so that a policy of the observation can represent the seed's non-stationary ``pi_h``.
 
     Episodes: under the finite criterion the episode *terminates* after ``H`` steps (the seed's terminal
     state ``s_H``: nothing follows, so a learner must not bootstrap). Under the discounted and average
@@ -371,7 +373,11 @@ class TabularCMDPEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
-        self, cmdp: TabularCMDP, max_episode_steps: int | None = None, render_mode: str | None = None
+        self,
+        cmdp: TabularCMDP,
+        max_episode_steps: int | None = None,
+        render_mode: str | None = None,
+        observe_time: bool = False,
     ):
         if not isinstance(cmdp, TabularCMDP):
             raise ConfigError("cmdp", type(cmdp).__name__, "must be a TabularCMDP")
@@ -390,7 +396,11 @@ class TabularCMDPEnv(gym.Env):
         self.cmdp = cmdp
         self.max_episode_steps = int(max_episode_steps)
         self.render_mode = render_mode
-        self.observation_space = gym.spaces.Discrete(cmdp.num_states)
+        if observe_time and cmdp.criterion != "finite":
+            raise ConfigError("observe_time", observe_time, "only meaningful for the finite criterion")
+        self.observe_time = bool(observe_time)
+        n_obs = cmdp.num_states * (int(cmdp.horizon) if self.observe_time else 1)
+        self.observation_space = gym.spaces.Discrete(n_obs)
         self.action_space = gym.spaces.Discrete(cmdp.num_actions)
         self.num_costs = cmdp.num_costs
         self.cost_limits = np.asarray(cmdp.limits, dtype=float)
@@ -408,7 +418,13 @@ class TabularCMDPEnv(gym.Env):
             )
         )
         self._t = 0
-        return self._s, {"t": 0}
+        return self._obs(), {"t": 0}
+
+    def _obs(self) -> int:
+        """``s``, or ``h * S + s`` with ``observe_time`` (so a stationary learner can be non-stationary)."""
+        if self.observe_time and self._t < self.max_episode_steps:
+            return self._t * self.cmdp.num_states + self._s
+        return self._s
 
     def step(self, action):
         if not self.action_space.contains(action):
@@ -432,7 +448,7 @@ class TabularCMDPEnv(gym.Env):
         done = self._t >= self.max_episode_steps
         terminated = done and self.cmdp.criterion == "finite"
         truncated = done and self.cmdp.criterion != "finite"
-        return s2, float(r), terminated, truncated, info
+        return self._obs(), float(r), terminated, truncated, info
 
     def render(self):
         if self.render_mode == "ansi":

@@ -22,6 +22,7 @@ def fit_nuts(
     num_chains: int = 2,
     max_plate_nesting: int = 1,
     target_accept: float = 0.8,
+    jit: bool = False,
     seed: int = 0,
     progress: bool = False,
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, Any]]:
@@ -35,7 +36,13 @@ def fit_nuts(
     diverging = []
     for c in range(num_chains):
         pyro.set_rng_seed(seed + c)
-        kernel = NUTS(model, target_accept_prob=target_accept, max_plate_nesting=max_plate_nesting)
+        kernel = NUTS(
+            model,
+            target_accept_prob=target_accept,
+            max_plate_nesting=max_plate_nesting,
+            jit_compile=jit,
+            ignore_jit_warnings=True,
+        )
         mcmc = MCMC(kernel, num_samples=num_samples, warmup_steps=warmup, num_chains=1, disable_progbar=not progress)
         mcmc.run()
         s = mcmc.get_samples()

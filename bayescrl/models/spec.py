@@ -245,6 +245,12 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
     truth = None
     if isinstance(spec.get("truth"), dict) and "theta" in spec["truth"]:
         truth = {"theta": torch.tensor(_vec(spec["truth"]["theta"], d, "truth.theta"), dtype=DT, device=device)}
+        vt = spec["truth"].get("vartheta")
+        if vt is not None:
+            if not isinstance(vt, list) or len(vt) != len(ids):
+                raise DataError("truth.vartheta", vt, f"must list one [d] vector per rater ({len(ids)})")
+            rows = [_vec(v, d, "truth.vartheta", i) for i, v in enumerate(vt)]
+            truth["vartheta"] = torch.tensor(rows, dtype=DT, device=device)
     return SpecModel(problem, tuple(ids), beta_priors, lam_priors, transitions, heldout, truth, spec)
 
 

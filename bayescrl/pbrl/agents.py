@@ -93,8 +93,16 @@ class _PrefPosteriorAgent(OnlineAgent):
     def __init__(self, ctx: Context, *, use_offline: bool = True):
         super().__init__(ctx)
         self.model = TrajectoryPreferenceModel(
-            ctx.data, self.S, self.A, ctx.K, mu0=ctx.mu0, sigma0=ctx.sigma0, beta=ctx.beta, lam=ctx.lam,
-            use_offline=use_offline, device=ctx.mdp.P.device,
+            ctx.data,
+            self.S,
+            self.A,
+            ctx.K,
+            mu0=ctx.mu0,
+            sigma0=ctx.sigma0,
+            beta=ctx.beta,
+            lam=ctx.lam,
+            use_offline=use_offline,
+            device=ctx.mdp.P.device,
         )
         self.tol = float(ctx.params.get("tol", 1e-6))
         self.max_iter = int(ctx.params.get("max_iter", 50))
@@ -108,14 +116,19 @@ class _PrefPosteriorAgent(OnlineAgent):
 
     def plain_map(self, *, hessian: bool = False):
         res, _ = self.model.solve(
-            1, perturbed=False, init=self.map_init, tol=self.tol, max_iter=self.max_iter, return_hessian=hessian
+            1,
+            perturbed=False,
+            init=self.map_init,
+            tol=self.tol,
+            max_iter=self.max_iter,
+            return_hessian=hessian,
         )
         self._track(res)
         self.map_init = res
         return res
 
     def map_policy(self) -> Tensor:
-        """Optimal policy of (θ_MAP, Dirichlet mode) — the output rule of Algorithm `main_algo_theoretical`."""
+        """Optimal policy of (θ_MAP, Dirichlet mode): the output rule of Algorithm `main_algo_theoretical`."""
         res = self.plain_map()
         eta = dirichlet_mode(self.ctx.alpha0 + self.model.counts())
         _, _, pi = value_iteration(eta, self.ctx.reward(res.theta[:, 0]), self.H)
@@ -176,8 +189,14 @@ class PSPLBootstrap(_PrefPosteriorAgent):
     def _prepare(self) -> tuple[Tensor, Tensor]:
         if self._cache is None:
             res, w = self.model.solve(
-                2, perturbed=True, p_offline=self.p_offline, p_online=self.p_online, init=self._init,
-                generator=self.ctx.generator, tol=self.tol, max_iter=self.max_iter,
+                2,
+                perturbed=True,
+                p_offline=self.p_offline,
+                p_online=self.p_online,
+                init=self._init,
+                generator=self.ctx.generator,
+                tol=self.tol,
+                max_iter=self.max_iter,
             )
             self._track(res)
             self._init = res
@@ -256,7 +275,9 @@ class LPbRL(_PrefPosteriorAgent):
         if not reg > 0:
             raise ConfigError("agents.lpbrl.reg", reg, "must be > 0")
         # logistic MLE with ridge κ: prior N(0, I/κ), β = 1 (the scale is learnt), ϑ ≈ θ (λ large)
-        ctx = Context(**{**ctx.__dict__, "mu0": 0.0, "sigma0": 1.0 / math.sqrt(reg), "beta": 1.0, "lam": 100.0})
+        ctx = Context(
+            **{**ctx.__dict__, "mu0": 0.0, "sigma0": 1.0 / math.sqrt(reg), "beta": 1.0, "lam": 100.0}
+        )
         super().__init__(ctx, use_offline=False)
         self.reg = reg
         self.c_r = float(ctx.params.get("c_reward", 1.0))

@@ -73,8 +73,15 @@ def run_bandit_bai(
     sr[:, 0] = output_regret()
     init = None
     for k in tqdm(range(K), disable=not progress, desc="bandit-pspl", leave=False):
-        res = perturbed_map(prob, 2, p_offline=p_offline, p_online=p_online, online_reward_noise=False,
-                            init=init, generator=gen)
+        res = perturbed_map(
+            prob,
+            2,
+            p_offline=p_offline,
+            p_online=p_online,
+            online_reward_noise=False,
+            init=init,
+            generator=gen,
+        )
         init = res
         scores = res.theta @ arms.T  # [B, 2, A]
         a0 = scores[:, 0].argmax(-1)

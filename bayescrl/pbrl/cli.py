@@ -11,12 +11,21 @@ from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--seeds", type=int, default=5, show_default=True, help="Number of seeds (batched together).")
 @click.option("--out", type=click.Path(file_okay=False), default="runs/pspl", show_default=True)
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value, e.g. K=50.")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value, e.g. K=50."
+)
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
 @click.option("--no-plots", is_flag=True, help="Write results.json only.")
-def pspl(config: str, seeds: int, out: str, overrides: tuple[str, ...], device: str, no_progress: bool,
-         no_plots: bool) -> None:
+def pspl(
+    config: str,
+    seeds: int,
+    out: str,
+    overrides: tuple[str, ...],
+    device: str,
+    no_progress: bool,
+    no_plots: bool,
+) -> None:
     """PSPL (top-two posterior sampling for preference-based RL) and baselines on RiverSwim/MountainCar.
 
     Writes OUT/results.json (per agent: final_simple_regret_mean/std, simple_regret_curve_mean,
@@ -30,10 +39,15 @@ def pspl(config: str, seeds: int, out: str, overrides: tuple[str, ...], device: 
         raise ConfigError("--seeds", seeds, "must be >= 1")
     cfg = apply_overrides(load_yaml(config), overrides)
     res = run_experiment(cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots)
-    runs = [("", res)] if "sweep" not in res else [(f"{res['sweep']['key']}={r['value']} ", r)
-                                                   for r in res["sweep"]["runs"]]
+    runs = (
+        [("", res)]
+        if "sweep" not in res
+        else [(f"{res['sweep']['key']}={r['value']} ", r) for r in res["sweep"]["runs"]]
+    )
     for prefix, r in runs:
         for name, a in r["agents"].items():
-            click.echo(f"{prefix}{name:15s} final simple regret {a['final_simple_regret_mean']:.4f} "
-                       f"± {a['final_simple_regret_std']:.4f}  ({a['wall_time_s']:.1f} s)")
+            click.echo(
+                f"{prefix}{name:15s} final simple regret {a['final_simple_regret_mean']:.4f} "
+                f"± {a['final_simple_regret_std']:.4f}  ({a['wall_time_s']:.1f} s)"
+            )
     click.echo(f"wrote {out}/results.json")

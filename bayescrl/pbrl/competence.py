@@ -1,4 +1,6 @@
-"""Estimating the rater's deliberateness β from D0 (appendix section `Estimating Rater Competence in Practice`).
+"""Estimating the rater's deliberateness β from D0.
+
+Appendix section `Estimating Rater Competence in Practice` of chapter `PSPL`:
 
 * :func:`beta_mle` — maximum likelihood under the Bradley–Terry model of Eq. `pref_logistic_trajectories`
   with a reference reward vector (the true θ in simulation, or any trusted estimate):

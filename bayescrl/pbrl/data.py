@@ -127,7 +127,7 @@ def offline_dataset(
     *,
     generator=None,
 ) -> TrajectoryPairs:
-    """D0: ``N`` pairs per seed (``B = rater.vartheta.shape[0]``) from the behaviour policy, rater-labelled."""
+    """D0: ``N`` pairs per seed (B = ``rater.vartheta.shape[0]``) from the behaviour policy, labelled."""
     if not isinstance(N, int) or isinstance(N, bool) or N < 0:
         raise ConfigError("offline.N", N, "must be an integer >= 0")
     B = rater.vartheta.shape[0]

@@ -4,7 +4,7 @@ Config schema (YAML; every key optional except ``env.name``)::
 
     env:     {name: riverswim|mountaincar, H: 20, S: 6}          # mountaincar: n_pos, n_vel, H, repeat, m
     offline: {N: 1000, beta: 10, lam: 50, expert: bt|greedy, behaviour: uniform|eps-optimal, epsilon: 0.5}
-    prior:   {mu0: 0.0, sigma0: 1.0, alpha0: 1.0}                 # θ ~ N(mu0, sigma0² I), η(s,a) ~ Dir(alpha0)
+    prior:   {mu0: 0.0, sigma0: 1.0, alpha0: 1.0}                 # θ ~ N(mu0, sigma0² I), η ~ Dir(alpha0)
     model:   {beta: null, lam: null, beta_estimate: null|mle|entropy, entropy_c: 1.0}
              # the competence the Bayesian agents assume (null = the true offline value) — misspecification
     K: 100                                                       # online episodes
@@ -34,8 +34,15 @@ from tqdm.auto import tqdm
 
 from bayescrl.pbrl.agents import AGENTS, OFFLINE_AGENTS, ONLINE_AGENTS, Context
 from bayescrl.pbrl.competence import beta_entropy, beta_mle
-from bayescrl.pbrl.data import BEHAVIOURS, EXPERTS, Rater, behaviour_policy, check_competence, offline_dataset
-from bayescrl.pbrl.data import sample_pairs
+from bayescrl.pbrl.data import (
+    BEHAVIOURS,
+    EXPERTS,
+    Rater,
+    behaviour_policy,
+    check_competence,
+    offline_dataset,
+    sample_pairs,
+)
 from bayescrl.pbrl.envs import describe, make_env
 from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
@@ -56,7 +63,9 @@ DEFAULTS: dict[str, Any] = {
 TOP_KEYS = set(DEFAULTS) | {"name", "description"}
 
 
-def _num(field: str, v: Any, *, lo: float | None = None, strict: bool = False, allow_inf: bool = False) -> float:
+def _num(
+    field: str, v: Any, *, lo: float | None = None, strict: bool = False, allow_inf: bool = False
+) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
         raise ConfigError(field, v, "must be a number")
     if math.isinf(v) and not allow_inf:
@@ -81,7 +90,9 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
             if k in ("offline", "prior", "model"):
                 for sub in v:
                     if sub not in DEFAULTS[k]:
-                        raise ConfigError(f"{k}.{sub}", v[sub], f"unknown key; allowed: {sorted(DEFAULTS[k])}")
+                        raise ConfigError(
+                            f"{k}.{sub}", v[sub], f"unknown key; allowed: {sorted(DEFAULTS[k])}"
+                        )
             out[k] = {**out[k], **v} if k != "env" else dict(v)
         else:
             out[k] = copy.deepcopy(v)
@@ -141,7 +152,11 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
             raise ConfigError("sweep.values", sw["values"], "must be a non-empty list")
         for i, v in enumerate(sw["values"]):
             try:
-                validate_config(apply_overrides({k: v2 for k, v2 in out.items() if k != "sweep"}, [f"{sw['key']}={json.dumps(v)}"]))
+                validate_config(
+                    apply_overrides(
+                        {k: v2 for k, v2 in out.items() if k != "sweep"}, [f"{sw['key']}={json.dumps(v)}"]
+                    )
+                )
             except ConfigError as exc:
                 raise ConfigError(f"sweep.values (key {sw['key']})", v, str(exc), index=i) from exc
     return out
@@ -188,17 +203,33 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
         params = dict(cfg["agent_params"].get(name, {}))
         if name in OFFLINE_AGENTS:
             pi = train_offline_policy(
-                data, beh, mdp.S, mdp.A, loss=name, tau=float(params.get("tau", 0.1)),
-                steps=int(params.get("steps", 500)), lr=float(params.get("lr", 3e-4)),
-                batch_size=int(params.get("batch_size", 256)), generator=agen,
+                data,
+                beh,
+                mdp.S,
+                mdp.A,
+                loss=name,
+                tau=float(params.get("tau", 0.1)),
+                steps=int(params.get("steps", 500)),
+                lr=float(params.get("lr", 3e-4)),
+                batch_size=int(params.get("batch_size", 256)),
+                generator=agen,
             )
             sr = (v_star - value(pi)).unsqueeze(-1).expand(seeds, K + 1)
             cum = None
             extra = {}
         else:
             ctx = Context(
-                mdp, data, K, agen, mu0=pr["mu0"], sigma0=pr["sigma0"], alpha0=pr["alpha0"], beta=beta,
-                lam=lam, behaviour=beh, params=params,
+                mdp,
+                data,
+                K,
+                agen,
+                mu0=pr["mu0"],
+                sigma0=pr["sigma0"],
+                alpha0=pr["alpha0"],
+                beta=beta,
+                lam=lam,
+                behaviour=beh,
+                params=params,
             )
             agent = ONLINE_AGENTS[name](ctx)
             sr = torch.zeros(seeds, K + 1, dtype=torch.float64)
@@ -241,8 +272,13 @@ def summarise(sr: torch.Tensor, cum: torch.Tensor | None, wall: float) -> dict:
 
 
 def run_experiment(
-    config: Mapping[str, Any], seeds: int = 5, out: str | Path | None = None, *, device: str = "cpu",
-    progress: bool = True, plots: bool = True,
+    config: Mapping[str, Any],
+    seeds: int = 5,
+    out: str | Path | None = None,
+    *,
+    device: str = "cpu",
+    progress: bool = True,
+    plots: bool = True,
 ) -> dict:
     """Validate, run (every sweep value if ``sweep`` is set), write ``out/results.json`` and plots."""
     cfg = validate_config(config)
@@ -276,13 +312,31 @@ def plot_results(result: dict, out: Path) -> list[Path]:
         ag = result["agents"]
         curves = {a: (r["simple_regret_curve_mean"], r["simple_regret_curve_std"]) for a, r in ag.items()}
         x = list(range(len(next(iter(curves.values()))[0])))
-        paths.append(plot_mean_sd(curves, out / "simple_regret.png", "online episodes k", "simple regret",
-                                  title=f"{name}: simple regret", x=x))
-        cum = {a: (r["cumulative_regret_mean"], r["cumulative_regret_std"]) for a, r in ag.items()
-               if r["cumulative_regret_mean"] is not None and len(r["cumulative_regret_mean"])}
+        paths.append(
+            plot_mean_sd(
+                curves,
+                out / "simple_regret.png",
+                "online episodes k",
+                "simple regret",
+                title=f"{name}: simple regret",
+                x=x,
+            )
+        )
+        cum = {
+            a: (r["cumulative_regret_mean"], r["cumulative_regret_std"])
+            for a, r in ag.items()
+            if r["cumulative_regret_mean"] is not None and len(r["cumulative_regret_mean"])
+        }
         if cum:
-            paths.append(plot_mean_sd(cum, out / "cumulative_regret.png", "online episodes k",
-                                      "cumulative regret", title=f"{name}: cumulative regret"))
+            paths.append(
+                plot_mean_sd(
+                    cum,
+                    out / "cumulative_regret.png",
+                    "online episodes k",
+                    "cumulative regret",
+                    title=f"{name}: cumulative regret",
+                )
+            )
     else:
         sw = result["sweep"]
         agents = list(sw["runs"][0]["agents"])
@@ -290,8 +344,19 @@ def plot_results(result: dict, out: Path) -> list[Path]:
             curves = {}
             for run in sw["runs"]:
                 r = run["agents"][a]
-                curves[f"{sw['key']}={run['value']}"] = (r["simple_regret_curve_mean"], r["simple_regret_curve_std"])
+                curves[f"{sw['key']}={run['value']}"] = (
+                    r["simple_regret_curve_mean"],
+                    r["simple_regret_curve_std"],
+                )
             x = list(range(len(next(iter(curves.values()))[0])))
-            paths.append(plot_mean_sd(curves, out / f"sweep_{a}.png", "online episodes k", "simple regret",
-                                      title=f"{name}: {a}, varying {sw['key']}", x=x))
+            paths.append(
+                plot_mean_sd(
+                    curves,
+                    out / f"sweep_{a}.png",
+                    "online episodes k",
+                    "simple regret",
+                    title=f"{name}: {a}, varying {sw['key']}",
+                    x=x,
+                )
+            )
     return paths

@@ -161,7 +161,9 @@ def embed(features: Tensor, states: Tensor, actions: Tensor) -> Tensor:
     return features[states[..., :H], actions].sum(-2)
 
 
-def transition_counts(states: Tensor, actions: Tensor, S: int, A: int, weights: Tensor | None = None) -> Tensor:
+def transition_counts(
+    states: Tensor, actions: Tensor, S: int, A: int, weights: Tensor | None = None
+) -> Tensor:
     """Visit counts ``n[..., s, a, s']`` of the H−1 in-trajectory transitions of Eq. `eta_informed_prior`.
 
     ``states [..., N, H+1]``, ``actions [..., N, H]``, optional ``weights [..., N]`` (bootstrap weights).

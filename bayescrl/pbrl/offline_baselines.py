@@ -33,7 +33,9 @@ LOSSES = ("dpo", "ipo")
 class BatchedMLP(torch.nn.Module):
     """``B`` independent MLPs ``in → 64 → 64 → out`` (ReLU, dropout on the trunk), evaluated with bmm."""
 
-    def __init__(self, B: int, n_in: int, n_out: int, hidden: int = 64, dropout: float = 0.1, *, generator=None):
+    def __init__(
+        self, B: int, n_in: int, n_out: int, hidden: int = 64, dropout: float = 0.1, *, generator=None
+    ):
         super().__init__()
         sizes = [n_in, hidden, hidden, n_out]
         self.weights = torch.nn.ParameterList()
@@ -73,6 +75,11 @@ def _traj_logp(table: Tensor, states: Tensor, actions: Tensor) -> Tensor:
     flat = table.reshape(B, -1)
     idx = ((h * S + states[..., :H]) * A + actions).reshape(B, -1)
     return flat.gather(1, idx).reshape(B, N, H).sum(-1)
+
+
+def _rows(t: Tensor, idx: Tensor) -> Tensor:
+    """Select rows ``idx [B, n]`` of ``t [B, N, L]``."""
+    return t.gather(1, idx.unsqueeze(-1).expand(-1, -1, t.shape[-1]))
 
 
 def train_offline_policy(
@@ -116,8 +123,8 @@ def train_offline_policy(
     for _ in range(steps if N else 0):
         idx = torch.randint(N, (B, min(batch_size, N)), generator=generator)
         table = torch.log_softmax(net(x, generator=generator), -1).reshape(B, H, S, A)
-        g = lambda t: t.gather(1, idx.unsqueeze(-1).expand(-1, -1, t.shape[-1]))  # noqa: E731
-        h_pi = _traj_logp(table, g(sw), g(aw)) - _traj_logp(table, g(sl), g(al)) - ref_margin.gather(1, idx)
+        win_lp = _traj_logp(table, _rows(sw, idx), _rows(aw, idx))
+        h_pi = win_lp - _traj_logp(table, _rows(sl, idx), _rows(al, idx)) - ref_margin.gather(1, idx)
         if loss == "dpo":
             obj = -torch.nn.functional.logsigmoid(tau * h_pi)
         else:

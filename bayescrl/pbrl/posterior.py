@@ -98,7 +98,7 @@ class TrajectoryPreferenceModel:
         M = weights.shape[1]
         w = weights[:, :, :n, None].expand(B, M, n, idx.shape[-1]).reshape(B, M, -1)
         out = torch.zeros(B, M, S * A * S, dtype=torch.float64, device=idx.device)
-        out.scatter_add_(2, idx.reshape(B, 1, -1).expand(B, M, -1), w)
+        out.scatter_add_(2, idx.reshape(B, 1, -1).expand(B, M, -1), w.to(torch.float64))
         return out.reshape(B, M, S, A, S)
 
     def solve(
@@ -132,7 +132,11 @@ class TrajectoryPreferenceModel:
             )
         else:
             pert = sample_perturbation(
-                self.problem, num_samples, p_offline=1.0, p_online=1.0, online_reward_noise=False,
+                self.problem,
+                num_samples,
+                p_offline=1.0,
+                p_online=1.0,
+                online_reward_noise=False,
                 anchor_prior=False,
             )
         if init is not None and init.theta.shape[1] != num_samples:

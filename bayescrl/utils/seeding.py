@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import os
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 
 def seed_everything(seed: int) -> torch.Generator:
     """Seed python, numpy, torch and pyro; return a fresh ``torch.Generator`` seeded with ``seed``."""
     import pyro
+    import torch
 
     random.seed(seed)
     np.random.seed(seed % (2**32))  # noqa: NPY002 (legacy global RNG used by third-party code)
@@ -31,5 +35,7 @@ def set_torch_threads(n: int | None = None) -> int:
         n = int(os.environ.get("BAYESCRL_THREADS", "1"))
     if n < 1:
         raise ValueError(f"threads = {n}: must be >= 1")
+    import torch
+
     torch.set_num_threads(n)
     return n

@@ -22,7 +22,7 @@ def set_flat_params(module: nn.Module, flat: torch.Tensor) -> None:
 
 def flat_grad(output: torch.Tensor, params, retain_graph: bool = False, create_graph: bool = False):
     params = list(params)
-    grads = torch.autograd.grad(output, params, retain_graph=retain_graph, create_graph=create_graph,
+    grads = torch.autograd.grad(output, params, retain_graph=retain_graph or create_graph, create_graph=create_graph,
                                 allow_unused=True)
     return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
                       for g, p in zip(grads, params, strict=True)])

@@ -57,7 +57,9 @@ def batch_dual(p: torch.Tensor, q: torch.Tensor, ell: torch.Tensor, lam: torch.T
     w_lag = obj.normalized_ratio(ell) / ell.shape[-1]
     log_rho = obj.log_rho_star(p, q, lam, tau, weight=w_lag, normalize=True)
     u = obj.bc_weights(log_rho, log_ratio_lag=ell)
-    _, g = obj.primal_values(torch.exp(log_rho), p, q, tau, weight=w_lag)
+    # G = E_lag[rho* q] = mean_data[u q]: evaluated with the uniform data measure because
+    # ``objective.primal_values`` does not broadcast a per-head ``weight`` (H, n) against q's C dim
+    _, g = obj.primal_values(u, p, q, tau)
     return BatchDual(w_lag, log_rho, u, g)
 
 

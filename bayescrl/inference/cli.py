@@ -1,0 +1,127 @@
+"""``bayescrl infer`` / ``simulate`` / ``compare``: posterior inference on a model spec or data file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_threads, write_json
+
+ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
+
+
+def _options(pairs: tuple[str, ...]) -> dict:
+    return apply_overrides({}, pairs)
+
+
+@click.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--engine", type=ENGINE_CHOICE, default="bootstrap", show_default=True, help="Inference engine.")
+@click.option("--samples", "num_samples", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Posterior samples written (draws per chain for nuts).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--out", type=click.Path(dir_okay=False), default="posterior.nc", show_default=True,
+              help="ArviZ NetCDF output (h5netcdf); a JSON summary is written next to it.")
+@click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
+              help="Engine option, e.g. -o p_offline=0.6 -o guide=lowrank -o num_chains=4 (repeatable).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override a spec field, e.g. --set noise_sd=0.5.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress bars.")
+def infer(spec, engine, num_samples, seed, out, options, overrides, progress) -> None:
+    """Fit a posterior to SPEC (YAML model spec or JSON data file) and write ArviZ NetCDF.
+
+    The reward parameter is the variable `theta` with dims (chain, draw, theta_dim); rater beliefs
+    `vartheta` (chain, draw, rater, vartheta_dim); transitions `eta` when the spec has them. The
+    log_likelihood group holds the pointwise log-likelihood of every observation.
+    """
+    set_torch_threads()
+    from bayescrl.inference.engines import fit
+    from bayescrl.models.spec import parse_spec
+
+    model = parse_spec(apply_overrides(load_yaml(spec), overrides))
+    opts = _options(options)
+    if engine == "nuts":
+        opts.setdefault("num_samples", num_samples)
+    post = fit(model, engine=engine, seed=seed, progress=progress, **opts)
+    idata = post.to_arviz(num_samples, seed)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    idata.to_netcdf(str(out), engine="h5netcdf")
+    mean, cov = post.mean_cov("theta", num_samples, seed)
+    diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
+    summary = {"engine": engine, "theta_mean": mean, "theta_sd": cov.diagonal().sqrt(), "diagnostics": diag}
+    write_json(out.with_suffix(".json"), summary)
+    click.echo(f"{engine}: theta mean = {[round(float(v), 4) for v in mean]}")
+    click.echo(f"wrote {out} and {out.with_suffix('.json')}")
+
+
+@click.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--num-prefs", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Offline comparisons (split evenly over the raters).")
+@click.option("--num-rewards", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Online numeric rewards.")
+@click.option("--num-arms", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Items are drawn uniformly from this many Gaussian arms (0: fresh Gaussian items).")
+@click.option("--heldout", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Extra held-out comparisons (for `compare`).")
+@click.option("--greedy", is_flag=True, help="Deterministic greedy raters (the seed's flawed-expert ablation).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spec field.")
+@click.option("--out", type=click.Path(dir_okay=False), default="data.json", show_default=True)
+def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, overrides, out) -> None:
+    """Generate synthetic preference data from the rater spec SPEC (dim, prior, raters, noise_sd).
+
+    Writes a JSON data file (a complete spec) with the true theta and rater beliefs under `truth`.
+    """
+    from bayescrl.models.simulate import simulate as run
+
+    data = run(
+        apply_overrides(load_yaml(spec), overrides),
+        num_prefs=num_prefs,
+        num_rewards=num_rewards,
+        num_arms=num_arms or None,
+        heldout=heldout,
+        seed=seed,
+        greedy=greedy,
+    )
+    write_json(out, data)
+    click.echo(f"wrote {out}: {num_prefs} preferences, {num_rewards} rewards, {heldout} held out")
+
+
+@click.command()
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option("--engines", default="", help="Comma-separated engines (default: every applicable one).")
+@click.option("--samples", "num_samples", type=click.IntRange(min=10), default=1000, show_default=True)
+@click.option("--coverage-reps", type=click.IntRange(min=0), default=100, show_default=True,
+              help="Synthetic data sets for the coverage of exact / laplace / bootstrap (batched).")
+@click.option("--coverage-reps-slow", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Synthetic data sets for the coverage of svi / nuts (one fit each).")
+@click.option("-o", "--option", "options", multiple=True, metavar="ENGINE.KEY=VALUE",
+              help="Engine option, e.g. -o nuts.num_chains=4 -o bootstrap.p_offline=0.6.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/compare", show_default=True)
+def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, options, seed, out_dir) -> None:
+    """Run every applicable engine on SPEC; write compare.md, compare.json and marginals.png."""
+    set_torch_threads()
+    from bayescrl.inference.compare import compare_engines, markdown_table
+    from bayescrl.models.spec import from_spec
+
+    eng = [e.strip() for e in engines.split(",") if e.strip()] or None
+    opts = _options(options)
+    for k, v in opts.items():
+        if not isinstance(v, dict):
+            raise ConfigError("option", k, "engine options are ENGINE.KEY=VALUE")
+    report = compare_engines(
+        from_spec(spec),
+        eng,
+        num_samples=num_samples,
+        seed=seed,
+        coverage_reps=coverage_reps,
+        coverage_reps_slow=coverage_reps_slow,
+        engine_options=opts,
+        out_dir=out_dir,
+    )
+    click.echo(markdown_table(report))
+    click.echo(f"wrote {out_dir}/compare.md, compare.json, marginals.png")

@@ -1,0 +1,291 @@
+"""Engine comparison on one model and data: accuracy, speed, predictive log-loss, calibration.
+
+Per engine: seconds per 1,000 posterior samples (fit + sampling), error of the θ posterior mean and
+covariance against the reference (exact where it exists, else NUTS), 2-Wasserstein distance between
+the Gaussian fits, marginal and joint (dyadic, τ = 10) predictive log-loss on held-out comparisons, the
+coverage of 90 % central credible intervals for the true θ over repeated synthetic draws from the prior,
+and (MCMC) R-hat / ESS. Joint log-loss follows the epistemic-neural-network testbed (Osband et al.):
+−log (1/S) Σ_s Π_{i≤τ} p_s(y_i) over batches of τ comparisons built from 2 anchor pairs, whose labels
+are drawn from the true rater — marginal log-loss barely separates good from poor posteriors.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from bayescrl.inference.bootstrap import perturbed_map
+from bayescrl.inference.engines import ENGINES, fit
+from bayescrl.inference.exact import GaussianLinearPosterior
+from bayescrl.inference.laplace import laplace
+from bayescrl.models.linear import BTLinearProblem
+from bayescrl.models.spec import SpecModel
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import write_json
+
+DT = torch.float64
+
+
+def gaussian_w2(m1: torch.Tensor, c1: torch.Tensor, m2: torch.Tensor, c2: torch.Tensor) -> float:
+    """2-Wasserstein distance between N(m1, c1) and N(m2, c2)."""
+
+    def sqrtm(a):
+        w, v = torch.linalg.eigh(0.5 * (a + a.T))
+        return (v * w.clamp_min(0).sqrt()) @ v.T
+
+    s2 = sqrtm(c2)
+    cross = sqrtm(s2 @ c1 @ s2)
+    val = ((m1 - m2) ** 2).sum() + torch.trace(c1 + c2 - 2 * cross)
+    return float(val.clamp_min(0).sqrt())
+
+
+def applicable_engines(model: SpecModel) -> list[str]:
+    out = []
+    conj = model.fixed_competence and not bool(model.problem.pref_mask.any())
+    for e in ENGINES:
+        if e == "exact" and not conj:
+            continue
+        out.append(e)
+    return out
+
+
+def _pref_prob(samples: dict[str, torch.Tensor], x0, x1, rater, beta, y) -> torch.Tensor:
+    """p_s(y_i) for samples s and comparisons i: [S, n]."""
+    vt = samples["vartheta"][:, rater, :]  # [S, n, d]
+    z = beta[rater] * ((x1 - x0) * vt).sum(-1)
+    p1 = torch.sigmoid(z)
+    return torch.where(y.bool(), p1, 1 - p1)
+
+
+def heldout_logloss(
+    samples: dict[str, torch.Tensor], model: SpecModel, *, tau: int = 10, batches: int = 500, seed: int = 0
+) -> dict[str, float] | None:
+    """Marginal and joint (dyadic) predictive log-loss; None when there is nothing to evaluate on."""
+    p = model.problem
+    gen = torch.Generator().manual_seed(seed)
+    d, R = p.dim, p.num_raters
+    if model.truth is not None:
+        truth_vt = model.truth.get("vartheta")
+        truth_vt = model.truth["theta"].expand(R, d) if truth_vt is None else truth_vt
+        x0 = torch.randn(batches, 2, d, generator=gen, dtype=DT)
+        x1 = torch.randn(batches, 2, d, generator=gen, dtype=DT)
+        pick = torch.randint(0, 2, (batches, tau), generator=gen)
+        rater = torch.randint(0, R, (batches, 1), generator=gen).expand(batches, tau)
+        X0 = torch.gather(x0, 1, pick[..., None].expand(batches, tau, d))
+        X1 = torch.gather(x1, 1, pick[..., None].expand(batches, tau, d))
+        z = p.beta[rater] * ((X1 - X0) * truth_vt[rater]).sum(-1)
+        y = torch.bernoulli(torch.sigmoid(z), generator=gen)
+        X0, X1, rr, yy = X0.reshape(-1, d), X1.reshape(-1, d), rater.reshape(-1), y.reshape(-1)
+    elif model.heldout is not None and bool(model.heldout.pref_mask.any()):
+        h = model.heldout
+        m = h.pref_mask
+        n = int(m.sum())
+        idx = torch.stack([torch.randperm(n, generator=gen)[: min(tau, n)] for _ in range(batches)])
+        X0, X1, rr, yy = h.x0[m][idx].reshape(-1, d), h.x1[m][idx].reshape(-1, d), h.rater[m][idx].reshape(-1), h.y[
+            m
+        ][idx].reshape(-1)
+        tau = idx.shape[1]
+    else:
+        return None
+    pr = _pref_prob(samples, X0, X1, rr, p.beta, yy).clamp_min(1e-300)  # [S, batches·τ]
+    S = pr.shape[0]
+    marginal = -float((torch.logsumexp(pr.log(), 0) - math.log(S)).mean())
+    joint_lp = pr.log().reshape(S, batches, tau).sum(-1)  # [S, batches]
+    joint = -float((torch.logsumexp(joint_lp, 0) - math.log(S)).mean()) / tau
+    return {"marginal": marginal, "joint_per_item": joint, "tau": tau}
+
+
+def _synthetic_batch(model: SpecModel, reps: int, gen: torch.Generator) -> tuple[BTLinearProblem, torch.Tensor]:
+    """``reps`` data sets with the spec's design, θ* ~ prior, labels/rewards from the model."""
+    p = model.problem
+    d, R = p.dim, p.num_raters
+    chol = torch.linalg.cholesky(p.cov0)
+    theta = p.mu0 + torch.randn(reps, d, generator=gen, dtype=DT) @ chol.T
+    vt = theta[:, None, :] + torch.randn(reps, R, d, generator=gen, dtype=DT) / p.lam[:, None]
+    pm, rm = p.pref_mask, p.reward_mask
+    x0, x1, rater = p.x0[pm], p.x1[pm], p.rater[pm]
+    z = p.beta[rater] * ((x1 - x0) * vt[:, rater, :]).sum(-1)  # [reps, N]
+    y = torch.bernoulli(torch.sigmoid(z), generator=gen)
+    x = p.x[rm]
+    r = theta @ x.T + p.noise_sd * torch.randn(reps, x.shape[0], generator=gen, dtype=DT)
+    B = reps
+    prob = replace(
+        p,
+        x0=x0.expand(B, *x0.shape).clone(),
+        x1=x1.expand(B, *x1.shape).clone(),
+        y=y,
+        rater=rater.expand(B, -1).clone(),
+        pref_online=p.pref_online[pm].expand(B, -1).clone(),
+        pref_mask=torch.ones(B, x0.shape[0], dtype=torch.bool),
+        x=x.expand(B, *x.shape).clone(),
+        r=r,
+        reward_mask=torch.ones(B, x.shape[0], dtype=torch.bool),
+    )
+    return prob, theta
+
+
+def coverage(
+    model: SpecModel, engine: str, *, reps: int, level: float = 0.9, num_samples: int = 400, seed: int = 0,
+    options: dict | None = None,
+) -> float | None:
+    """Fraction of θ* coordinates inside the engine's central ``level`` credible interval (batched reps)."""
+    if reps <= 0 or not model.fixed_competence:
+        return None
+    gen = torch.Generator().manual_seed(seed + 7919)
+    prob, theta = _synthetic_batch(model, reps, gen)
+    options = options or {}
+    if engine == "exact":
+        if bool(model.problem.pref_mask.any()):
+            return None
+        post = GaussianLinearPosterior(prob.mu0.expand(reps, -1), prob.cov0, prob.noise_sd).update_many(prob.x, prob.r)
+        samples = post.sample(num_samples, gen)
+    elif engine == "laplace":
+        samples = laplace(prob).sample(num_samples, gen)[0]
+    elif engine == "bootstrap":
+        samples = perturbed_map(prob, num_samples, generator=gen, **options).theta
+    else:  # svi / nuts: one fit per repetition
+        rows = []
+        for b in tqdm(range(reps), desc=f"coverage[{engine}]", leave=False):
+            one = BTLinearProblem.from_data(
+                prob.mu0, prob.cov0, prob.beta, prob.lam, prob.noise_sd, x0=prob.x0[b], x1=prob.x1[b], y=prob.y[b],
+                rater=prob.rater[b], x=prob.x[b], r=prob.r[b],
+            )
+            sm = replace(model, problem=one, transitions=None)
+            rows.append(fit(sm, engine=engine, seed=seed + b, **options).sample(num_samples, seed + b)["theta"])
+        samples = torch.stack(rows)
+    lo = torch.quantile(samples, (1 - level) / 2, dim=-2)
+    hi = torch.quantile(samples, (1 + level) / 2, dim=-2)
+    return float(((theta >= lo) & (theta <= hi)).double().mean())
+
+
+def compare_engines(
+    model: SpecModel,
+    engines: list[str] | None = None,
+    *,
+    num_samples: int = 1000,
+    seed: int = 0,
+    coverage_reps: int = 100,
+    coverage_reps_slow: int = 0,
+    engine_options: dict[str, dict] | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Run every applicable engine; return (and write, if ``out_dir``) the comparison report."""
+    engine_options = engine_options or {}
+    ok = applicable_engines(model)
+    engines = engines or ok
+    for e in engines:
+        if e not in ok:
+            raise ConfigError("engines", e, f"not applicable to this model (applicable: {ok})")
+    reference = "exact" if "exact" in ok else "nuts"
+    order = [reference] + [e for e in engines if e != reference]
+    rows: dict[str, dict[str, Any]] = {}
+    samples_by: dict[str, torch.Tensor] = {}
+    for e in tqdm(order, desc="engines", disable=not progress):
+        opts = engine_options.get(e, {})
+        t0 = time.perf_counter()
+        post = fit(model, engine=e, seed=seed, **opts)
+        t1 = time.perf_counter()
+        s = post.sample(num_samples, seed)
+        t2 = time.perf_counter()
+        th = s["theta"].double()
+        samples_by[e] = th
+        mean, cov = th.mean(0), torch.cov(th.T).reshape(model.dim, model.dim)
+        row: dict[str, Any] = {
+            "seconds_per_1000": (t2 - t0) / th.shape[0] * 1000,
+            "fit_seconds": t1 - t0,
+            "sample_seconds": t2 - t1,
+            "theta_mean": mean,
+            "theta_sd": cov.diagonal().sqrt(),
+            "logloss": heldout_logloss(s, model, seed=seed),
+            "approximate": post.approximate,
+        }
+        slow = e in ("svi", "nuts")
+        row["coverage90"] = coverage(
+            model, e, reps=coverage_reps_slow if slow else coverage_reps, seed=seed, options=opts
+        )
+        diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
+        if e == "nuts":
+            import arviz as az
+
+            summ = az.summary(post.to_arviz(log_likelihood=False), var_names=["theta"])
+            diag["summary"] = summ.reset_index().to_dict(orient="list")
+        row["diagnostics"] = diag
+        rows[e] = row
+    ref_mean, ref_cov = samples_by[reference].mean(0), torch.cov(samples_by[reference].T)
+    if reference == "exact":  # closed form, no Monte-Carlo error in the reference
+        post = GaussianLinearPosterior(model.problem.mu0, model.problem.cov0, model.problem.noise_sd)
+        p = model.problem
+        post.update_many(p.x[p.reward_mask], p.r[p.reward_mask])
+        ref_mean, ref_cov = post.mean, post.cov
+    for e, row in rows.items():
+        th = samples_by[e]
+        m, c = th.mean(0), torch.cov(th.T).reshape(model.dim, model.dim)
+        ref_cov_m = ref_cov.reshape(model.dim, model.dim)
+        row["mean_error"] = float((m - ref_mean).norm())
+        row["cov_rel_error"] = float((c - ref_cov_m).norm() / ref_cov_m.norm())
+        row["w2"] = gaussian_w2(m, c, ref_mean, ref_cov_m)
+    report = {"reference": reference, "num_samples": num_samples, "seed": seed, "engines": rows}
+    if out_dir is not None:
+        out = Path(out_dir)
+        write_json(out / "compare.json", report)
+        (out / "compare.md").write_text(markdown_table(report))
+        plot_marginals(samples_by, out / "marginals.png", truth=model.truth)
+    return report
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    ref = report["reference"]
+    lines = [
+        f"Reference: **{ref}**; {report['num_samples']} samples per engine.",
+        "",
+        "| engine | s / 1000 samples | mean err | cov rel. err | W2 | marginal log-loss | joint log-loss | "
+        "coverage 90% | diagnostics |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def f(v, fmt="{:.4g}"):
+        return "–" if v is None or (isinstance(v, float) and not math.isfinite(v)) else fmt.format(v)
+
+    for e, r in report["engines"].items():
+        ll = r["logloss"] or {}
+        dg = r["diagnostics"]
+        keys = ("converged", "converged_fraction", "steps", "rhat_max", "ess_bulk_min", "divergences")
+        diag = ", ".join(f"{k}={f(dg[k]) if isinstance(dg[k], float) else dg[k]}" for k in keys if k in dg)
+        lines.append(
+            f"| {e} | {f(r['seconds_per_1000'])} | {f(r['mean_error'])} | {f(r['cov_rel_error'])} | {f(r['w2'])} | "
+            f"{f(ll.get('marginal'))} | {f(ll.get('joint_per_item'))} | {f(r['coverage90'])} | {diag} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_marginals(samples: dict[str, torch.Tensor], path: Path, truth: dict | None = None) -> Path:
+    from bayescrl.utils.plotting import plt
+
+    p = plt()
+    d = next(iter(samples.values())).shape[1]
+    cols = min(d, 4)
+    rows = math.ceil(d / cols)
+    fig, axes = p.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    for j in range(d):
+        ax = axes[j // cols][j % cols]
+        for e, th in samples.items():
+            ax.hist(th[:, j].numpy(), bins=40, density=True, histtype="step", label=e)
+        if truth is not None:
+            ax.axvline(float(truth["theta"][j]), color="k", ls="--", lw=1)
+        ax.set_title(f"theta[{j}]", fontsize=9)
+    for j in range(d, rows * cols):
+        axes[j // cols][j % cols].axis("off")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    p.close(fig)
+    return path
+

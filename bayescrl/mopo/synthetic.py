@@ -1,0 +1,427 @@
+r"""Synthetic MOPO experiments: the sanity check and the motivating example (chapter `mopo`).
+
+**Sanity check** (section `Synthetic Sanity Check`): three actions, uniform ``pi_ref``, the canonical data
+sets D1 (total order), D2 (partial order), D3 (unobserved preferences), softmax policy, Algorithm `mopo`
+with Adam (lr 0.015), batch 12, 20k steps, ``tau in {0.1, 1}``. The text gives neither the primary
+objective nor ``b``; we take objective 2 as primary (the text's convention: the last objective) and fixed
+thresholds ``b`` per data set (config ``b``; defaults D1 0.5, D2 0.75 = the midpoint of D2's Pareto front in
+``G``, D3 0.5) with a fixed reference (no lag: the text's remark that ``tau`` interpolates between
+``pi_ref`` and the optimum only holds for a fixed reference).
+
+**Motivating example** (appendix `motivating_example`, figure `appendix_dpo_comparison`): contexts and
+responses in ``[0, 1]``, reward sets A and B (Eq. `appendix_reward_models`), Bradley-Terry labels with
+``P(z = y) = sigmoid(r(x, y) - r(x, y'))`` (the main text's form; Eq. `appendix_bt_model`'s ratio
+``r / (r + r')`` is undefined for the negative rewards of set A). Departure: responses are discretised on a
+grid of ``n_y`` points so that neural policies are softmax networks ``pi_psi(y | x)`` (context fed as
+scalar), with ``pi_ref = mu`` uniform on the grid; the data draw ``x ~ U[0, 1]`` and ``y, y' ~ mu``.
+Methods: DPO on D1, D2, D_J, D_C(w) for each ``w``; the COP oracle ``argmax_y r1(x, y) s.t. r2(x, y) >= b``
+(fine grid) over a sweep of ``b``; MOPO (primary ``r1``, constraint on the preference for ``r2``) over a
+sweep of thresholds. Each policy is one point ``(E_x E_{y~pi} r1, E_x E_{y~pi} r2)``. The true Pareto front
+of such points is computed on a fine ``(x, y)`` grid by scalarisation (every front point of the convex
+achievable set is supported) and densified linearly (mixtures). Hypervolumes use moocore with the
+reference point = the nadir of the true front (stated in the results).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from bayescrl.mopo import objective as O
+from bayescrl.mopo import pareto
+from bayescrl.mopo.tabular import Adam, parse_tabular, run_mopo, solve_exact, total_variation
+from bayescrl.utils import ConfigError
+
+# ----------------------------------------------------------------------------------------- sanity check
+
+SANITY_DATASETS: dict[str, list[tuple[str, str, list[int]]]] = {
+    "D1": [("y1", "y2", [1, 1]), ("y2", "y3", [1, 1]), ("y1", "y3", [1, 1])],
+    "D2": [("y1", "y2", [1, 1]), ("y1", "y3", [1, 0]), ("y2", "y3", [0, 0])],
+    "D3": [("y1", "y2", [1, 1]), ("y2", "y1", [0, 1])],
+}
+SANITY_B = {"D1": 0.5, "D2": 0.75, "D3": 0.5}
+
+
+def sanity_problem(name: str, primary: int = 1):
+    """The canonical data set ``name`` (D1, D2, D3) as a :class:`~bayescrl.mopo.tabular.TabularProblem`."""
+    if name not in SANITY_DATASETS:
+        raise ConfigError("datasets", name, f"unknown sanity data set (known: {list(SANITY_DATASETS)})")
+    recs = [{"y": a, "y_prime": b, "prefs": p} for a, b, p in SANITY_DATASETS[name]]
+    return parse_tabular({"actions": ["y1", "y2", "y3"], "data": recs, "primary": primary})
+
+
+def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
+    """Sanity check of section `Synthetic Sanity Check`; returns per data set and ``tau`` the final policies.
+
+    Config keys: ``datasets`` (default D1, D2, D3), ``tau`` (list, default [0.1, 1]), ``b`` (mapping data
+    set -> threshold), ``primary`` (default 1), ``mopo: {steps, lr, batch, runs, seed, t0, beta, eps}``.
+    """
+    names = list(config.get("datasets", list(SANITY_DATASETS)))
+    taus = [float(t) for t in config.get("tau", [0.1, 1.0])]
+    b_cfg = {**SANITY_B, **dict(config.get("b", {}) or {})}
+    opts = dict(config.get("mopo", {}) or {})
+    kw = dict(steps=int(opts.get("steps", 20_000)), lr=float(opts.get("lr", 0.015)), batch=opts.get("batch", 12),
+              runs=int(opts.get("runs", 3)), seed=int(opts.get("seed", 0)), t0=opts.get("t0"),
+              eps=float(opts.get("eps", 0.0)), log_every=int(opts.get("log_every", 100)),
+              lr_final=opts.get("lr_final"))
+    primary = int(config.get("primary", 1))
+    results: dict[str, Any] = {"experiment": "sanity", "primary": primary, "settings": kw, "runs": {}}
+    histories = {}
+    for name in names:
+        prob = sanity_problem(name, primary)
+        b = torch.tensor([float(b_cfg[name])], dtype=torch.float64)
+        for tau in taus:
+            beta = opts.get("beta")
+            run = run_mopo(prob, tau, b=None if beta is not None else b, beta=beta, device=device, **kw)
+            ex = solve_exact(prob, tau, b)
+            key = f"{name}/tau={tau:g}"
+            results["runs"][key] = {
+                "policy_mean": dict(zip(prob.actions, run.policy.mean(0).tolist(), strict=True)),
+                "policy_sd": dict(zip(prob.actions, run.policy.std(0, unbiased=False).tolist(), strict=True)),
+                "lambda": run.lam.mean(0).tolist(),
+                "b": b.tolist(),
+                "exact_policy": dict(zip(prob.actions, ex.policy.tolist(), strict=True)),
+                "exact_lambda": ex.lam.tolist(),
+                "tv_to_exact": total_variation(run.policy, ex.policy).tolist(),
+            }
+            histories[(name, tau)] = run
+    if out is not None:
+        _plot_sanity(histories, names, taus, out / "sanity_action_probs.png")
+    return results
+
+
+def _plot_sanity(histories, names, taus, path: Path) -> None:
+    """Grid of learning curves like figure `mopo_action_probs` (rows: tau, columns: data sets)."""
+    from bayescrl.utils.plotting import plt
+
+    p = plt()
+    fig, axes = p.subplots(len(taus), len(names), figsize=(3.4 * len(names), 2.6 * len(taus)), squeeze=False)
+    for i, tau in enumerate(taus):
+        for j, name in enumerate(names):
+            run = histories[(name, tau)]
+            ax = axes[i, j]
+            pol = run.history["policy"].numpy()  # [T, R, A]
+            for a in range(pol.shape[-1]):
+                m, s = pol[:, :, a].mean(1), pol[:, :, a].std(1)
+                ax.plot(run.steps, m, label=f"y{a + 1}")
+                ax.fill_between(run.steps, m - s, m + s, alpha=0.2)
+            ax.set_ylim(-0.02, 1.02)
+            ax.set_title(f"{name}, tau = {tau:g}", fontsize=9)
+            ax.grid(alpha=0.3)
+            if i == len(taus) - 1:
+                ax.set_xlabel("step")
+            if j == 0:
+                ax.set_ylabel("action probability")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    p.close(fig)
+
+
+# ------------------------------------------------------------------------------------ motivating example
+
+
+def rewards(reward_set: str, x: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """Reward pair of Eq. `appendix_reward_models` (broadcasting ``x`` against ``y``)."""
+    if reward_set == "A":
+        return torch.exp(x) + torch.sqrt(y) - y, -torch.sin(x) - y**2
+    if reward_set == "B":
+        return (x + y) ** 2, torch.log((1 + x) / (1 + y))
+    raise ConfigError("reward_set", reward_set, "must be 'A' or 'B'")
+
+
+def make_data(reward_set: str, n: int, n_y: int, gen: torch.Generator, w: list[float]) -> dict[str, Tensor]:
+    """``n`` triplets ``(x, y, y')`` with BT labels for ``r1``, ``r2`` and each ``w r1 + (1 - w) r2``.
+
+    Returns tensors ``x[n]``, ``iy[n]``, ``iyp[n]`` (grid indices of y, y'), ``z1[n]``, ``z2[n]``
+    (1 if ``y`` wins), ``zc[len(w), n]``.
+    """
+    grid = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    x = torch.rand(n, generator=gen, dtype=torch.float64)
+    iy = torch.randint(n_y, (n,), generator=gen)
+    iyp = (iy + torch.randint(1, n_y, (n,), generator=gen)) % n_y  # y' != y
+    r1y, r2y = rewards(reward_set, x, grid[iy])
+    r1p, r2p = rewards(reward_set, x, grid[iyp])
+
+    def bt(d: Tensor) -> Tensor:
+        return (torch.rand(d.shape, generator=gen, dtype=torch.float64) < torch.sigmoid(d)).double()
+
+    z1, z2 = bt(r1y - r1p), bt(r2y - r2p)
+    wt = torch.tensor(w, dtype=torch.float64)[:, None]
+    zc = bt(wt * (r1y - r1p) + (1 - wt) * (r2y - r2p))
+    return {"x": x, "iy": iy, "iyp": iyp, "z1": z1, "z2": z2, "zc": zc}
+
+
+class BatchedMLP:
+    """``R`` independent MLP policies ``x -> logits[n_y]`` evaluated in one batched matmul chain."""
+
+    def __init__(self, runs: int, n_out: int, hidden: int, gen: torch.Generator, device="cpu"):
+        def init(fan_in: int, fan_out: int) -> Tensor:
+            bound = 1.0 / math.sqrt(fan_in)
+            w = (torch.rand(runs, fan_in, fan_out, generator=gen) * 2 - 1) * bound
+            return w.to(device).requires_grad_(True)
+
+        self.params = [init(3, hidden), init(hidden, hidden), init(hidden, n_out)]
+        self.biases = [torch.zeros(runs, 1, hidden, device=device, requires_grad=True),
+                       torch.zeros(runs, 1, hidden, device=device, requires_grad=True),
+                       torch.zeros(runs, 1, n_out, device=device, requires_grad=True)]
+        with torch.no_grad():
+            self.params[-1].mul_(0.01)  # start close to the uniform reference
+
+    def all(self) -> list[Tensor]:
+        return self.params + self.biases
+
+    @staticmethod
+    def features(x: Tensor) -> Tensor:
+        return torch.stack([x, torch.sin(math.pi * x), torch.cos(math.pi * x)], -1)
+
+    def logp(self, x: Tensor, weights: list[Tensor] | None = None) -> Tensor:
+        """Log-probabilities ``[R, B, n_y]`` for contexts ``x[B]`` (or ``x[R, B]``)."""
+        ws = self.all() if weights is None else weights
+        w1, w2, w3, b1, b2, b3 = ws
+        h = self.features(x.float())
+        if h.ndim == 2:
+            h = h.expand(w1.shape[0], -1, -1)
+        h = torch.tanh(h @ w1 + b1)
+        h = torch.tanh(h @ w2 + b2)
+        return torch.log_softmax(h @ w3 + b3, -1)
+
+    def snapshot(self) -> list[Tensor]:
+        return [p.detach().clone() for p in self.all()]
+
+
+def _optimizer(params: list[Tensor], lr: float, steps: int, lr_final: float | None) -> list[Adam]:
+    return [Adam(p.data, lr, lr_final, steps) for p in params]
+
+
+def _step(opts: list[Adam], params: list[Tensor], loss: Tensor) -> None:
+    grads = torch.autograd.grad(loss, params)
+    with torch.no_grad():
+        for o, g in zip(opts, grads, strict=True):
+            o.step(g)
+
+
+def train_dpo(datasets: list[dict[str, Tensor]], n_y: int, cfg: Mapping[str, Any], gen: torch.Generator,
+              device="cpu") -> BatchedMLP:
+    """DPO (Rafailov et al.) on each data set in parallel: ``-log sigmoid(beta (log pi(y_w) - log pi(y_l)))``.
+
+    The reference is uniform, so its log-ratio terms cancel. ``datasets[r]`` has ``x``, ``yw``, ``yl``.
+    """
+    runs = len(datasets)
+    steps, batch = int(cfg.get("steps", 1500)), int(cfg.get("batch", 256))
+    beta = float(cfg.get("beta", 0.1))
+    net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
+    opts = _optimizer(net.all(), float(cfg.get("lr", 0.01)), steps, cfg.get("lr_final"))
+    sizes = torch.tensor([len(d["x"]) for d in datasets])
+    nmax = int(sizes.max())
+    pad = lambda t: torch.cat([t, t[: nmax - len(t)].repeat(nmax // max(len(t), 1) + 1)[: nmax - len(t)]])  # noqa
+    xs = torch.stack([pad(d["x"]) for d in datasets]).to(device)
+    yw = torch.stack([pad(d["yw"]) for d in datasets]).to(device)
+    yl = torch.stack([pad(d["yl"]) for d in datasets]).to(device)
+    for _ in range(steps):
+        idx = (torch.rand(runs, batch, generator=gen) * sizes[:, None]).long().to(device)
+        xb = torch.gather(xs, 1, idx)
+        lp = net.logp(xb)
+        lw = torch.gather(lp, 2, torch.gather(yw, 1, idx)[..., None])[..., 0]
+        ll = torch.gather(lp, 2, torch.gather(yl, 1, idx)[..., None])[..., 0]
+        loss = -torch.nn.functional.logsigmoid(beta * (lw - ll)).mean(-1).sum()
+        _step(opts, net.all(), loss)
+    return net
+
+
+def train_mopo(data: dict[str, Tensor], n_y: int, thresholds: list[float], cfg: Mapping[str, Any],
+               gen: torch.Generator, device="cpu") -> tuple[BatchedMLP, Tensor]:
+    """Algorithm `mopo` with a neural policy, one run per threshold ``b`` (vectorised).
+
+    Per step, on a mini-batch of the symmetrically augmented data (atoms = examples): ``rho*_lam`` from the
+    per-example scores ``I_1 + lam I_2`` (Eq. `empirical-dual`, normalised over the batch under the lagged
+    reference), the projected ``lam`` step with ``G - b`` (``eps = 0``) or the ``chi`` lower bound
+    (``eps > 0``), and the weighted BC step of Eq. `policy-extraction` with the lag importance ratios.
+    Every ``t0`` steps ``pi_ref <- pi_psi^(t - t0)`` (parameter snapshot). Returns the net and ``lam``.
+    """
+    runs = len(thresholds)
+    steps, batch = int(cfg.get("steps", 3000)), int(cfg.get("batch", 256))
+    tau, t0, eps = float(cfg.get("tau", 1.0)), cfg.get("t0", 200), float(cfg.get("eps", 0.0))
+    lr = float(cfg.get("lr", 0.01))
+    net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
+    opts = _optimizer(net.all(), lr, steps, cfg.get("lr_final"))
+    lam = torch.zeros(runs, 1, device=device)
+    chi = torch.ones(runs, 1, device=device)
+    opt_lam, opt_chi = Adam(lam, float(cfg.get("lr_lambda", lr)), None, steps), Adam(chi, lr, None, steps)
+    b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
+    ys, yps, ind = O.augment_symmetric(data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float())
+    xs = torch.cat([data["x"], data["x"]]).float().to(device)
+    ys, ind = ys.to(device), ind.to(device)
+    p_all, q_all = O.split_objectives(ind, primary=0)  # r1 primary, r2 constrained
+    lag: list[Tensor] | None = None  # None = the uniform pi_ref
+    saved = net.snapshot()
+    n = len(xs)
+    for t in range(1, steps + 1):
+        idx = torch.randint(n, (batch,), generator=gen).to(device)
+        xb, yb, pb, qb = xs[idx], ys[idx], p_all[idx], q_all[idx]
+        with torch.no_grad():
+            if lag is None:
+                log_lag = torch.zeros(runs, batch, device=device)
+            else:
+                log_lag = torch.gather(net.logp(xb, lag), 2, yb.expand(runs, -1)[..., None])[..., 0] + math.log(n_y)
+            wref = O.normalized_ratio(log_lag) / batch  # lagged reference measure on the batch atoms
+            log_rho = O.log_rho_star(pb, qb, lam, tau, wref)
+            x_lb = torch.exp(log_rho)[..., None] * qb  # rho q per atom [R, B, 1]
+            if eps > 0:
+                chi_v = chi.clone().requires_grad_(True)
+                with torch.enable_grad():
+                    (g_chi,) = torch.autograd.grad(O.chi_loss(x_lb, chi_v, eps, wref).sum(), chi_v)
+                opt_chi.step(g_chi)
+                chi.clamp_(min=1e-4)
+                lb = O.lower_bound(x_lb, chi, eps, wref)
+            else:
+                lb = (wref[..., None] * x_lb).sum(-2)
+            opt_lam.step(lb - b)
+            lam.clamp_(min=0.0)
+            log_rho = O.log_rho_star(pb, qb, lam, tau, wref)
+            wbc = O.bc_weights(log_rho, log_lag)
+        lp = torch.gather(net.logp(xb), 2, yb.expand(runs, -1)[..., None])[..., 0]
+        _step(opts, net.all(), O.bc_loss(lp, wbc).sum())
+        if t0 and t % int(t0) == 0:
+            lag, saved = saved, net.snapshot()
+    return net, lam
+
+
+def evaluate(net: BatchedMLP, reward_set: str, n_y: int, n_x: int = 101) -> np.ndarray:
+    """Expected rewards ``[R, 2]`` of each policy: ``E_{x ~ grid} E_{y ~ pi(.|x)} (r1, r2)``."""
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
+    grid = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    with torch.no_grad():
+        pi = torch.exp(net.logp(x)).double()  # [R, n_x, n_y]
+    r1, r2 = rewards(reward_set, x[:, None], grid[None, :])
+    return torch.stack([(pi * r1).sum(-1).mean(-1), (pi * r2).sum(-1).mean(-1)], -1).numpy()
+
+
+def true_front(reward_set: str, n_x: int = 101, n_y: int = 1001, n_w: int = 401) -> np.ndarray:
+    """Supported Pareto front of expected rewards over all policies, by scalarisation on a fine grid."""
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
+    y = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    r1, r2 = rewards(reward_set, x[:, None], y[None, :])
+    w = torch.linspace(0, 1, n_w, dtype=torch.float64)[:, None, None]
+    best = (w * r1 + (1 - w) * r2).argmax(-1)  # [n_w, n_x]
+    e1 = torch.gather(r1.expand(n_w, -1, -1), 2, best[..., None])[..., 0].mean(-1)
+    e2 = torch.gather(r2.expand(n_w, -1, -1), 2, best[..., None])[..., 0].mean(-1)
+    pts = torch.stack([e1, e2], -1).numpy()
+    pts = np.unique(pts.round(12), axis=0)
+    return pts[pareto.non_dominated(pts)]
+
+
+def cop_oracle(reward_set: str, thresholds: np.ndarray, n_x: int = 101, n_y: int = 1001) -> np.ndarray:
+    """COP oracle ``pi(x) = argmax_y r1(x, y) s.t. r2(x, y) >= b`` (argmax r2 where infeasible), per ``b``."""
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
+    y = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    r1, r2 = rewards(reward_set, x[:, None], y[None, :])
+    out = []
+    for b in thresholds:
+        feas = r2 >= b
+        score = torch.where(feas, r1, torch.full_like(r1, -torch.inf))
+        pick = torch.where(feas.any(-1), score.argmax(-1), r2.argmax(-1))
+        out.append([float(r1.gather(1, pick[:, None]).mean()), float(r2.gather(1, pick[:, None]).mean())])
+    return np.asarray(out)
+
+
+def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
+    """The motivating example on one or more reward sets; returns Pareto points, hypervolume, distance.
+
+    Config keys: ``reward_sets`` (default [A, B]), ``n`` (data size), ``n_y`` (response grid), ``seed``,
+    ``dpo: {beta, steps, lr, batch, hidden, w: [..]}``, ``mopo: {tau, t0, steps, lr, batch, hidden, eps,
+    thresholds: [..] or n_thresholds}``, ``cop: {n_thresholds}``.
+    """
+    sets = list(config.get("reward_sets", ["A", "B"]))
+    n, n_y, seed = int(config.get("n", 4000)), int(config.get("n_y", 41)), int(config.get("seed", 0))
+    dcfg = dict(config.get("dpo", {}) or {})
+    mcfg = dict(config.get("mopo", {}) or {})
+    ws = [float(w) for w in dcfg.get("w", [0.25, 0.5, 0.75])]
+    results: dict[str, Any] = {"experiment": "motivating", "n": n, "n_y": n_y, "seed": seed, "sets": {}}
+    for rs in sets:
+        gen = torch.Generator().manual_seed(seed)
+        data = make_data(rs, n, n_y, gen, ws)
+        x, iy, iyp = data["x"], data["iy"], data["iyp"]
+
+        def pairs(z: Tensor, mask: Tensor | None = None) -> dict[str, Tensor]:
+            yw, yl = torch.where(z > 0.5, iy, iyp), torch.where(z > 0.5, iyp, iy)
+            m = torch.ones_like(z, dtype=torch.bool) if mask is None else mask
+            return {"x": x[m], "yw": yw[m], "yl": yl[m]}
+
+        dsets = {"DPO D1": pairs(data["z1"]), "DPO D2": pairs(data["z2"]),
+                 "DPO DJ": pairs(data["z1"], data["z1"] == data["z2"])}
+        for i, w in enumerate(ws):
+            dsets[f"DPO DC(w={w:g})"] = pairs(data["zc"][i])
+        dpo = train_dpo(list(dsets.values()), n_y, dcfg, gen, device)
+        dpo_pts = evaluate(dpo, rs, n_y)
+        front = true_front(rs)
+        n_b = int(mcfg.get("n_thresholds", 8))
+        thresholds = mcfg.get("thresholds") or np.linspace(0.45, 0.8, n_b).tolist()
+        mopo, lam = train_mopo(data, n_y, [float(t) for t in thresholds], mcfg, gen, device)
+        mopo_pts = evaluate(mopo, rs, n_y)
+        cop_b = np.quantile(front[:, 1], np.linspace(0, 1, int(dict(config.get("cop", {}) or {}).get("n", 25))))
+        cop_pts = cop_oracle(rs, cop_b)
+        ref = front.min(0)  # nadir of the true front
+        dense = pareto.densify_front(front)
+        methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
+        methods["DPO DC (all w)"] = dpo_pts[3:]
+        methods["COP oracle"] = cop_pts
+        methods["MOPO"] = mopo_pts
+        res = {
+            "reference_point": ref.tolist(),
+            "true_front_hypervolume": pareto.hypervolume(front, ref),
+            "mopo_thresholds": list(thresholds),
+            "mopo_lambda": lam[:, 0].tolist(),
+            "methods": {
+                k: {"points": v.tolist(), "hypervolume": pareto.hypervolume(v, ref),
+                    "mean_distance_to_front": pareto.mean_distance(v, dense)}
+                for k, v in methods.items()
+            },
+        }
+        results["sets"][rs] = res
+        if out is not None:
+            _plot_front(rs, front, methods, ref, out / f"motivating_set_{rs}.png")
+    return results
+
+
+def _plot_front(rs: str, front: np.ndarray, methods: Mapping[str, np.ndarray], ref, path: Path) -> None:
+    """Reward-space plot like figure `appendix_dpo_comparison`."""
+    from bayescrl.utils.plotting import plt
+
+    p = plt()
+    fig, ax = p.subplots(figsize=(5.2, 4.2))
+    f = front[np.argsort(front[:, 0])]
+    ax.plot(f[:, 0], f[:, 1], "k-", lw=1.5, label="true Pareto front")
+    markers = {"COP oracle": ("x", "gray"), "MOPO": ("o", "tab:red")}
+    for k, v in methods.items():
+        if k == "DPO DC (all w)":
+            continue
+        m, c = markers.get(k, ("s", None))
+        ax.scatter(v[:, 0], v[:, 1], marker=m, color=c, s=28, label=k, zorder=3)
+    ax.scatter([ref[0]], [ref[1]], marker="+", color="k", s=60, label="HV reference")
+    ax.set_xlabel("E r1")
+    ax.set_ylabel("E r2")
+    ax.set_title(f"reward set {rs}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    p.close(fig)
+
+
+def run_synthetic(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
+    """``mode: synthetic`` entry point: ``experiment: sanity | motivating``."""
+    exp = config.get("experiment", "sanity")
+    if exp == "sanity":
+        return run_sanity(config, out, device)
+    if exp == "motivating":
+        return run_motivating(config, out, device)
+    raise ConfigError("experiment", exp, "must be 'sanity' or 'motivating'")

@@ -1,0 +1,148 @@
+"""Shared runner for the ACPO benchmarks (``acpo_compare.py``, ``acpo_recovery.py``).
+
+Each run trains one algorithm on one task with one seed, evaluates it with the seed's average-reward
+protocol (:mod:`bayescrl.constrained.acpo_eval`) after every iteration and writes
+``<out>/runs/<tag>.json``; existing run files are reused, so an interrupted benchmark resumes.
+Runs are spread over ``--workers`` processes (one torch thread each).
+
+Cost limits: ACPO and ATRPO take the *per-step* average-cost limit ``l``; CPO (trained on the discounted
+criterion with γ = 0.999 as in the chapter) takes the episodic limit ``l · H`` of the core's episodic
+convention (``H`` = 200, the tasks' episode length).  All are evaluated on the per-step average cost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayescrl.utils.io import write_json
+from bayescrl.utils.plotting import plot_mean_sd
+
+#: per-step average-cost limits l (the tasks' episodic limits / 200-step episodes)
+TASKS: dict[str, dict[str, Any]] = {
+    "PointCircle": {"env": "bayescrl/PointCircle-v0", "limit": 10.0 / 200, "horizon": 200},
+    "PointGather": {"env": "bayescrl/PointGather-v0", "limit": 0.1 / 200, "horizon": 200},
+}
+
+NET = {"actor_hidden": (64, 32), "critic_hidden": (64, 32), "n_envs": 5, "rollout_steps": 500}
+
+
+def algo_config(algo: str, delta: float, recovery_t: float | None = None) -> dict[str, Any]:
+    """Table `tab:hyperparameters` settings per algorithm (``delta`` as given)."""
+    if algo == "acpo":
+        cfg = {**NET, "delta": delta, "log_std_init": -1.0, "vf_lr": 2e-4}
+        if recovery_t is not None:
+            cfg["recovery_t"] = recovery_t
+        return cfg
+    if algo == "atrpo":
+        return {**NET, "delta": delta, "log_std_init": -0.5, "vf_lr": 2e-4}
+    if algo == "cpo":
+        return {
+            **NET,
+            "advantage": "discounted",
+            "gamma": 0.999,
+            "target_kl": delta,
+            "log_std_init": -1.0,
+            "vf_lr": 2e-4,
+            "line_search_steps": 11,
+            "line_search_decay": 0.75,
+        }
+    raise ValueError(f"unknown algo {algo}")
+
+
+def run_one(job: dict[str, Any]) -> dict[str, Any]:
+    """Train + protocol-evaluate one (algo, task, seed); returns and stores the run record."""
+    from bayescrl.constrained.acpo_eval import ProtocolEvaluator, average_reward_evaluation
+    from bayescrl.constrained.registry import get_algorithm
+    from bayescrl.utils.seeding import set_torch_threads
+
+    set_torch_threads(1)
+    path = Path(job["path"])
+    if path.exists():
+        return json.loads(path.read_text())
+    task = TASKS[job["task"]]
+    limit = task["limit"] if job["algo"] != "cpo" else task["limit"] * task["horizon"]
+    cls = get_algorithm(job["algo"])
+    algo = cls(task["env"], [limit], job["seed"], job["config"])
+    ev = ProtocolEvaluator(every=job["eval_every"], n_traj=job["eval_traj"], traj_steps=job["eval_steps"])
+    t0 = time.perf_counter()
+    try:
+        algo.learn(job["steps"], progress=False, callback=ev)
+        final = average_reward_evaluation(algo, 10, 1000)  # the protocol at the end of training
+    finally:
+        algo.close()
+    rec = {
+        **{k: v for k, v in job.items() if k != "path"},
+        "limit_per_step": task["limit"],
+        "curve": ev.curve,
+        "final_avg_reward": final["avg_reward"],
+        "final_avg_costs": final["avg_costs"],
+        "wall_s": time.perf_counter() - t0,
+        "branches": [h.get("branch") for h in algo.history],
+    }
+    write_json(path, rec)
+    return rec
+
+
+def run_all(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
+    if workers <= 1:
+        return [run_one(j) for j in jobs]
+    with ProcessPoolExecutor(workers) as pool:
+        return list(pool.map(run_one, jobs))
+
+
+def aggregate(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
+    """Group by ``key`` (e.g. ``"algo"``): curves mean/sd over seeds and final mean/sd."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted({str(r[key]) for r in records}):
+        rs = [r for r in records if str(r[key]) == name]
+        n = min(len(r["curve"]) for r in rs)
+        steps = [p["env_steps"] for p in rs[0]["curve"][:n]]
+        rew = np.array([[p["avg_reward"] for p in r["curve"][:n]] for r in rs])
+        cost = np.array([[p["avg_costs"][0] for p in r["curve"][:n]] for r in rs])
+        fr = np.array([r["final_avg_reward"] for r in rs])
+        fc = np.array([r["final_avg_costs"][0] for r in rs])
+        out[name] = {
+            "seeds": [r["seed"] for r in rs],
+            "env_steps": steps,
+            "reward_mean": rew.mean(0).tolist(),
+            "reward_sd": rew.std(0).tolist(),
+            "cost_mean": cost.mean(0).tolist(),
+            "cost_sd": cost.std(0).tolist(),
+            "final_reward_mean": float(fr.mean()),
+            "final_reward_sd": float(fr.std()),
+            "final_cost_mean": float(fc.mean()),
+            "final_cost_sd": float(fc.std()),
+            "final_rewards": fr.tolist(),
+            "final_costs": fc.tolist(),
+        }
+    return out
+
+
+def plot_group(agg: dict[str, dict[str, Any]], limit: float, out_prefix: Path, title: str) -> list[Path]:
+    """Reward and cost learning curves (mean ± 1 sd over seeds, dashed cost limit)."""
+    x = next(iter(agg.values()))["env_steps"]
+    p1 = plot_mean_sd(
+        {k: (v["reward_mean"], v["reward_sd"]) for k, v in agg.items()},
+        out_prefix.with_name(out_prefix.name + "_rewards.png"),
+        "env steps",
+        "average reward (protocol)",
+        f"{title}: average reward",
+        x=x,
+    )
+    p2 = plot_mean_sd(
+        {k: (v["cost_mean"], v["cost_sd"]) for k, v in agg.items()},
+        out_prefix.with_name(out_prefix.name + "_costs.png"),
+        "env steps",
+        "average cost (protocol)",
+        f"{title}: average cost",
+        x=x,
+        hline=limit,
+        hline_label=f"limit l = {limit:g}",
+    )
+    return [p1, p2]

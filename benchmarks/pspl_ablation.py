@@ -1,0 +1,79 @@
+"""PSPL sweeps (figures `main_ablation`, `more_ablation`, β estimation): one run per sweep value.
+
+For every config name given (files ``examples/pspl/<name>.yaml``) writes
+``benchmarks/results/pspl/<name>/{results.json, sweep_<agent>.png}`` and adds to
+``benchmarks/results/pspl/ablation_summary.json``: per sweep value the simple regret at k = 0 (offline
+only), the final simple regret and the mean simple regret over episodes (area under the curve / (K+1)),
+mean over seeds.
+
+    .venv/bin/python benchmarks/pspl_ablation.py riverswim_ablation_lambda riverswim_ablation_beta \
+        riverswim_ablation_N --seeds 5
+    .venv/bin/python benchmarks/pspl_ablation.py mountaincar_ablation_lambda --seeds 3 --set K=20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from bayescrl.pbrl.experiment import run_experiment
+from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks" / "results" / "pspl"
+
+
+def summarise(res: dict) -> dict:
+    sw = res["sweep"]
+    rows = {}
+    for run in sw["runs"]:
+        for agent, r in run["agents"].items():
+            curve = r["simple_regret_curve_mean"]
+            rows.setdefault(agent, []).append(
+                {
+                    "value": run["value"],
+                    "simple_regret_k0": round(curve[0], 4),
+                    "final_simple_regret_mean": round(r["final_simple_regret_mean"], 4),
+                    "final_simple_regret_std": round(r["final_simple_regret_std"], 4),
+                    "mean_simple_regret_over_k": round(float(np.mean(curve)), 4),
+                    **(
+                        {"beta_hat_mean": round(float(np.mean(run["model"]["beta_hat"])), 3)}
+                        if "beta_hat" in run["model"]
+                        else {}
+                    ),
+                }
+            )
+    return {"key": sw["key"], "agents": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("configs", nargs="+")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--progress", action="store_true")
+    args = ap.parse_args()
+    set_torch_threads()
+    path = OUT / "ablation_summary.json"
+    for name in args.configs:
+        cfg = apply_overrides(load_yaml(ROOT / "examples" / "pspl" / f"{name}.yaml"), args.overrides)
+        res = run_experiment(cfg, args.seeds, OUT / name, progress=args.progress)
+        summary = json.loads(path.read_text()) if path.exists() else {}
+        summary[name] = {
+            "seeds": args.seeds,
+            "K": res["config"]["K"],
+            "N": res["config"]["offline"]["N"],
+            "overrides": args.overrides,
+            "wall_time_s": round(res["total_wall_time_s"], 1),
+            **summarise(res),
+            "note": "shared 2-core machine, 1 torch thread",
+        }
+        write_json(path, summary)
+        print(name, json.dumps(summary[name]["agents"], indent=None))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Agents, experiment runner, CLI, config validation, reproducibility, bandit BAI."""
+
+import json
+
+import pytest
+import torch
+
+from bayescrl.cli import main
+from bayescrl.pbrl.agents import Context, LPbRL, PSPLBootstrap
+from bayescrl.pbrl.bandit import run_bandit_bai
+from bayescrl.pbrl.data import Rater, offline_dataset, sample_pairs
+from bayescrl.pbrl.envs import riverswim
+from bayescrl.pbrl.experiment import run_experiment, validate_config
+from bayescrl.pbrl.mdp import simple_regret
+from bayescrl.utils.errors import ConfigError
+
+SMALL = {
+    "env": {"name": "riverswim", "S": 4, "H": 8},
+    "offline": {"N": 40},
+    "K": 4,
+    "agent_params": {"dpo": {"steps": 20}, "ipo": {"steps": 20}},
+}
+
+
+def test_all_agents_run_and_report_required_keys():
+    res = run_experiment(SMALL, seeds=2, progress=False)
+    assert set(res["agents"]) == {"pspl-bootstrap", "pspl", "dps", "lpbrl", "dpo", "ipo", "uniform"}
+    for name, r in res["agents"].items():
+        for key in (
+            "final_simple_regret_mean",
+            "final_simple_regret_std",
+            "simple_regret_curve_mean",
+            "cumulative_regret_mean",
+            "wall_time_s",
+        ):
+            assert key in r, (name, key)
+        curve = r["simple_regret_curve_mean"]
+        assert len(curve) == 5 and min(curve) >= -1e-9 and max(curve) <= res["optimal_value"] + 1e-9
+        if name in ("dpo", "ipo"):
+            assert r["cumulative_regret_mean"] is None
+        else:
+            cum = r["cumulative_regret_mean"]
+            assert len(cum) == 4 and all(b >= a - 1e-9 for a, b in zip(cum, cum[1:], strict=False))
+        assert r.get("not_converged", 0) == 0
+
+
+def test_reproducible_and_seed_dependent():
+    cfg = {**SMALL, "agents": ["pspl-bootstrap", "dps"]}
+    a = run_experiment(cfg, seeds=2, progress=False)
+    b = run_experiment(cfg, seeds=2, progress=False)
+    c = run_experiment({**cfg, "seed": 1}, seeds=2, progress=False)
+    for name in cfg["agents"]:
+        assert a["agents"][name]["simple_regret_curve_mean"] == b["agents"][name]["simple_regret_curve_mean"]
+        assert a["agents"][name]["cumulative_regret_mean"] == b["agents"][name]["cumulative_regret_mean"]
+    assert any(
+        a["agents"][n]["cumulative_regret_mean"] != c["agents"][n]["cumulative_regret_mean"]
+        for n in cfg["agents"]
+    )
+
+
+def test_expert_data_gives_pspl_zero_simple_regret():
+    """With a near-perfect rater and plenty of D0, the MAP/posterior samples find π* (regret exactly 0)."""
+    cfg = {
+        "env": {"name": "riverswim", "S": 4, "H": 8},
+        "offline": {"N": 400, "beta": 50.0, "lam": 1000.0},
+        "K": 2,
+        "agents": ["pspl", "pspl-bootstrap"],
+    }
+    res = run_experiment(cfg, seeds=2, progress=False)
+    assert res["agents"]["pspl"]["final_simple_regret_mean"] == pytest.approx(0.0, abs=1e-9)
+    assert res["agents"]["pspl-bootstrap"]["simple_regret_curve_mean"][0] < 0.05
+
+
+def test_bootstrap_agent_uses_core_perturbations_and_caches():
+    mdp = riverswim(S=4, H=6)
+    g = torch.Generator().manual_seed(0)
+    rater = Rater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    D = offline_dataset(mdp, rater, 20, generator=g)
+    agent = PSPLBootstrap(Context(mdp, D, 3, g, beta=10.0, lam=50.0))
+    pi0, pi1 = agent.policies()
+    assert torch.equal(agent.output_policy(), pi0)  # π_{K+1} ≡ π^{(0)}_{K+1}, no re-solve
+    assert len(agent.solver_iters) == 1
+    agent.observe(sample_pairs(mdp, pi0.unsqueeze(1), pi1.unsqueeze(1), rater, generator=g))
+    assert agent.model.problem.pref_online[:, 20].all() and agent.model.n == 21
+    agent.policies()
+    assert len(agent.solver_iters) == 2
+
+
+def test_lpbrl_ignores_offline_data_and_is_optimistic():
+    mdp = riverswim(S=4, H=6)
+    g = torch.Generator().manual_seed(0)
+    D = offline_dataset(mdp, Rater.sample(mdp.theta, 1, 10.0, 50.0, generator=g), 30, generator=g)
+    agent = LPbRL(Context(mdp, D, 3, g))
+    assert agent.model.n == 0
+    b = agent._bonus()
+    assert torch.allclose(b, torch.full_like(b, 2.0))  # width 1 (V = I) + transition bonus 1 before data
+    assert simple_regret(mdp, agent.output_policy()).shape == (1,)
+
+
+@pytest.mark.parametrize(
+    "patch, field",
+    [
+        ({"offline": {"N": -1}}, "offline.N"),
+        ({"offline": {"beta": -2.0}}, "offline.beta"),
+        ({"offline": {"lam": 0}}, "offline.lam"),
+        ({"offline": {"expert": "oracle"}}, "offline.expert"),
+        ({"offline": {"size": 3}}, "offline.size"),
+        ({"agents": ["pspl", "ppo"]}, "agents"),
+        ({"K": 2.5}, "K"),
+        ({"prior": {"sigma0": 0.0}}, "prior.sigma0"),
+        ({"model": {"beta_estimate": "bayes"}}, "model.beta_estimate"),
+        ({"env": {"name": "cartpole"}}, "env.name"),
+        ({"agent_params": {"pspl-bootstrap": {"p_online": 1.5}}}, "agent_params.pspl-bootstrap.p_online"),
+        ({"sweep": {"key": "offline.lam", "values": [1.0, -1.0]}}, "sweep.values (key offline.lam)"),
+        ({"horizon": 3}, "horizon"),
+    ],
+)
+def test_bad_configs_rejected_with_field(patch, field):
+    with pytest.raises(ConfigError) as e:
+        validate_config({**SMALL, **patch})
+    assert e.value.field == field
+    if field == "agents":
+        assert e.value.index == 1 and e.value.value == "ppo"
+    if field.startswith("sweep"):
+        assert e.value.index == 1
+
+
+def test_cli_writes_results_and_plots(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(json.dumps({**SMALL, "agents": ["pspl-bootstrap", "dps"]}))
+    main(["pspl", str(cfg), "--seeds", "2", "--out", str(tmp_path / "o"), "--no-progress", "--set", "K=3"])
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert res["config"]["K"] == 3 and res["seeds"] == 2
+    assert (tmp_path / "o" / "simple_regret.png").stat().st_size > 1000
+    assert (tmp_path / "o" / "cumulative_regret.png").exists()
+
+
+def test_cli_bad_config_exits_2(tmp_path, capsys):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("env: {name: riverswim}\noffline: {N: -5}\n")
+    with pytest.raises(SystemExit) as e:
+        main(["pspl", str(cfg), "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    assert "error: offline.N = -5" in capsys.readouterr().err
+
+
+def test_sweep_runs_each_value(tmp_path):
+    cfg = {**SMALL, "agents": ["pspl-bootstrap"], "K": 2, "sweep": {"key": "offline.N", "values": [0, 30]}}
+    res = run_experiment(cfg, seeds=1, out=tmp_path, progress=False)
+    assert [r["value"] for r in res["sweep"]["runs"]] == [0, 30]
+    assert (tmp_path / "sweep_pspl-bootstrap.png").exists()
+
+
+def test_bandit_bai_offline_data_helps_and_finds_best_arm():
+    arms = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
+    cold = run_bandit_bai(arms, seeds=8, N=0, K=12, beta=10.0, lam=20.0)["simple_regret"]
+    warm = run_bandit_bai(arms, seeds=8, N=200, K=12, beta=10.0, lam=20.0)["simple_regret"]
+    assert warm[:, 0].mean() < cold[:, 0].mean()  # informed prior from D0
+    assert warm[:, -1].mean() <= warm[:, 0].mean() + 1e-12
+    assert cold[:, -1].mean() < 0.5 * cold[:, 0].mean()  # online top-two exploration learns
+    assert (warm >= -1e-12).all()
