@@ -9,9 +9,14 @@ The reference policy is the base model with adapters disabled in both (TRL does 
 Two comparisons are made:
 * ``uncached``: every step recomputes the reference log-probs (TRL default ``precompute_ref_log_probs=False``
   vs MOPO ``cache_logprobs=False``);
-* ``cached``: reference log-probs computed once per record (TRL ``precompute_ref_log_probs=True``, timed
-  outside the steps by TRL too, vs MOPO ``cache_logprobs=True`` which computes them on first use, inside the
-  timed steps).
+* ``cached``: reference log-probs computed once per record before training, outside the timed steps, by
+  both (TRL ``precompute_ref_log_probs=True``; MOPO ``precompute_reference()``).
+
+MOPO runs its full algorithm: ``chi`` and ``lambda`` steps every iteration (``epsilon = 0.1``), lag updates
+every ``t0 = 10`` steps with the threshold re-estimation, and the lagged reference active from step 20 on (the
+``--warmup`` default), so
+every timed MOPO step also evaluates ``pi_lag`` (an extra no-grad pass with the snapshot swapped in) --
+work that DPO does not do.
 
 TRL 1.16 pitfalls handled here: ``DPOConfig`` defaults to bf16 and gradient checkpointing (4x slower on CPU)
 -- both are turned off; GPT-2 needs pad/eos ids for the small vocabulary (set in ``build_model``); the
@@ -47,14 +52,17 @@ from bayescrl.mopo.lm.trainer import MOPOLMTrainer  # noqa: E402
 from bayescrl.utils import write_json  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "mopo"
+T0 = 10  # lag period: the lagged reference is active (one extra no-grad pass) from step 2 * T0 on
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"],
         "fan_in_fan_out": True}
 
 
 def time_mopo(base, tok, data, steps: int, batch: int, warmup: int, cached: bool) -> float:
-    cfg = MOPOLMConfig(method="mopo", steps=steps, batch_size=batch, t0=20, tau=0.5, lr=1e-3, peft=LORA,
+    cfg = MOPOLMConfig(method="mopo", steps=steps, batch_size=batch, t0=T0, tau=0.5, lr=1e-3, peft=LORA,
                        cache_logprobs=cached, epsilon=0.1, dtype="float32")
     tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg)
+    if cached:
+        tr.precompute_reference()  # as TRL's precompute_ref_log_probs, outside the timed steps
     for _ in range(warmup):
         tr.step()
     t = time.perf_counter()
@@ -96,8 +104,8 @@ def time_trl(base, tok, data, steps: int, batch: int, warmup: int, cached: bool)
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=80)
+    ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BAYESCRL_THREADS", "1")))
     ap.add_argument("--repeats", type=int, default=2)
@@ -123,7 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = {
         "setting": {"model": "GPT-2 2 layers, 64 wide, random init", "vocab": len(tok), "batch_pairs": a.batch,
                     "precision": "fp32", "threads": a.threads, "steps": a.steps, "warmup": a.warmup,
-                    "repeats": a.repeats, "lora": LORA, "mopo": "epsilon 0.1 (chi and lambda updated each step)"},
+                    "repeats": a.repeats, "lora": LORA, "mopo": f"epsilon 0.1, t0 {T0}: chi, lambda each step; lagged reference active in all timed steps"},
         "versions": {"torch": torch.__version__, "trl": trl.__version__, "python": platform.python_version()},
         "target": "ratio_mopo_over_trl >= 1.0",
         "results": summary,

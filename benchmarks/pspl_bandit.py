@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--arms", type=int, default=20)
     ap.add_argument("--d", type=int, default=5)
     ap.add_argument("--beta", type=float, default=10.0)
-    ap.add_argument("--lam", type=float, default=10.0)
+    ap.add_argument("--lam", type=float, default=100.0)
     args = ap.parse_args()
     set_torch_threads()
     arms = torch.randn(args.arms, args.d, generator=torch.Generator().manual_seed(0))

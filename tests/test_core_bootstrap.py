@@ -74,7 +74,9 @@ def test_plain_map_matches_scipy():
         loss.backward()
         return float(loss.detach()), zt.grad.numpy()
 
-    opt = minimize(fun, np.zeros((R + 1) * d), jac=True, method="BFGS", options={"gtol": 1e-10, "maxiter": 5000})
+    opt = minimize(
+        fun, np.zeros((R + 1) * d), jac=True, method="BFGS", options={"gtol": 1e-10, "maxiter": 5000}
+    )
     np.testing.assert_allclose(res.theta[0].numpy(), opt.x[:d], atol=1e-5)
     np.testing.assert_allclose(res.vartheta[0].reshape(-1).numpy(), opt.x[d:], atol=1e-5)
     # plain MAP via perturbed_map with all perturbations off gives the same point
@@ -153,5 +155,7 @@ def test_bad_values_raise(bad):
     if bad == "cov":
         kw["cov0"] = [[1.0, 2.0], [2.0, 1.0]]
     y = [2.0] if bad == "y" else [1.0]
-    with pytest.raises(DataError, match={"y": r"preferences.y\[0\] = 2.0", "lam": "raters.lam", "cov": "prior.cov"}[bad]):
+    with pytest.raises(
+        DataError, match={"y": r"preferences.y\[0\] = 2.0", "lam": "raters.lam", "cov": "prior.cov"}[bad]
+    ):
         BTLinearProblem.from_data(**kw, x0=[[1.0, 0.0]], x1=[[0.0, 1.0]], y=y)

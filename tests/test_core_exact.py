@@ -38,7 +38,9 @@ def test_rank_one_updates_equal_closed_form_batched():
 
 def test_masked_update_and_sampling_moments():
     post = GaussianLinearPosterior(torch.zeros(2, 2, dtype=DT), torch.eye(2, dtype=DT), 1.0)
-    post.update(torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([2.0, 2.0]), mask=torch.tensor([True, False]))
+    post.update(
+        torch.tensor([[1.0, 0.0], [1.0, 0.0]]), torch.tensor([2.0, 2.0]), mask=torch.tensor([True, False])
+    )
     torch.testing.assert_close(post.mean[0], torch.tensor([1.0, 0.0], dtype=DT))  # 1·2/(1+1)
     torch.testing.assert_close(post.mean[1], torch.zeros(2, dtype=DT))
     torch.testing.assert_close(post.cov[0, 0, 0], torch.tensor(0.5, dtype=DT))

@@ -173,3 +173,15 @@ def test_cpo_dual_matches_qcqp(c):
 def test_cpo_infeasible_case_recovers():
     lam, nu, case = cpo_direction(q=1.0, r=0.1, s=0.01, c=5.0, delta=0.01)
     assert case == 0 and nu == pytest.approx(np.sqrt(2 * 0.01 / 0.01))
+
+
+@pytest.mark.parametrize("kind", ["gauss", "cat"])
+def test_numpy_rollout_actor_matches_torch_log_prob(kind):
+    from bayescrl.constrained.core.networks import CategoricalPolicy
+
+    torch.manual_seed(0)
+    pol = GaussianPolicy(5, 3, (16, 16)) if kind == "gauss" else CategoricalPolicy(5, 4, (16, 16))
+    x = np.random.default_rng(0).normal(size=(64, 5)).astype(np.float32)
+    a, logp = pol.numpy_actor().act(x, np.random.default_rng(1))
+    ref = pol.log_prob(torch.from_numpy(x), torch.from_numpy(a)).detach().numpy()
+    np.testing.assert_allclose(logp, ref, rtol=1e-4, atol=1e-4)

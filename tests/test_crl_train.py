@@ -62,8 +62,11 @@ def test_truncation_bootstraps_from_normalised_final_observation():
     col.reset(0)
 
     class Zero:
-        def act(self, x):
-            return torch.zeros(x.shape[0], 1), torch.zeros(x.shape[0])
+        def numpy_actor(self):
+            return self
+
+        def act(self, x, rng):
+            return np.zeros((x.shape[0], 1), np.float32), np.zeros(x.shape[0], np.float32)
 
     # record the true final observation of the truncated episode
     finals = []
@@ -76,7 +79,7 @@ def test_truncation_bootstraps_from_normalised_final_observation():
         return out
 
     envs.step = spy
-    roll = col.collect(Zero(), lambda o, h: torch.as_tensor(o), _LinearCritic(2), steps=7)
+    roll = col.collect(Zero(), _LinearCritic(2), steps=7, rng=np.random.default_rng(0))
     assert roll["ended"][4, 0] and not roll["terminated"][4, 0]
     expect = rms.normalize(finals[0][None])[0, 0]
     assert float(roll["next_values"][4, 0, 0]) == pytest.approx(float(expect), rel=1e-5)

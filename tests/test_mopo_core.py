@@ -1,4 +1,4 @@
-"""Known answers for bayescrl.mopo.objective: closed forms vs scipy maximisers, finite differences, duality."""
+"""Known answers for bayescrl.mopo.objective: closed forms vs scipy, finite differences, duality."""
 
 import numpy as np
 import pytest
@@ -50,12 +50,20 @@ def test_rho_star_normalised_matches_constrained_scipy_maximiser(seed):
         return -float(f + (lam * g).sum())
 
     cons = [{"type": "eq", "fun": lambda r: float(wn @ r) - 1.0}]
-    res = minimize(neg_lagr, np.ones(6), method="SLSQP", bounds=[(1e-9, None)] * 6, constraints=cons,
-                   options={"ftol": 1e-14, "maxiter": 500})
+    res = minimize(
+        neg_lagr,
+        np.ones(6),
+        method="SLSQP",
+        bounds=[(1e-9, None)] * 6,
+        constraints=cons,
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     rho = O.rho_star(p, q, lam, tau, w)
     np.testing.assert_allclose(res.x, rho.numpy(), rtol=1e-4, atol=1e-6)
     assert float((w * rho).sum()) == pytest.approx(1.0, abs=1e-12)
-    assert float(O.dual_value(lam, p, q, torch.zeros(2, dtype=DT), tau, w)) == pytest.approx(-res.fun, rel=1e-7)
+    assert float(O.dual_value(lam, p, q, torch.zeros(2, dtype=DT), tau, w)) == pytest.approx(
+        -res.fun, rel=1e-7
+    )
 
 
 @pytest.mark.parametrize("normalize", [True, False])
@@ -70,9 +78,10 @@ def test_dual_gradient_matches_finite_differences_batched(normalize):
     for k in range(3):
         e = torch.zeros(3, dtype=DT)
         e[k] = h
-        fd = (O.dual_value(lam + e, p, q, b, tau, w, normalize) - O.dual_value(lam - e, p, q, b, tau, w, normalize)) / (
-            2 * h
-        )
+        fd = (
+            O.dual_value(lam + e, p, q, b, tau, w, normalize)
+            - O.dual_value(lam - e, p, q, b, tau, w, normalize)
+        ) / (2 * h)
         np.testing.assert_allclose(grad[:, k].numpy(), fd.numpy(), rtol=1e-6, atol=1e-8)
     # and a wrong sign would fail: D is convex, so the gradient is monotone
     lam2 = lam + 0.5
@@ -80,7 +89,7 @@ def test_dual_gradient_matches_finite_differences_batched(normalize):
 
 
 def test_lower_bound_is_strong_dual_of_lbop():
-    """max_chi LB(chi) = min_{KL(pi||ref) <= eps} E_pi[x] (Problem `lbop`, sign-fixed Prop. `lowerbound_dual`)."""
+    """max_chi LB(chi) = min_{KL(pi||ref) <= eps} E_pi[x] (Problem `lbop`, Prop. `lowerbound_dual`)."""
     g = torch.Generator().manual_seed(7)
     x = torch.rand(5, 1, generator=g, dtype=DT)
     w = torch.softmax(torch.randn(5, generator=g, dtype=DT), 0)
@@ -88,15 +97,26 @@ def test_lower_bound_is_strong_dual_of_lbop():
     chi = O.chi_star(x, eps, w)
     lb = float(O.lower_bound(x, chi, eps, w)[0])
     # chi* vs a scalar maximiser
-    res = minimize_scalar(lambda lc: -float(O.lower_bound(x, torch.tensor([np.exp(lc)]), eps, w)[0]),
-                          bounds=(-8, 8), method="bounded", options={"xatol": 1e-10})
+    res = minimize_scalar(
+        lambda lc: -float(O.lower_bound(x, torch.tensor([np.exp(lc)]), eps, w)[0]),
+        bounds=(-8, 8),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
     assert float(chi[0]) == pytest.approx(np.exp(res.x), rel=1e-3)
     # primal: min over the KL ball
     wn, xn = w.numpy(), x[:, 0].numpy()
-    cons = [{"type": "eq", "fun": lambda z: np.exp(z).sum() - 1.0},
-            {"type": "ineq", "fun": lambda z: eps - float(np.exp(z) @ (z - np.log(wn)))}]
-    prim = minimize(lambda z: float(np.exp(z) @ xn), np.log(wn), method="SLSQP", constraints=cons,
-                    options={"ftol": 1e-14, "maxiter": 500})
+    cons = [
+        {"type": "eq", "fun": lambda z: np.exp(z).sum() - 1.0},
+        {"type": "ineq", "fun": lambda z: eps - float(np.exp(z) @ (z - np.log(wn)))},
+    ]
+    prim = minimize(
+        lambda z: float(np.exp(z) @ xn),
+        np.log(wn),
+        method="SLSQP",
+        constraints=cons,
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
     assert lb == pytest.approx(prim.fun, abs=1e-6)
     g_val = float((w * x[:, 0]).sum())
     assert lb < g_val  # a lower bound of G
@@ -154,8 +174,12 @@ def test_bc_weights_recover_optimal_policy_and_lagged_reweighting():
     lag = torch.softmax(torch.randn(4, dtype=DT), 0)  # lagged reference
     log_rho = O.log_rho_star(p, q, lam, tau, lag)  # rho relative to the lag
     wts = O.bc_weights(log_rho, torch.log(lag / w), w)
-    res = minimize(lambda z: float(O.bc_loss(torch.log_softmax(torch.as_tensor(z), 0), wts)), np.zeros(4),
-                   method="BFGS", options={"gtol": 1e-12})
+    res = minimize(
+        lambda z: float(O.bc_loss(torch.log_softmax(torch.as_tensor(z), 0), wts)),
+        np.zeros(4),
+        method="BFGS",
+        options={"gtol": 1e-12},
+    )
     target = lag * torch.exp(log_rho)
     np.testing.assert_allclose(torch.softmax(torch.as_tensor(res.x), 0).numpy(), target.numpy(), atol=1e-5)
     # adaptive thresholds: b = beta * E_{pi_prev}[q]

@@ -86,6 +86,8 @@ def test_lagged_snapshot_swap_restores_live_weights(tok, data, base):
     assert not torch.allclose(live, before)
     assert torch.allclose(pol.snapshot_logprobs(snap, b), before, atol=1e-6)
     assert torch.equal(pol.logprobs(b).detach(), live)
+    with pytest.raises(ConfigError):
+        pol.snapshot_logprobs({"nope": torch.zeros(1)}, b)
 
 
 def test_multi_head_shares_backbone_and_heads_select_decoding(tok, data, base):

@@ -1,4 +1,4 @@
-"""Tabular MOPO: exact solver (KKT, scipy primal), stochastic Algorithm `mopo` and mopo-lb vs exact, data errors, CLI."""
+"""Tabular MOPO: exact solver (KKT, scipy), stochastic `mopo` and mopo-lb vs exact, data errors, CLI."""
 
 import json
 
@@ -21,7 +21,11 @@ D2 = [("y1", "y2", [1, 1]), ("y1", "y3", [1, 0]), ("y2", "y3", [0, 0])]
 
 
 def _cfg(recs, **kw):
-    return {"actions": ["y1", "y2", "y3"], "data": [{"y": a, "y_prime": b, "prefs": p} for a, b, p in recs], **kw}
+    return {
+        "actions": ["y1", "y2", "y3"],
+        "data": [{"y": a, "y_prime": b, "prefs": p} for a, b, p in recs],
+        **kw,
+    }
 
 
 def _random_problem(seed: int, n_act: int = 5, k: int = 3, n: int = 40) -> TabularProblem:
@@ -53,6 +57,7 @@ def test_exact_solver_satisfies_kkt_and_matches_scipy_primal(seed):
     np.testing.assert_allclose(lam * (g - bn), 0, atol=1e-7)
     assert pi.sum() == pytest.approx(1.0)
     assert max(sol.kkt.values()) < 1e-6
+
     # primal problem solved directly by SLSQP over the simplex
     def neg_obj(x):
         return -(x @ ph - tau * np.sum(x * np.log(np.maximum(x, 1e-300) / ref)))
@@ -60,8 +65,14 @@ def test_exact_solver_satisfies_kkt_and_matches_scipy_primal(seed):
     cons = [{"type": "eq", "fun": lambda x: x.sum() - 1}] + [
         {"type": "ineq", "fun": lambda x, k=k: x @ qh[:, k] - bn[k]} for k in range(2)
     ]
-    res = minimize(neg_obj, ref, method="SLSQP", bounds=[(1e-12, 1)] * 5, constraints=cons,
-                   options={"ftol": 1e-14, "maxiter": 1000})
+    res = minimize(
+        neg_obj,
+        ref,
+        method="SLSQP",
+        bounds=[(1e-12, 1)] * 5,
+        constraints=cons,
+        options={"ftol": 1e-14, "maxiter": 1000},
+    )
     np.testing.assert_allclose(res.x, pi, atol=2e-4)
     assert lam[0] > 1e-3 and lam[1] == 0  # one active, one inactive constraint
 
@@ -76,7 +87,9 @@ def test_d2_exact_equal_mass_at_front_midpoint():
     prob = parse_tabular(_cfg(D2, primary=1))
     sol = solve_exact(prob, 0.1, torch.tensor([0.75], dtype=torch.float64))
     assert float(sol.lam[0]) == pytest.approx(1.0, abs=1e-4)
-    assert float(sol.policy[0]) == pytest.approx(0.5, abs=1e-3) and float(sol.policy[2]) == pytest.approx(0.5, abs=1e-3)
+    assert float(sol.policy[0]) == pytest.approx(0.5, abs=1e-3) and float(sol.policy[2]) == pytest.approx(
+        0.5, abs=1e-3
+    )
 
 
 def test_stochastic_mopo_reaches_exact_policy_within_tv():
@@ -124,11 +137,23 @@ def test_mopo_lb_full_batch_reaches_exact_policy():
 @pytest.mark.parametrize(
     ("records", "field", "index"),
     [
-        ([{"y": "y1", "y_prime": "y2", "prefs": [1, 0]}, {"y": "y1", "y_prime": "y3", "prefs": [1]}], "data.prefs", 1),
-        ([{"y": "y1", "y_prime": "y2", "prefs": [1, 0]}, {"y": "y9", "y_prime": "y3", "prefs": [1, 1]}], "data.y", 1),
+        (
+            [{"y": "y1", "y_prime": "y2", "prefs": [1, 0]}, {"y": "y1", "y_prime": "y3", "prefs": [1]}],
+            "data.prefs",
+            1,
+        ),
+        (
+            [{"y": "y1", "y_prime": "y2", "prefs": [1, 0]}, {"y": "y9", "y_prime": "y3", "prefs": [1, 1]}],
+            "data.y",
+            1,
+        ),
         ([{"y": "y1", "prefs": [1, 0]}], "data.y_prime", 0),
-        ([{"y": "y1", "y_prime": "y2", "prefs": [1, 0]}] * 2 + [{"y": "y1", "y_prime": "y2", "prefs": [1, 2]}],
-         "data.prefs", 2),
+        (
+            [{"y": "y1", "y_prime": "y2", "prefs": [1, 0]}] * 2
+            + [{"y": "y1", "y_prime": "y2", "prefs": [1, 2]}],
+            "data.prefs",
+            2,
+        ),
     ],
 )
 def test_malformed_data_rejected_naming_record(records, field, index):
@@ -149,7 +174,9 @@ def test_cli_tabular_exact_and_error_exit(tmp_path):
     main(["mopo", str(path), "--out", str(tmp_path / "o")])
     res = json.loads((tmp_path / "o" / "results.json").read_text())
     assert set(res) >= {"policy", "lambda", "G", "b"}
-    assert res["policy"]["y1"] == pytest.approx(0.5, abs=1e-3) and res["lambda"][0] == pytest.approx(1.0, abs=1e-3)
+    assert res["policy"]["y1"] == pytest.approx(0.5, abs=1e-3) and res["lambda"][0] == pytest.approx(
+        1.0, abs=1e-3
+    )
     assert (tmp_path / "o" / "policy.png").exists()
     cfg["data"][1]["prefs"] = [1]
     path.write_text(yaml.safe_dump(cfg))

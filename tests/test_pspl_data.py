@@ -176,3 +176,20 @@ def test_dpo_and_ipo_learn_the_preferred_action():
     assert mdp.r[0].argmax() == 2
     with pytest.raises(ConfigError, match="agents.loss"):
         train_offline_policy(data, ref, 1, 3, loss="kto")
+
+
+def test_warm_started_laplace_matches_core_laplace():
+    """PSPL's θ-posterior (warm-started Newton + Hessian) equals the core's `laplace` engine."""
+    from bayescrl.inference.laplace import laplace
+    from bayescrl.pbrl.posterior import laplace_theta
+
+    mdp = riverswim(S=4, H=6)
+    g = torch.Generator().manual_seed(3)
+    D = offline_dataset(mdp, Rater.sample(mdp.theta, 2, 5.0, 10.0, generator=g), 30, generator=g)
+    model = TrajectoryPreferenceModel(D, mdp.S, mdp.A, K=1, beta=5.0, lam=10.0)
+    cold, _ = model.solve(1, perturbed=False, tol=1e-10)
+    res, _ = model.solve(1, perturbed=False, init=cold, tol=1e-10, return_hessian=True)
+    mean, cov = laplace_theta(res, mdp.d)
+    ref = laplace(model.problem, tol=1e-10)
+    assert torch.allclose(mean, ref.theta_mean, atol=1e-7)
+    assert torch.allclose(cov, ref.theta_cov, atol=1e-7)

@@ -25,15 +25,21 @@ def bandit(config: Path | None, overrides: tuple[str, ...], seeds: int, out: Pat
 
     OVERRIDES are ``key.sub=value`` pairs applied to the config, e.g. ``offline.N=5 bandit.T=100
     'agents=[ps, lints]'``. Writes OUT/results.json (per agent: final_regret_mean/std,
-    regret_curve_mean/std, wall_time_s) and OUT/regret.png (mean ± 1 sd cumulative regret).
+    regret_curve_mean/std, wall_time_s) and OUT/regret.png (mean ± 1 sd cumulative regret). A config
+    with a ``sweep:`` mapping runs every cell and adds OUT/summary.json and OUT/summary.png.
     """
-    from bayescrl.bandits.experiment import final_table, run_experiment
+    from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
     from bayescrl.utils.io import apply_overrides, load_yaml
 
     if config is not None and "=" in config.name and not config.exists():
         overrides, config = (str(config), *overrides), None  # no config file, only overrides
     cfg = load_yaml(config) if config is not None else {}
     cfg = apply_overrides(cfg, overrides)
-    result = run_experiment(cfg, seeds=seeds, out=out, progress=progress)
+    if cfg.get("sweep"):
+        result = run_sweep(cfg, seeds=seeds, out=out, progress=progress)
+        files = f"{out / 'summary.json'}, {out / 'summary.png'} and one folder per cell"
+    else:
+        result = run_experiment(cfg, seeds=seeds, out=out, progress=progress)
+        files = f"{out / 'results.json'} and {out / 'regret.png'}"
     click.echo(final_table(result))
-    click.echo(f"total {result['wall_time_s']:.1f} s; wrote {out / 'results.json'} and {out / 'regret.png'}")
+    click.echo(f"total {result['wall_time_s']:.1f} s; wrote {files}")

@@ -13,6 +13,8 @@ Schema (every key optional; defaults are the seed's evaluation protocol, Section
     agents: [warmpref-ps-bootstrap, naive-ps, ps, lints]
              # an item may be a mapping {id: ..., label: ..., beta: ..., lam: ..., <option>: ...}
     options: {...}                     # agent options, see ``DEFAULT_OPTIONS``
+    sweep: {offline.N: [5, 50], ...}   # optional: run every cell of the cartesian product
+                                       # (``run_sweep``; ignored by ``run_experiment``)
 
 ``prior_mean`` may be a scalar or a list of length ``d``; ``prior_sd`` a scalar or a list of length ``d``
 (a diagonal prior covariance ``Σ0``).
@@ -84,6 +86,7 @@ DEFAULTS: dict[str, Any] = {
     "options": {},
 }
 TOP_KEYS = {"seed", "device", "bandit", "offline", "assumed", "agents", "options", "name", "description"}
+TOP_KEYS |= {"sweep"}
 
 
 def _merge(base: dict, over: Mapping, path: str) -> dict:
@@ -193,7 +196,7 @@ def normalise_agents(agents: Any) -> list[dict[str, Any]]:
 
 def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """Merge ``config`` over :data:`DEFAULTS` and validate every field (raises :class:`ConfigError`)."""
-    config = dict(config or {})
+    config = {k: v for k, v in dict(config or {}).items() if k != "sweep"}
     unknown = set(config) - TOP_KEYS
     if unknown:
         key = sorted(unknown)[0]

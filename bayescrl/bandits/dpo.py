@@ -25,6 +25,21 @@ import torch
 from bayescrl.bandits.agents import Agent
 from bayescrl.bandits.env import LinearBandit
 from bayescrl.bandits.offline import OfflineData
+from bayescrl.utils.errors import ConfigError
+
+
+def preference_loss(h: torch.Tensor, loss: str, tau: float) -> torch.Tensor:
+    """Per-pair DPO loss ``-log σ(τh)`` or IPO loss ``(h - 1/(2τ))²``."""
+    if loss == "dpo":
+        return -torch.nn.functional.logsigmoid(tau * h)
+    return (h - 0.5 / tau) ** 2
+
+
+def preference_loss_grad(h: torch.Tensor, loss: str, tau: float) -> torch.Tensor:
+    """``d preference_loss / dh`` (written out; checked against autograd in the tests)."""
+    if loss == "dpo":
+        return -tau * torch.sigmoid(-tau * h)
+    return 2.0 * (h - 0.5 / tau)
 
 
 def train_preference_policy(
@@ -45,6 +60,8 @@ def train_preference_policy(
 
     With ``N = 0`` the policy stays uniform (``ψ = 0``).
     """
+    if loss not in ("dpo", "ipo"):
+        raise ConfigError("loss", loss, "must be 'dpo' or 'ipo'")
     S, N = winners.shape
     dt = torch.float64
     psi = torch.zeros(S, K, dtype=dt, device=winners.device)
@@ -57,10 +74,7 @@ def train_preference_policy(
         idx = torch.randint(N, (S, batch), generator=generator).to(winners.device)
         w, lo = winners.gather(1, idx), losers.gather(1, idx)
         h = psi[rows, w] - psi[rows, lo]
-        if loss == "dpo":  # d/dh of -log σ(τh), averaged over the batch
-            gh = -tau * torch.sigmoid(-tau * h) / batch
-        else:  # d/dh of (h - 1/(2τ))²
-            gh = 2.0 * (h - 0.5 / tau) / batch
+        gh = preference_loss_grad(h, loss, tau) / batch  # mean over the mini-batch
         g = torch.zeros_like(psi)
         g.index_put_((rows, w), gh, accumulate=True)
         g.index_put_((rows, lo), -gh, accumulate=True)

@@ -8,6 +8,8 @@ seeds (so results do not depend on the order of the agent list).
 
 from __future__ import annotations
 
+import itertools
+import json
 import time
 import zlib
 from collections.abc import Mapping
@@ -26,7 +28,7 @@ from bayescrl.bandits.offline import OfflineData, sample_offline
 from bayescrl.bandits.prior import informed_prior
 from bayescrl.bandits.warmtsof import WarmTSOFAgent
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import write_json
+from bayescrl.utils.io import apply_overrides, write_json
 from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.seeding import set_torch_threads
 
@@ -71,9 +73,8 @@ def assumed_competence(
         if item == "true":
             beta[:, r] = data.raters[r].beta
         elif item == "mle":
-            g = torch.Generator().manual_seed(12345 + r)
             lam_r = float(lam[0, r])
-            beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r, generator=g)
+            beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r)
         elif item == "entropy":
             beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=opts["entropy_c"])
         elif item == "bayes":
@@ -230,8 +231,82 @@ def run_experiment(
     return result
 
 
+def _cell_name(assign: Mapping[str, Any]) -> str:
+    return ",".join(f"{k.split('.')[-1]}={v}" for k, v in assign.items())
+
+
+def run_sweep(
+    config: Mapping[str, Any], seeds: int = 5, out: str | Path | None = None, progress: bool = False
+) -> dict[str, Any]:
+    """Run ``config`` once per cell of its ``sweep: {dotted.key: [values], ...}`` (cartesian product).
+
+    Each cell is a full :func:`run_experiment` (written to ``out/<cell>/``); ``out/summary.json`` holds
+    ``{"cells": {cell: {agent: {final_regret_mean, final_regret_std, wall_time_s}}}}`` and
+    ``out/summary.png`` a grouped bar chart (mean ± 1 sd final regret).
+    """
+    sweep = config.get("sweep") or {}
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise ConfigError("sweep", sweep, "must be a non-empty mapping {dotted.key: [values]}")
+    for k, v in sweep.items():
+        if not isinstance(v, (list, tuple)) or not v:
+            raise ConfigError(f"sweep.{k}", v, "must be a non-empty list of values")
+    base = {k: v for k, v in config.items() if k != "sweep"}
+    keys = list(sweep)
+    cells: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    for values in itertools.product(*(sweep[k] for k in keys)):
+        assign = dict(zip(keys, values, strict=True))
+        overrides = [f"{k}={json.dumps(v)}" for k, v in assign.items()]
+        cfg = apply_overrides(base, overrides)
+        name = _cell_name(assign)
+        sub = None if out is None else Path(out) / name.replace("=", "_").replace(",", "__")
+        res = run_experiment(cfg, seeds=seeds, out=sub, progress=progress)
+        cells[name] = {
+            "assign": assign,
+            "agents": {
+                a: {k: v[k] for k in ("final_regret_mean", "final_regret_std", "wall_time_s")}
+                for a, v in res["agents"].items()
+            },
+        }
+    summary = {"sweep": dict(sweep), "seeds": seeds, "cells": cells, "wall_time_s": time.perf_counter() - t0}
+    if out is not None:
+        write_json(Path(out) / "summary.json", summary)
+        plot_cells(cells, Path(out) / "summary.png", title=config.get("name", ""))
+    return summary
+
+
+def plot_cells(cells: Mapping[str, Any], path: Path, title: str = "") -> Path:
+    """Grouped bars: final cumulative regret (mean ± 1 sd) of every agent in every sweep cell."""
+    from bayescrl.utils.plotting import plt
+
+    p = plt()
+    names = list(cells)
+    agents = list(next(iter(cells.values()))["agents"])
+    width = 0.8 / len(agents)
+    fig, ax = p.subplots(figsize=(max(6.4, 1.1 * len(names) + 2), 4.2))
+    for j, a in enumerate(agents):
+        xs = [i + (j - (len(agents) - 1) / 2) * width for i in range(len(names))]
+        m = [cells[n]["agents"][a]["final_regret_mean"] for n in names]
+        sd = [cells[n]["agents"][a]["final_regret_std"] for n in names]
+        ax.bar(xs, m, width, yerr=sd, capsize=2, label=a)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("final cumulative regret")
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    p.close(fig)
+    return path
+
+
 def final_table(result: Mapping[str, Any]) -> str:
-    """A one-line-per-agent text table of final regret (mean ± sd) and wall time."""
+    """A one-line-per-agent text table of final regret (mean ± sd) and wall time (sweeps: per cell)."""
+    if "cells" in result:
+        return "\n\n".join(f"[{name}]\n" + final_table(cell) for name, cell in result["cells"].items())
     lines = [f"{'agent':28s} {'regret':>18s} {'time [s]':>9s}"]
     for label, s in result["agents"].items():
         reg = f"{s['final_regret_mean']:.2f} ± {s['final_regret_std']:.2f}"
@@ -239,4 +314,4 @@ def final_table(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["final_table", "make_world", "run_experiment"]
+__all__ = ["final_table", "make_world", "run_experiment", "run_sweep"]

@@ -107,7 +107,10 @@ def sample_offline(
         i0_s, i1_s, y_s, r_s, vt_s = [], [], [], [], []
         for r, rater in enumerate(raters):
             vt = theta[s].cpu() + torch.randn(d, generator=g, dtype=theta.dtype) / rater.lam
-            pair = torch.multinomial(mu, 2 * rater.N, replacement=True, generator=g).view(2, rater.N)
+            if rater.N:
+                pair = torch.multinomial(mu, 2 * rater.N, replacement=True, generator=g).view(2, rater.N)
+            else:
+                pair = torch.zeros(2, 0, dtype=torch.long)
             a = arms[s].cpu()
             y = label(a[pair[0]], a[pair[1]], vt.expand(rater.N, d), rater.beta, rater.expert, g)
             i0_s.append(pair[0])

@@ -4,7 +4,8 @@ Per iteration k:
 
 1. collect trajectories with pi_{k-1}; compute time-indexed advantages ``A_h``, ``A_{C_i,h}``
    (:func:`~bayescrl.constrained.core.advantages.finite_horizon_advantages`, critics ``V_h(s)`` take
-   ``h/H`` as input) and update the critics;
+   ``h/H`` as input) and update the critics (fitted in the same minibatch passes as the policy; the
+   advantages were already computed with the pre-update critics, so the order is immaterial);
 2. Lagrange multipliers by Eq. `lagrangeupdaterule`:
    ``lambda_i <- max(0, lambda_i + beta * Psi_i(pi_{k-1}, pi_{k-1}))`` with
    ``Psi_i = sum_h E[A_{C_i,h}] + J_{C_i}(pi_{k-1}) - d_i``;
@@ -24,7 +25,7 @@ terms plus the penalty, whose argument is the cumulative cost surrogate ``sum_{h
 ``t = 1`` loss (all ``h``), which contains every ``h``-term once; its gradient is the sum of the
 per-``t`` gradients of the sweep when the penalty is inactive, and with a shared network the
 sequential sweep collapses into minibatch epochs over all ``h``. Consequently ``Psi_{C_i,t}`` and
-``lambda_{t,i}`` are identical across ``t`` (``sum_{h>=t} E[A_{C_i,h}] ~ 0`` under ``pi_{k-1}``) and we
+``lambda_{t,i}`` are identical across ``t`` (``sum_{h>=t} E[A_{C_i,h}] = 0`` under ``pi_{k-1}``) and we
 keep one multiplier per constraint; ``C(pi_k)`` keeps the text's sum over ``t`` (a factor ``H``).
 
 Departures (documented in ``docs/ecop.md``):
@@ -34,6 +35,18 @@ Departures (documented in ``docs/ecop.md``):
 * ``sum_h E_{s ~ rho_h}[.]`` is estimated as ``H_eff * mean over samples`` with ``H_eff`` the mean
   episode length; cost advantages are centred but not scaled so that ``L_Ci + J_Ci - d_i`` is in cost
   units; reward advantages are normalised (mean 0, sd 1);
+* ``constraint_scale="per_step"`` (default) divides ``J_Ci - d_i`` by ``H_eff`` and uses the per-step
+  mean of the clipped cost surrogate with cost advantages normalised (mean 0, sd 1) like the reward
+  ones (the seed's appendix: "normalizing the advantage values (for both rewards and constraints)"):
+  the constraint in per-step units, as P3O's ``(1 - gamma)`` and CPO's ``c / ep_len``
+  rescalings. A positive rescaling of a constraint leaves the feasible set and the solution unchanged
+  (Theorem `th:relu_solution_same` holds with rescaled ``beta``, ``lambda``), but keeps the multipliers
+  on the scale of the normalised reward surrogate; with episode units ``beta (J_C - d)`` moved
+  ``lambda`` by hundreds per iteration on PointCircle and training oscillated between zero cost and
+  zero return. ``constraint_scale="episode"`` gives the text's literal scale;
+* in Eq. `lagrangeupdaterule`, ``Psi(pi_{k-1}, pi_{k-1})`` is evaluated as ``J_Ci - d_i``: its advantage
+  term has expectation exactly 0 under ``pi_{k-1}``, and its sample estimate is only the critic's bias
+  times ``H`` (which made the multipliers explode in our first PointCircle runs);
 * ``C(pi_k)`` uses the latest rollout's estimate of ``J_Ci``; ``kappa``/``beta_max`` are not given in
   the text (defaults 1.02 and 20).
 """
@@ -61,6 +74,8 @@ class ECOPConfig(TrainConfig):
     adaptive_beta: bool = True
     kappa: float = 1.02  # beta <- min(beta_max, kappa beta)
     beta_max: float = 20.0
+    constraint_scale: str = "per_step"  # per_step: Psi / H_eff (default) | episode: Psi as written
+
 
     def validate(self) -> None:
         super().validate()
@@ -68,6 +83,8 @@ class ECOPConfig(TrainConfig):
             raise ConfigError("beta", self.beta, "must be a finite number > 0")
         if not self.kappa > 1:
             raise ConfigError("kappa", self.kappa, "must be > 1")
+        if self.constraint_scale not in ("per_step", "episode"):
+            raise ConfigError("constraint_scale", self.constraint_scale, "must be 'per_step' or 'episode'")
         if not self.beta_max >= self.beta:
             raise ConfigError("beta_max", self.beta_max, f"must be >= beta = {self.beta}")
 
@@ -98,29 +115,26 @@ class ECOP(OnPolicyAlgorithm):
     def load_extra_state(self, state: dict) -> None:
         self.lam, self.beta = state["lam"].clone(), float(state["beta"])
 
-    def update(self, batch: Batch) -> dict[str, float]:
-        # Algorithm line 3: update the critics on the fresh trajectories (advantages use the old ones).
-        logs = self.update_critics(batch)
-        logs.update(self.update_policy(batch))
-        return logs
-
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
-        raw_c = batch.advantages[:, 1:]
-        adv_c = self.normalize(raw_c, center_only=True)
-        gap = (batch.ep_cost_est - self.cost_limits).float()  # J_Ci(pi_{k-1}) - d_i
-        # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1)
-        psi_old = h_eff * raw_c.double().mean(0) + gap.double()
+        per_step = cfg.constraint_scale == "per_step"
+        # per_step: cost advantages normalised like the reward ones (the seed's appendix normalises both)
+        adv_c = self.normalize(batch.advantages[:, 1:], center_only=not (per_step and cfg.normalize_advantages))
+        scale = 1.0 / h_eff if per_step else 1.0
+        gap = scale * (batch.ep_cost_est - self.cost_limits).float()  # J_Ci(pi_{k-1}) - d_i
+        # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1): the advantage term
+        # sum_h E_{a ~ pi_{k-1}}[A^{pi_{k-1}}_{C,h}] is exactly 0, so Psi = J_C(pi_{k-1}) - d.
+        psi_old = gap.double()
         self.lam = torch.clamp(self.lam + self.beta * psi_old, min=0.0)
         lam, beta = self.lam.float(), self.beta
 
         def loss_fn(idx, ratio, dist):
             loss = -clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
             if self.m:
-                l_c = h_eff * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
+                l_c = (1.0 if per_step else h_eff) * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
                 loss = loss + ecop_penalty(l_c + gap, lam, beta)
             return loss
 

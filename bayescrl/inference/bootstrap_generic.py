@@ -80,15 +80,17 @@ def generic_perturbed_map(
         if is_normal:
             weights[k] = torch.ones(bshape, dtype=torch.float64)
             if obs_noise:
-                obs_z[k] = rand(node["value"].shape)
+                obs_z[k] = rand(node["fn"].shape())  # one noise draw per particle and observation
         else:
             pp = p.reshape(*([1] * (len(bshape) - p.dim())), *p.shape).expand(bshape)
-            weights[k] = torch.bernoulli(pp, generator=gen) if bool((pp < 1).any()) else torch.ones(bshape).double()
+            weights[k] = (
+                torch.bernoulli(pp, generator=gen) if bool((pp < 1).any()) else torch.ones(bshape).double()
+            )
     if anchor_prior:
         for k in latents:
             base = _base(prior_tr.nodes[k]["fn"])
             if isinstance(base, (dist.Normal, dist.MultivariateNormal)):
-                lat_z[k] = rand(prior_tr.nodes[k]["value"].shape)
+                lat_z[k] = rand(prior_tr.nodes[k]["fn"].shape())
 
     def losses() -> torch.Tensor:
         values = {k: transforms[k](params[k]) for k in latents}

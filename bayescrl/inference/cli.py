@@ -17,16 +17,40 @@ def _options(pairs: tuple[str, ...]) -> dict:
 
 @click.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--engine", type=ENGINE_CHOICE, default="bootstrap", show_default=True, help="Inference engine.")
-@click.option("--samples", "num_samples", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Posterior samples written (draws per chain for nuts).")
+@click.option(
+    "--engine", type=ENGINE_CHOICE, default="bootstrap", show_default=True, help="Inference engine."
+)
+@click.option(
+    "--samples",
+    "num_samples",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Posterior samples written (draws per chain for nuts).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--out", type=click.Path(dir_okay=False), default="posterior.nc", show_default=True,
-              help="ArviZ NetCDF output (h5netcdf); a JSON summary is written next to it.")
-@click.option("-o", "--option", "options", multiple=True, metavar="KEY=VALUE",
-              help="Engine option, e.g. -o p_offline=0.6 -o guide=lowrank -o num_chains=4 (repeatable).")
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Override a spec field, e.g. --set noise_sd=0.5.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default="posterior.nc",
+    show_default=True,
+    help="ArviZ NetCDF output (h5netcdf); a JSON summary is written next to it.",
+)
+@click.option(
+    "-o",
+    "--option",
+    "options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Engine option, e.g. -o p_offline=0.6 -o guide=lowrank -o num_chains=4 (repeatable).",
+)
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a spec field, e.g. --set noise_sd=0.5.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress bars.")
 def infer(spec, engine, num_samples, seed, out, options, overrides, progress) -> None:
     """Fit a posterior to SPEC (YAML model spec or JSON data file) and write ArviZ NetCDF.
@@ -58,15 +82,33 @@ def infer(spec, engine, num_samples, seed, out, options, overrides, progress) ->
 
 @click.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--num-prefs", type=click.IntRange(min=0), default=20, show_default=True,
-              help="Offline comparisons (split evenly over the raters).")
-@click.option("--num-rewards", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Online numeric rewards.")
-@click.option("--num-arms", type=click.IntRange(min=0), default=50, show_default=True,
-              help="Items are drawn uniformly from this many Gaussian arms (0: fresh Gaussian items).")
-@click.option("--heldout", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Extra held-out comparisons (for `compare`).")
-@click.option("--greedy", is_flag=True, help="Deterministic greedy raters (the seed's flawed-expert ablation).")
+@click.option(
+    "--num-prefs",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Offline comparisons (split evenly over the raters).",
+)
+@click.option(
+    "--num-rewards", type=click.IntRange(min=0), default=0, show_default=True, help="Online numeric rewards."
+)
+@click.option(
+    "--num-arms",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="Items are drawn uniformly from this many Gaussian arms (0: fresh Gaussian items).",
+)
+@click.option(
+    "--heldout",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Extra held-out comparisons (for `compare`).",
+)
+@click.option(
+    "--greedy", is_flag=True, help="Deterministic greedy raters (the seed's flawed-expert ablation)."
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spec field.")
 @click.option("--out", type=click.Path(dir_okay=False), default="data.json", show_default=True)
@@ -94,12 +136,28 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option("--engines", default="", help="Comma-separated engines (default: every applicable one).")
 @click.option("--samples", "num_samples", type=click.IntRange(min=10), default=1000, show_default=True)
-@click.option("--coverage-reps", type=click.IntRange(min=0), default=100, show_default=True,
-              help="Synthetic data sets for the coverage of exact / laplace / bootstrap (batched).")
-@click.option("--coverage-reps-slow", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Synthetic data sets for the coverage of svi / nuts (one fit each).")
-@click.option("-o", "--option", "options", multiple=True, metavar="ENGINE.KEY=VALUE",
-              help="Engine option, e.g. -o nuts.num_chains=4 -o bootstrap.p_offline=0.6.")
+@click.option(
+    "--coverage-reps",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="Synthetic data sets for the coverage of exact / laplace / bootstrap (batched).",
+)
+@click.option(
+    "--coverage-reps-slow",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Synthetic data sets for the coverage of svi / nuts (one fit each).",
+)
+@click.option(
+    "-o",
+    "--option",
+    "options",
+    multiple=True,
+    metavar="ENGINE.KEY=VALUE",
+    help="Engine option, e.g. -o nuts.num_chains=4 -o bootstrap.p_offline=0.6.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/compare", show_default=True)
 def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, options, seed, out_dir) -> None:

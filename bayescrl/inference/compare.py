@@ -87,9 +87,12 @@ def heldout_logloss(
         m = h.pref_mask
         n = int(m.sum())
         idx = torch.stack([torch.randperm(n, generator=gen)[: min(tau, n)] for _ in range(batches)])
-        X0, X1, rr, yy = h.x0[m][idx].reshape(-1, d), h.x1[m][idx].reshape(-1, d), h.rater[m][idx].reshape(-1), h.y[
-            m
-        ][idx].reshape(-1)
+        X0, X1, rr, yy = (
+            h.x0[m][idx].reshape(-1, d),
+            h.x1[m][idx].reshape(-1, d),
+            h.rater[m][idx].reshape(-1),
+            h.y[m][idx].reshape(-1),
+        )
         tau = idx.shape[1]
     else:
         return None
@@ -101,7 +104,9 @@ def heldout_logloss(
     return {"marginal": marginal, "joint_per_item": joint, "tau": tau}
 
 
-def _synthetic_batch(model: SpecModel, reps: int, gen: torch.Generator) -> tuple[BTLinearProblem, torch.Tensor]:
+def _synthetic_batch(
+    model: SpecModel, reps: int, gen: torch.Generator
+) -> tuple[BTLinearProblem, torch.Tensor]:
     """``reps`` data sets with the spec's design, θ* ~ prior, labels/rewards from the model."""
     p = model.problem
     d, R = p.dim, p.num_raters
@@ -131,7 +136,13 @@ def _synthetic_batch(model: SpecModel, reps: int, gen: torch.Generator) -> tuple
 
 
 def coverage(
-    model: SpecModel, engine: str, *, reps: int, level: float = 0.9, num_samples: int = 400, seed: int = 0,
+    model: SpecModel,
+    engine: str,
+    *,
+    reps: int,
+    level: float = 0.9,
+    num_samples: int = 400,
+    seed: int = 0,
     options: dict | None = None,
 ) -> float | None:
     """Fraction of θ* coordinates inside the engine's central ``level`` credible interval (batched reps)."""
@@ -143,7 +154,9 @@ def coverage(
     if engine == "exact":
         if bool(model.problem.pref_mask.any()):
             return None
-        post = GaussianLinearPosterior(prob.mu0.expand(reps, -1), prob.cov0, prob.noise_sd).update_many(prob.x, prob.r)
+        post = GaussianLinearPosterior(prob.mu0.expand(reps, -1), prob.cov0, prob.noise_sd).update_many(
+            prob.x, prob.r
+        )
         samples = post.sample(num_samples, gen)
     elif engine == "laplace":
         samples = laplace(prob).sample(num_samples, gen)[0]
@@ -153,11 +166,22 @@ def coverage(
         rows = []
         for b in tqdm(range(reps), desc=f"coverage[{engine}]", leave=False):
             one = BTLinearProblem.from_data(
-                prob.mu0, prob.cov0, prob.beta, prob.lam, prob.noise_sd, x0=prob.x0[b], x1=prob.x1[b], y=prob.y[b],
-                rater=prob.rater[b], x=prob.x[b], r=prob.r[b],
+                prob.mu0,
+                prob.cov0,
+                prob.beta,
+                prob.lam,
+                prob.noise_sd,
+                x0=prob.x0[b],
+                x1=prob.x1[b],
+                y=prob.y[b],
+                rater=prob.rater[b],
+                x=prob.x[b],
+                r=prob.r[b],
             )
             sm = replace(model, problem=one, transitions=None)
-            rows.append(fit(sm, engine=engine, seed=seed + b, **options).sample(num_samples, seed + b)["theta"])
+            rows.append(
+                fit(sm, engine=engine, seed=seed + b, **options).sample(num_samples, seed + b)["theta"]
+            )
         samples = torch.stack(rows)
     lo = torch.quantile(samples, (1 - level) / 2, dim=-2)
     hi = torch.quantile(samples, (1 + level) / 2, dim=-2)
@@ -259,7 +283,8 @@ def markdown_table(report: dict[str, Any]) -> str:
         keys = ("converged", "converged_fraction", "steps", "rhat_max", "ess_bulk_min", "divergences")
         diag = ", ".join(f"{k}={f(dg[k]) if isinstance(dg[k], float) else dg[k]}" for k in keys if k in dg)
         lines.append(
-            f"| {e} | {f(r['seconds_per_1000'])} | {f(r['mean_error'])} | {f(r['cov_rel_error'])} | {f(r['w2'])} | "
+            f"| {e} | {f(r['seconds_per_1000'])} | {f(r['mean_error'])} | {f(r['cov_rel_error'])} | "
+            f"{f(r['w2'])} | "
             f"{f(ll.get('marginal'))} | {f(ll.get('joint_per_item'))} | {f(r['coverage90'])} | {diag} |"
         )
     return "\n".join(lines) + "\n"
@@ -288,4 +313,3 @@ def plot_marginals(samples: dict[str, torch.Tensor], path: Path, truth: dict | N
     fig.savefig(path, dpi=90)
     p.close(fig)
     return path
-

@@ -69,8 +69,14 @@ def fit(
         tr = poutine.trace(fn).get_trace()
     observed = {k: tr.nodes[k]["value"] for k, i in infos.items() if i.observed}
     t0 = time.perf_counter()
-    kw = {"engine": engine, "model": fn, "infos": infos, "observed": observed, "max_plate_nesting": nest,
-          "coords": coords}
+    kw = {
+        "engine": engine,
+        "model": fn,
+        "infos": infos,
+        "observed": observed,
+        "max_plate_nesting": nest,
+        "coords": coords,
+    }
     fast = isinstance(model, SpecModel) and model.fixed_competence
     if engine == "exact":
         post = Posterior(sampler=_exact_sampler(model, infos), approximate=False, **kw)
@@ -86,7 +92,9 @@ def fit(
         sampler, diag = fit_svi(fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options)
         post = Posterior(sampler=sampler, diagnostics=diag, **kw)
     else:
-        chains, stats, diag = fit_nuts(fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options)
+        chains, stats, diag = fit_nuts(
+            fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options
+        )
         post = Posterior(sampler=None, chains=chains, sample_stats=stats, diagnostics=diag, **kw)
     post.diagnostics["fit_seconds"] = time.perf_counter() - t0
     return post
@@ -104,7 +112,9 @@ def _exact_sampler(model, infos):
         raise ConfigError("engine", "exact", reason)
     if model.beta_priors or model.lam_priors:
         site = next(k for k in infos if k.startswith(("beta_", "lam_")))
-        raise ConfigError("engine", "exact", f"site '{site}' (unknown rater competence) has no conjugate form")
+        raise ConfigError(
+            "engine", "exact", f"site '{site}' (unknown rater competence) has no conjugate form"
+        )
     p = model.problem
     if bool(p.pref_mask.any()):
         raise ConfigError(
@@ -113,14 +123,17 @@ def _exact_sampler(model, infos):
             "site 'pref' (Bradley–Terry preference likelihood) is not conjugate to the Gaussian prior of "
             "'theta'; use laplace, bootstrap, svi or nuts",
         )
-    post = GaussianLinearPosterior(p.mu0, p.cov0, p.noise_sd).update_many(p.x[p.reward_mask], p.r[p.reward_mask])
+    post = GaussianLinearPosterior(p.mu0, p.cov0, p.noise_sd).update_many(
+        p.x[p.reward_mask], p.r[p.reward_mask]
+    )
     eta = _dirichlet(model)
 
     def sampler(n: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
         theta = post.sample(n, gen)
-        vt = theta.unsqueeze(-2) + torch.randn(n, p.num_raters, p.dim, generator=gen, dtype=theta.dtype) / p.lam[
-            :, None
-        ]
+        vt = (
+            theta.unsqueeze(-2)
+            + torch.randn(n, p.num_raters, p.dim, generator=gen, dtype=theta.dtype) / p.lam[:, None]
+        )
         out = {"theta": theta, "vartheta": vt}
         return _add_eta(out, eta, n, gen)
 
@@ -216,7 +229,10 @@ def _bootstrap_generic(fn, infos, nest, kw, options) -> Posterior:
 
     def sampler(n, gen):
         out, d = generic_perturbed_map(fn, infos, n, max_plate_nesting=nest, generator=gen, **opts)
-        diag.update(converged_fraction=float(d["converged"].double().mean()), grad_norm_max=float(d["grad_norm"].max()))
+        diag.update(
+            converged_fraction=float(d["converged"].double().mean()),
+            grad_norm_max=float(d["grad_norm"].max()),
+        )
         return out
 
     return Posterior(sampler=sampler, diagnostics=diag, **kw)

@@ -86,7 +86,12 @@ class GaussianLinearPosterior:
         """``n`` exact posterior draws: ``[*batch, n, d]``."""
         chol = torch.linalg.cholesky(self.cov)
         eps = torch.randn(
-            *self.mean.shape[:-1], n, self.dim, generator=generator, dtype=self.mean.dtype, device=self.mean.device
+            *self.mean.shape[:-1],
+            n,
+            self.dim,
+            generator=generator,
+            dtype=self.mean.dtype,
+            device=self.mean.device,
         )
         return self.mean.unsqueeze(-2) + eps @ chol.mT
 
@@ -101,7 +106,9 @@ class DirichletPosterior:
         self.alpha0 = torch.as_tensor(alpha0, dtype=dtype, device=device).clone()
         if not (self.alpha0 > 0).all() or not torch.isfinite(self.alpha0).all():
             bad = self.alpha0[~((self.alpha0 > 0) & torch.isfinite(self.alpha0))]
-            raise DataError("transitions.alpha0", bad.tolist(), "Dirichlet concentrations must be finite and > 0")
+            raise DataError(
+                "transitions.alpha0", bad.tolist(), "Dirichlet concentrations must be finite and > 0"
+            )
         self.counts = torch.zeros_like(self.alpha0)
 
     @property
@@ -154,7 +161,9 @@ def _gamma(alpha: torch.Tensor, generator: torch.Generator, max_rounds: int = 64
         z = torch.randn(a.shape, generator=generator, dtype=a.dtype, device=a.device)
         u = torch.rand(a.shape, generator=generator, dtype=a.dtype, device=a.device)
         v = (1 + c * z) ** 3
-        ok = (v > 0) & (torch.log(u.clamp_min(1e-300)) < 0.5 * z**2 + d - d * v + d * torch.log(v.clamp_min(1e-300)))
+        ok = (v > 0) & (
+            torch.log(u.clamp_min(1e-300)) < 0.5 * z**2 + d - d * v + d * torch.log(v.clamp_min(1e-300))
+        )
         new = ok & ~done
         out = torch.where(new, d * v, out)
         done = done | ok

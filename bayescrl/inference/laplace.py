@@ -39,8 +39,14 @@ class LaplaceResult:
     def sample(self, n: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(theta [B?,n,d], vartheta [B?,n,R,d])`` drawn from the joint Gaussian."""
         chol = torch.linalg.cholesky(self.cov)
-        eps = torch.randn(*self.mean.shape[:-1], n, self.mean.shape[-1], generator=generator,
-                          dtype=self.mean.dtype, device=self.mean.device)
+        eps = torch.randn(
+            *self.mean.shape[:-1],
+            n,
+            self.mean.shape[-1],
+            generator=generator,
+            dtype=self.mean.dtype,
+            device=self.mean.device,
+        )
         z = self.mean.unsqueeze(-2) + eps @ chol.mT
         return z[..., : self.dim], z[..., self.dim :].reshape(*z.shape[:-1], self.num_raters, self.dim)
 
@@ -53,4 +59,6 @@ def laplace(problem: BTLinearProblem, *, tol: float = 1e-8, max_iter: int = 100)
     cov = torch.cholesky_inverse(chol)
     cov = 0.5 * (cov + cov.mT)
     mean = torch.cat([res.theta[..., 0, :], res.vartheta[..., 0, :, :].flatten(-2)], -1)
-    return LaplaceResult(mean, cov, problem.dim, problem.num_raters, res.converged[..., 0], res.grad_norm[..., 0])
+    return LaplaceResult(
+        mean, cov, problem.dim, problem.num_raters, res.converged[..., 0], res.grad_norm[..., 0]
+    )

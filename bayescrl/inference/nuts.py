@@ -43,7 +43,9 @@ def fit_nuts(
             jit_compile=jit,
             ignore_jit_warnings=True,
         )
-        mcmc = MCMC(kernel, num_samples=num_samples, warmup_steps=warmup, num_chains=1, disable_progbar=not progress)
+        mcmc = MCMC(
+            kernel, num_samples=num_samples, warmup_steps=warmup, num_chains=1, disable_progbar=not progress
+        )
         mcmc.run()
         s = mcmc.get_samples()
         per_chain.append({k: s[k].double() for k in latents})

@@ -56,11 +56,17 @@ class Posterior:
         if self.chains is not None:
             flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in self.chains.items()}
             total = next(iter(flat.values())).shape[0]
-            idx = torch.randperm(total, generator=gen)[:n] if n <= total else torch.randint(total, (n,), generator=gen)
+            idx = (
+                torch.randperm(total, generator=gen)[:n]
+                if n <= total
+                else torch.randint(total, (n,), generator=gen)
+            )
             return {k: v[idx] for k, v in flat.items()}
         return self.sampler(n, gen)
 
-    def mean_cov(self, site: str = "theta", n: int = 4000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    def mean_cov(
+        self, site: str = "theta", n: int = 4000, seed: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         s = self.sample(n, seed)[site].reshape(n, -1).double()
         return s.mean(0), torch.cov(s.T).reshape(s.shape[1], s.shape[1])
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pyro
 import pyro.poutine as poutine
-from pyro.poutine.util import site_is_subsample
 import torch
+from pyro.poutine.util import site_is_subsample
 
 
 @dataclass
@@ -83,7 +83,9 @@ def pointwise_log_lik(
             cond = {k: to_particles(v, infos[k], nesting) for k, v in latent.items()}
             with torch.no_grad(), pyro.plate("_particles", n, dim=-(nesting + 1)):
                 tr = poutine.trace(poutine.condition(model, cond)).get_trace()
-            return {k: tr.nodes[k]["fn"].log_prob(tr.nodes[k]["value"]).reshape(n, *infos[k].shape) for k in obs}
+            return {
+                k: tr.nodes[k]["fn"].log_prob(tr.nodes[k]["value"]).reshape(n, *infos[k].shape) for k in obs
+            }
         except (RuntimeError, ValueError):
             pass  # model not vectorisable: fall back to a loop over samples
     rows: dict[str, list[torch.Tensor]] = {k: [] for k in obs}

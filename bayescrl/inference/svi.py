@@ -52,7 +52,9 @@ def fit_svi(
     kw = {"rank": rank} if guide == "lowrank" and rank else {}
     g = GUIDES[guide](model, init_scale=0.05, **kw) if guide != "lowrank" else GUIDES[guide](model, **kw)
     optim = ClippedAdam({"lr": lr, "lrd": 0.1 ** (1 / max_steps)})
-    elbo = Trace_ELBO(num_particles=num_particles, vectorize_particles=True, max_plate_nesting=max_plate_nesting)
+    elbo = Trace_ELBO(
+        num_particles=num_particles, vectorize_particles=True, max_plate_nesting=max_plate_nesting
+    )
     svi = SVI(model, g, optim, elbo)
     losses: list[float] = []
     converged = False

@@ -108,7 +108,9 @@ class BTLinearProblem:
         beta_t = torch.as_tensor(beta, dtype=dtype, device=device).reshape(-1)
         lam_t = torch.as_tensor(lam, dtype=dtype, device=device).reshape(-1)
         if beta_t.numel() != lam_t.numel():
-            raise DataError("raters", (beta_t.tolist(), lam_t.tolist()), "beta and lam need one value per rater")
+            raise DataError(
+                "raters", (beta_t.tolist(), lam_t.tolist()), "beta and lam need one value per rater"
+            )
         lead = () if batch_size is None else (batch_size,)
         kw = {"device": device}
         prob = cls(
@@ -232,7 +234,11 @@ class BTLinearProblem:
 
     # ------------------------------------------------------------------ appending
     def _grow(self, kind: str, needed: int) -> None:
-        names = ["x0", "x1", "y", "rater", "pref_online", "pref_mask"] if kind == "pref" else ["x", "r", "reward_mask"]
+        names = (
+            ["x0", "x1", "y", "rater", "pref_online", "pref_mask"]
+            if kind == "pref"
+            else ["x", "r", "reward_mask"]
+        )
         axis = 1 if self.batched else 0
         cap = getattr(self, names[0]).shape[axis]
         if needed <= cap:
@@ -259,12 +265,22 @@ class BTLinearProblem:
             i = int(bad.nonzero()[0])
             raise DataError("preferences.y", float(y[i]), "must be 0 or 1", index=i)
         n = y.shape[0]
-        rater = torch.zeros(n, dtype=torch.long, device=dev) if rater is None else torch.as_tensor(rater, device=dev)
+        rater = (
+            torch.zeros(n, dtype=torch.long, device=dev)
+            if rater is None
+            else torch.as_tensor(rater, device=dev)
+        )
         rater = rater.reshape(-1).long().expand(n)
         if ((rater < 0) | (rater >= self.num_raters)).any():
             i = int(((rater < 0) | (rater >= self.num_raters)).nonzero()[0])
-            raise DataError("preferences.rater", int(rater[i]), f"unknown rater index (R = {self.num_raters})", i)
-        online = torch.zeros(n, dtype=torch.bool, device=dev) if online is None else torch.as_tensor(online, device=dev)
+            raise DataError(
+                "preferences.rater", int(rater[i]), f"unknown rater index (R = {self.num_raters})", i
+            )
+        online = (
+            torch.zeros(n, dtype=torch.bool, device=dev)
+            if online is None
+            else torch.as_tensor(online, device=dev)
+        )
         online = online.reshape(-1).bool().expand(n)
         if not self.batched:
             x0, x1 = x0.reshape(-1, self.dim), x1.reshape(-1, self.dim)
@@ -276,7 +292,9 @@ class BTLinearProblem:
             return
         idx = self._batch_index(batch_index)
         if x0.shape != (idx.shape[0], self.dim):
-            raise DataError("preferences.x0", tuple(x0.shape), f"batched append expects [{idx.shape[0]}, {self.dim}]")
+            raise DataError(
+                "preferences.x0", tuple(x0.shape), f"batched append expects [{idx.shape[0]}, {self.dim}]"
+            )
         pos = self.pref_mask[idx].sum(-1)
         self._grow("pref", int(pos.max()) + 1 if pos.numel() else 0)
         self.x0[idx, pos], self.x1[idx, pos], self.y[idx, pos] = x0, x1, y
@@ -315,7 +333,9 @@ class BTLinearProblem:
 
     def clone(self) -> BTLinearProblem:
         kw = {f.name: getattr(self, f.name) for f in fields(self)}
-        return BTLinearProblem(**{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()})
+        return BTLinearProblem(
+            **{k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+        )
 
     def batch_view(self) -> BTLinearProblem:
         """The problem with a batch dimension (B = 1 added if unbatched; tensors are views)."""

@@ -162,7 +162,9 @@ def _prefs(recs: list, d: int, ids: dict[str, int], key: str):
         y.append(float(rec["y"]))
         rid = rec.get("rater", next(iter(ids)) if len(ids) == 1 else None)
         if rid is None:
-            raise DataError(f"{key}.rater", None, f"required when there are several raters {list(ids)}", index=i)
+            raise DataError(
+                f"{key}.rater", None, f"required when there are several raters {list(ids)}", index=i
+            )
         if str(rid) not in ids:
             raise DataError(f"{key}.rater", rid, f"unknown rater id (known: {list(ids)})", index=i)
         rater.append(ids[str(rid)])
@@ -232,19 +234,43 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
         xs.append(_vec(rec["x"], d, "rewards.x", i))
         rs.append(_num(rec["r"], "rewards.r", i))
     problem = BTLinearProblem.from_data(
-        mean, cov, beta, lam, noise_sd, x0=x0 or None, x1=x1 or None, y=y, rater=rater or None,
-        pref_online=online or None, x=xs or None, r=rs, rater_ids=tuple(ids), device=device,
+        mean,
+        cov,
+        beta,
+        lam,
+        noise_sd,
+        x0=x0 or None,
+        x1=x1 or None,
+        y=y,
+        rater=rater or None,
+        pref_online=online or None,
+        x=xs or None,
+        r=rs,
+        rater_ids=tuple(ids),
+        device=device,
     )
     heldout = None
     if spec.get("heldout"):
         h = _prefs(_records(spec, "heldout"), d, ids, "heldout")
         heldout = BTLinearProblem.from_data(
-            mean, cov, beta, lam, noise_sd, x0=h[0], x1=h[1], y=h[2], rater=h[3], rater_ids=tuple(ids), device=device
+            mean,
+            cov,
+            beta,
+            lam,
+            noise_sd,
+            x0=h[0],
+            x1=h[1],
+            y=h[2],
+            rater=h[3],
+            rater_ids=tuple(ids),
+            device=device,
         )
     transitions = _transitions(spec.get("transitions"), device) if spec.get("transitions") else None
     truth = None
     if isinstance(spec.get("truth"), dict) and "theta" in spec["truth"]:
-        truth = {"theta": torch.tensor(_vec(spec["truth"]["theta"], d, "truth.theta"), dtype=DT, device=device)}
+        truth = {
+            "theta": torch.tensor(_vec(spec["truth"]["theta"], d, "truth.theta"), dtype=DT, device=device)
+        }
         vt = spec["truth"].get("vartheta")
         if vt is not None:
             if not isinstance(vt, list) or len(vt) != len(ids):
@@ -263,7 +289,9 @@ def _transitions(t: Any, device) -> TransitionData:
             raise ConfigError(name, v, "must be an integer >= 1")
     a0 = t.get("alpha0", 1.0)
     if isinstance(a0, list):
-        alpha = torch.tensor([_num(v, "transitions.alpha0", i, positive=True) for i, v in enumerate(a0)], dtype=DT)
+        alpha = torch.tensor(
+            [_num(v, "transitions.alpha0", i, positive=True) for i, v in enumerate(a0)], dtype=DT
+        )
         if alpha.shape[0] != S:
             raise DataError("transitions.alpha0", a0, f"must have num_states = {S} entries")
     else:

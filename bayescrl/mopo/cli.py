@@ -17,7 +17,7 @@ MODES = ("tabular", "synthetic", "lm")
 
 
 def run_config(config: dict, out: Path, device: str = "cpu") -> dict:
-    """Dispatch one config on its ``mode``; returns the results dict (also written to ``out/results.json``)."""
+    """Dispatch one config on its ``mode``; returns the results (also written to ``out/results.json``)."""
     mode = config.get("mode")
     if mode not in MODES:
         raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
@@ -27,8 +27,12 @@ def run_config(config: dict, out: Path, device: str = "cpu") -> dict:
 
         results, run = solve_config(config, device)
         if run is not None:
-            plot_history(run, results["actions"], out / "action_probs.png",
-                         title=f"{results['solver']}, tau = {results['tau']}")
+            plot_history(
+                run,
+                results["actions"],
+                out / "action_probs.png",
+                title=f"{results['solver']}, tau = {results['tau']}",
+            )
         else:
             _bar(results["policy"], out / "policy.png", f"exact, tau = {results['tau']}")
     elif mode == "synthetic":

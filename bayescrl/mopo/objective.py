@@ -21,7 +21,7 @@ Shapes (``...`` = any leading batch dims, ``N`` atoms, ``K`` objectives, ``C = K
     lower_bound(x[..., N, C], chi[..., C], eps, weight=None) -> LB[..., C]          (Prop. `lowerbound_dual`)
     chi_loss(x, chi, eps, weight=None)                   -> -sum_k LB_k [...]         (Eq. `chi_update`)
     chi_star(x, eps, weight=None)                        -> argmax_chi LB [..., C]    (1-D concave, bisection)
-    lambda_loss(lam, F, lb, b)                           -> F - lam.(b - lb) [...]    (Eq. `lambda_policy_update`)
+    lambda_loss(lam, F, lb, b)                           -> F - lam.(b - lb)   (Eq. `lambda_policy_update`)
     normalized_ratio(log_ratio[..., N], weight=None)     -> ratio[..., N] with sum(weight * ratio) = 1
     bc_weights(log_rho[..., N], log_ratio_lag=None, weight=None) -> w[..., N]       (Eq. `policy-extraction`)
     bc_loss(logp[..., N], w[..., N])                     -> -mean(w * logp) [...]
@@ -94,7 +94,7 @@ def _log_weight(like: Tensor, weight: Tensor | None) -> Tensor:
 
 
 def split_objectives(ind: Tensor, primary: int = -1) -> tuple[Tensor, Tensor]:
-    """Split indicator columns ``ind[..., N, K]`` into the primary ``p[..., N]`` and constraints ``q[..., N, K-1]``.
+    """Split ``ind[..., N, K]`` into the primary ``p[..., N]`` and the constraints ``q[..., N, K-1]``.
 
     The thesis calls the primary objective ``K`` (the last column, ``primary=-1``); any column may be chosen.
     """
@@ -111,7 +111,7 @@ def augment_symmetric(
     pointwise: Tensor | None = None,
     pointwise_prime: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Symmetric augmentation of appendix `samplingbasedcop`: append ``(y', y, 1 - I(y, y'))`` to every record.
+    """Symmetric augmentation (appendix `samplingbasedcop`): append ``(y', y, 1 - I(y, y'))`` per record.
 
     ``ind[N, K]`` holds pairwise indicators ``I_k(y, y')`` (bit-flipped in the swapped copy). Optional
     pointwise labels of each response (e.g. the safety label ``q(y > 0)`` of Eq. `safe-obj`) are given for
@@ -148,7 +148,12 @@ def scores(p: Tensor, q: Tensor, lam: Tensor) -> Tensor:
 
 
 def log_rho_star(
-    p: Tensor, q: Tensor, lam: Tensor, tau: float | Tensor, weight: Tensor | None = None, normalize: bool = True
+    p: Tensor,
+    q: Tensor,
+    lam: Tensor,
+    tau: float | Tensor,
+    weight: Tensor | None = None,
+    normalize: bool = True,
 ) -> Tensor:
     """Log of the closed-form maximiser ``rho*_lam`` of the Lagrangian (Prop. `main_dual`, Eq. `dual`).
 
@@ -166,14 +171,19 @@ def log_rho_star(
 
 
 def rho_star(
-    p: Tensor, q: Tensor, lam: Tensor, tau: float | Tensor, weight: Tensor | None = None, normalize: bool = True
+    p: Tensor,
+    q: Tensor,
+    lam: Tensor,
+    tau: float | Tensor,
+    weight: Tensor | None = None,
+    normalize: bool = True,
 ) -> Tensor:
     """``rho*_lam = exp(log_rho_star(...))`` (Prop. `main_dual`)."""
     return torch.exp(log_rho_star(p, q, lam, tau, weight, normalize))
 
 
 def _expect(weight: Tensor | None, values: Tensor) -> Tensor:
-    """``sum_i w_i values_i`` over the atom dim (-1 for ``[..., N]``); uniform mean when ``weight`` is None."""
+    """``sum_i w_i values_i`` over the last (atom) dim; the uniform mean when ``weight`` is None."""
     if weight is None:
         return values.mean(-1)
     return (weight.to(values) * values).sum(-1)
@@ -188,7 +198,9 @@ def primal_values(
     is taken as 0 at ``rho = 0``.
     """
     tau_t = torch.as_tensor(tau, dtype=rho.dtype, device=rho.device)
-    ent = torch.where(rho > 0, rho * torch.log(rho.clamp_min(torch.finfo(rho.dtype).tiny)), torch.zeros_like(rho))
+    ent = torch.where(
+        rho > 0, rho * torch.log(rho.clamp_min(torch.finfo(rho.dtype).tiny)), torch.zeros_like(rho)
+    )
     f = _expect(weight, rho * p) - tau_t * _expect(weight, ent)
     g = _expect(weight, (rho.unsqueeze(-1) * q).transpose(-1, -2))
     return f, g
@@ -263,7 +275,7 @@ def chi_loss(x: Tensor, chi: Tensor, eps: float | Tensor, weight: Tensor | None 
 def chi_star(
     x: Tensor, eps: float, weight: Tensor | None = None, lo: float = 1e-6, hi: float = 1e6, iters: int = 100
 ) -> Tensor:
-    """Exact maximiser of the concave ``chi -> LB(chi)`` on ``[lo, hi]`` by bisection on its derivative in ``log chi``.
+    """Exact maximiser of the concave ``chi -> LB(chi)`` on ``[lo, hi]`` (bisection on ``dLB/dchi``).
 
     ``dLB/dchi = -log E[exp(-x/chi)] - E_{pi_chi}[x]/chi - eps`` with ``pi_chi ∝ w exp(-x/chi)``; the
     derivative is non-increasing, so bisection finds the root (or an endpoint). Used to check the stochastic
@@ -307,9 +319,7 @@ def normalized_ratio(log_ratio: Tensor, weight: Tensor | None = None) -> Tensor:
     return torch.exp(log_ratio - torch.logsumexp(log_ratio + lw, dim=-1, keepdim=True))
 
 
-def bc_weights(
-    log_rho: Tensor, log_ratio_lag: Tensor | None = None, weight: Tensor | None = None
-) -> Tensor:
+def bc_weights(log_rho: Tensor, log_ratio_lag: Tensor | None = None, weight: Tensor | None = None) -> Tensor:
     """Importance weights of the behaviour-cloning loss of Eq. `policy-extraction`.
 
     ``max_pi E_{y~pi*}[log pi(y)] = max_pi E_{y~pi_ref}[rho*(y) log pi(y)]``. When the reference has been
@@ -328,7 +338,7 @@ def _weight_or_uniform(like: Tensor, weight: Tensor | None) -> Tensor:
 
 
 def bc_loss(logp: Tensor, w: Tensor) -> Tensor:
-    """Weighted negative log-likelihood ``-(1/N) sum_i w_i log pi_psi(y_i)`` (Eq. `lambda_policy_update`, right)."""
+    """Weighted NLL ``-(1/N) sum_i w_i log pi_psi(y_i)`` (Eq. `lambda_policy_update`, right)."""
     return -(w * logp).mean(-1)
 
 
@@ -351,7 +361,9 @@ def log_barrier(z: Tensor, sigma: Tensor | float, s: Tensor | float | None = Non
     s_t = sigma_t**2 if s is None else torch.as_tensor(s, dtype=z.dtype, device=z.device)
     inside = z <= -s_t
     safe = torch.where(inside, -z, torch.ones_like(z))
-    return torch.where(inside, -sigma_t * torch.log(safe), sigma_t / s_t * z + (1.0 - torch.log(s_t)) * sigma_t)
+    return torch.where(
+        inside, -sigma_t * torch.log(safe), sigma_t / s_t * z + (1.0 - torch.log(s_t)) * sigma_t
+    )
 
 
 def barrier_objective(f: Tensor, g: Tensor, b: Tensor, sigma: Tensor) -> Tensor:
@@ -365,5 +377,5 @@ def barrier_multipliers(g: Tensor, b: Tensor, sigma: Tensor) -> Tensor:
 
 
 def sigma_schedule(sigma0: Tensor | float, gamma: Tensor | float, t: int) -> Tensor:
-    """Decreasing barrier parameter ``sigma^(t) = gamma^t sigma0`` (appendix `logbarrier`, ``0 < gamma < 1``)."""
+    """Decreasing barrier parameter ``sigma^(t) = gamma^t sigma0`` (appendix `logbarrier`, 0 < gamma < 1)."""
     return torch.as_tensor(sigma0) * torch.as_tensor(gamma) ** t

@@ -66,3 +66,6 @@ def mean_distance(points, front) -> float:
     pts, fr = _as_points(points), _as_points(front)
     d = np.sqrt(((pts[:, None, :] - fr[None, :, :]) ** 2).sum(-1)).min(1)
     return float(d.mean())
+
+
+nondominated = non_dominated  # alias (moocore spells it ``is_nondominated``)

@@ -19,7 +19,8 @@ Methods: DPO on D1, D2, D_J, D_C(w) for each ``w``; the COP oracle ``argmax_y r1
 sweep of thresholds. Each policy is one point ``(E_x E_{y~pi} r1, E_x E_{y~pi} r2)``. The true Pareto front
 of such points is computed on a fine ``(x, y)`` grid by scalarisation (every front point of the convex
 achievable set is supported) and densified linearly (mixtures). Hypervolumes use moocore with the
-reference point = the nadir of the true front (stated in the results).
+reference point = the component-wise minimum over all methods' points and the true front, minus 1% of
+the range (stated in the results), so that every method's points count.
 """
 
 from __future__ import annotations
@@ -66,10 +67,17 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
     taus = [float(t) for t in config.get("tau", [0.1, 1.0])]
     b_cfg = {**SANITY_B, **dict(config.get("b", {}) or {})}
     opts = dict(config.get("mopo", {}) or {})
-    kw = dict(steps=int(opts.get("steps", 20_000)), lr=float(opts.get("lr", 0.015)), batch=opts.get("batch", 12),
-              runs=int(opts.get("runs", 3)), seed=int(opts.get("seed", 0)), t0=opts.get("t0"),
-              eps=float(opts.get("eps", 0.0)), log_every=int(opts.get("log_every", 100)),
-              lr_final=opts.get("lr_final"))
+    kw = dict(
+        steps=int(opts.get("steps", 20_000)),
+        lr=float(opts.get("lr", 0.015)),
+        batch=opts.get("batch", 12),
+        runs=int(opts.get("runs", 3)),
+        seed=int(opts.get("seed", 0)),
+        t0=opts.get("t0"),
+        eps=float(opts.get("eps", 0.0)),
+        log_every=int(opts.get("log_every", 100)),
+        lr_final=opts.get("lr_final"),
+    )
     primary = int(config.get("primary", 1))
     results: dict[str, Any] = {"experiment": "sanity", "primary": primary, "settings": kw, "runs": {}}
     histories = {}
@@ -169,9 +177,11 @@ class BatchedMLP:
             return w.to(device).requires_grad_(True)
 
         self.params = [init(3, hidden), init(hidden, hidden), init(hidden, n_out)]
-        self.biases = [torch.zeros(runs, 1, hidden, device=device, requires_grad=True),
-                       torch.zeros(runs, 1, hidden, device=device, requires_grad=True),
-                       torch.zeros(runs, 1, n_out, device=device, requires_grad=True)]
+        self.biases = [
+            torch.zeros(runs, 1, hidden, device=device, requires_grad=True),
+            torch.zeros(runs, 1, hidden, device=device, requires_grad=True),
+            torch.zeros(runs, 1, n_out, device=device, requires_grad=True),
+        ]
         with torch.no_grad():
             self.params[-1].mul_(0.01)  # start close to the uniform reference
 
@@ -208,8 +218,9 @@ def _step(opts: list[Adam], params: list[Tensor], loss: Tensor) -> None:
             o.step(g)
 
 
-def train_dpo(datasets: list[dict[str, Tensor]], n_y: int, cfg: Mapping[str, Any], gen: torch.Generator,
-              device="cpu") -> BatchedMLP:
+def train_dpo(
+    datasets: list[dict[str, Tensor]], n_y: int, cfg: Mapping[str, Any], gen: torch.Generator, device="cpu"
+) -> BatchedMLP:
     """DPO (Rafailov et al.) on each data set in parallel: ``-log sigmoid(beta (log pi(y_w) - log pi(y_l)))``.
 
     The reference is uniform, so its log-ratio terms cancel. ``datasets[r]`` has ``x``, ``yw``, ``yl``.
@@ -236,8 +247,14 @@ def train_dpo(datasets: list[dict[str, Tensor]], n_y: int, cfg: Mapping[str, Any
     return net
 
 
-def train_mopo(data: dict[str, Tensor], n_y: int, thresholds: list[float], cfg: Mapping[str, Any],
-               gen: torch.Generator, device="cpu") -> tuple[BatchedMLP, Tensor]:
+def train_mopo(
+    data: dict[str, Tensor],
+    n_y: int,
+    thresholds: list[float],
+    cfg: Mapping[str, Any],
+    gen: torch.Generator,
+    device="cpu",
+) -> tuple[BatchedMLP, Tensor]:
     """Algorithm `mopo` with a neural policy, one run per threshold ``b`` (vectorised).
 
     Per step, on a mini-batch of the symmetrically augmented data (atoms = examples): ``rho*_lam`` from the
@@ -245,18 +262,29 @@ def train_mopo(data: dict[str, Tensor], n_y: int, thresholds: list[float], cfg: 
     reference), the projected ``lam`` step with ``G - b`` (``eps = 0``) or the ``chi`` lower bound
     (``eps > 0``), and the weighted BC step of Eq. `policy-extraction` with the lag importance ratios.
     Every ``t0`` steps ``pi_ref <- pi_psi^(t - t0)`` (parameter snapshot). Returns the net and ``lam``.
+
+    Departure (``constraint_on: policy``, the default): the ``lam`` step uses ``G`` of the *extracted* policy,
+    ``E_{y ~ pi_psi}[I_2]`` estimated on the batch with self-normalised ratios ``pi_psi / mu``, instead of
+    ``G(rho*_lam)`` on the batch atoms. With one label per example, ``rho*_lam`` reweights the *labels*
+    (at small ``tau`` it puts all mass on the examples with ``I_1 = I_2 = 1``), so its in-sample ``G`` is
+    close to 1 whatever ``b`` is and ``lam`` never moves; the policy, a function of ``(x, y)`` only, cannot
+    realise that ``G``. In the tabular case both coincide at the fixed point. ``constraint_on: rho`` gives
+    the literal update.
     """
     runs = len(thresholds)
     steps, batch = int(cfg.get("steps", 3000)), int(cfg.get("batch", 256))
     tau, t0, eps = float(cfg.get("tau", 1.0)), cfg.get("t0", 200), float(cfg.get("eps", 0.0))
     lr = float(cfg.get("lr", 0.01))
+    use_policy_g = str(cfg.get("constraint_on", "policy")) == "policy"
     net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
     opts = _optimizer(net.all(), lr, steps, cfg.get("lr_final"))
     lam = torch.zeros(runs, 1, device=device)
     chi = torch.ones(runs, 1, device=device)
     opt_lam, opt_chi = Adam(lam, float(cfg.get("lr_lambda", lr)), None, steps), Adam(chi, lr, None, steps)
     b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
-    ys, yps, ind = O.augment_symmetric(data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float())
+    ys, yps, ind = O.augment_symmetric(
+        data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float()
+    )
     xs = torch.cat([data["x"], data["x"]]).float().to(device)
     ys, ind = ys.to(device), ind.to(device)
     p_all, q_all = O.split_objectives(ind, primary=0)  # r1 primary, r2 constrained
@@ -270,7 +298,9 @@ def train_mopo(data: dict[str, Tensor], n_y: int, thresholds: list[float], cfg: 
             if lag is None:
                 log_lag = torch.zeros(runs, batch, device=device)
             else:
-                log_lag = torch.gather(net.logp(xb, lag), 2, yb.expand(runs, -1)[..., None])[..., 0] + math.log(n_y)
+                log_lag = torch.gather(net.logp(xb, lag), 2, yb.expand(runs, -1)[..., None])[
+                    ..., 0
+                ] + math.log(n_y)
             wref = O.normalized_ratio(log_lag) / batch  # lagged reference measure on the batch atoms
             log_rho = O.log_rho_star(pb, qb, lam, tau, wref)
             x_lb = torch.exp(log_rho)[..., None] * qb  # rho q per atom [R, B, 1]
@@ -283,6 +313,9 @@ def train_mopo(data: dict[str, Tensor], n_y: int, thresholds: list[float], cfg: 
                 lb = O.lower_bound(x_lb, chi, eps, wref)
             else:
                 lb = (wref[..., None] * x_lb).sum(-2)
+            if use_policy_g:  # G of the extracted policy pi_psi (ratio to the data's uniform reference)
+                log_pol = torch.gather(net.logp(xb), 2, yb.expand(runs, -1)[..., None])[..., 0]
+                lb = (O.normalized_ratio(log_pol)[..., None] * qb).mean(-2)
             opt_lam.step(lb - b)
             lam.clamp_(min=0.0)
             log_rho = O.log_rho_star(pb, qb, lam, tau, wref)
@@ -309,13 +342,12 @@ def true_front(reward_set: str, n_x: int = 101, n_y: int = 1001, n_w: int = 401)
     x = torch.linspace(0, 1, n_x, dtype=torch.float64)
     y = torch.linspace(0, 1, n_y, dtype=torch.float64)
     r1, r2 = rewards(reward_set, x[:, None], y[None, :])
-    w = torch.linspace(0, 1, n_w, dtype=torch.float64)[:, None, None]
-    best = (w * r1 + (1 - w) * r2).argmax(-1)  # [n_w, n_x]
-    e1 = torch.gather(r1.expand(n_w, -1, -1), 2, best[..., None])[..., 0].mean(-1)
-    e2 = torch.gather(r2.expand(n_w, -1, -1), 2, best[..., None])[..., 0].mean(-1)
-    pts = torch.stack([e1, e2], -1).numpy()
-    pts = np.unique(pts.round(12), axis=0)
-    return pts[pareto.non_dominated(pts)]
+    pts = []
+    for w in torch.linspace(0, 1, n_w, dtype=torch.float64):
+        best = (w * r1 + (1 - w) * r2).argmax(-1, keepdim=True)  # [n_x, 1]
+        pts.append([float(r1.gather(1, best).mean()), float(r2.gather(1, best).mean())])
+    arr = np.unique(np.round(np.asarray(pts), 12), axis=0)
+    return arr[pareto.non_dominated(arr)]
 
 
 def cop_oracle(reward_set: str, thresholds: np.ndarray, n_x: int = 101, n_y: int = 1001) -> np.ndarray:
@@ -332,56 +364,80 @@ def cop_oracle(reward_set: str, thresholds: np.ndarray, n_x: int = 101, n_y: int
     return np.asarray(out)
 
 
+def cop_thresholds(reward_set: str, n: int, n_x: int = 101, n_y: int = 1001) -> np.ndarray:
+    """``n`` thresholds ``b`` spanning the range of ``r2(x, y)`` on the grid (quantiles)."""
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
+    y = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    _, r2 = rewards(reward_set, x[:, None], y[None, :])
+    return np.quantile(r2.numpy().ravel(), np.linspace(0.0, 1.0, n))
+
+
+def reference_point(point_sets: list[np.ndarray], margin: float = 0.01) -> np.ndarray:
+    """Hypervolume reference: the component-wise minimum over all point sets minus ``margin`` x range."""
+    allp = np.concatenate([np.asarray(p, float).reshape(-1, 2) for p in point_sets])
+    lo, hi = allp.min(0), allp.max(0)
+    return lo - margin * (hi - lo)
+
+
 def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
     """The motivating example on one or more reward sets; returns Pareto points, hypervolume, distance.
 
     Config keys: ``reward_sets`` (default [A, B]), ``n`` (data size), ``n_y`` (response grid), ``seed``,
     ``dpo: {beta, steps, lr, batch, hidden, w: [..]}``, ``mopo: {tau, t0, steps, lr, batch, hidden, eps,
-    thresholds: [..] or n_thresholds}``, ``cop: {n_thresholds}``.
+    thresholds: [..] or n_thresholds}``, ``cop: {n}``, ``grid: {n_x, n_y, n_w}`` (evaluation grids).
     """
     sets = list(config.get("reward_sets", ["A", "B"]))
     n, n_y, seed = int(config.get("n", 4000)), int(config.get("n_y", 41)), int(config.get("seed", 0))
     dcfg = dict(config.get("dpo", {}) or {})
     mcfg = dict(config.get("mopo", {}) or {})
     ws = [float(w) for w in dcfg.get("w", [0.25, 0.5, 0.75])]
+    grid = dict(config.get("grid", {}) or {})
     results: dict[str, Any] = {"experiment": "motivating", "n": n, "n_y": n_y, "seed": seed, "sets": {}}
     for rs in sets:
         gen = torch.Generator().manual_seed(seed)
         data = make_data(rs, n, n_y, gen, ws)
         x, iy, iyp = data["x"], data["iy"], data["iyp"]
 
-        def pairs(z: Tensor, mask: Tensor | None = None) -> dict[str, Tensor]:
+        def pairs(z: Tensor, mask: Tensor | None = None, x=x, iy=iy, iyp=iyp) -> dict[str, Tensor]:
             yw, yl = torch.where(z > 0.5, iy, iyp), torch.where(z > 0.5, iyp, iy)
             m = torch.ones_like(z, dtype=torch.bool) if mask is None else mask
             return {"x": x[m], "yw": yw[m], "yl": yl[m]}
 
-        dsets = {"DPO D1": pairs(data["z1"]), "DPO D2": pairs(data["z2"]),
-                 "DPO DJ": pairs(data["z1"], data["z1"] == data["z2"])}
+        dsets = {
+            "DPO D1": pairs(data["z1"]),
+            "DPO D2": pairs(data["z2"]),
+            "DPO DJ": pairs(data["z1"], data["z1"] == data["z2"]),
+        }
         for i, w in enumerate(ws):
             dsets[f"DPO DC(w={w:g})"] = pairs(data["zc"][i])
         dpo = train_dpo(list(dsets.values()), n_y, dcfg, gen, device)
         dpo_pts = evaluate(dpo, rs, n_y)
-        front = true_front(rs)
+        gx, gy = int(grid.get("n_x", 101)), int(grid.get("n_y", 1001))
+        front = true_front(rs, gx, gy, int(grid.get("n_w", 401)))
         n_b = int(mcfg.get("n_thresholds", 8))
         thresholds = mcfg.get("thresholds") or np.linspace(0.45, 0.8, n_b).tolist()
         mopo, lam = train_mopo(data, n_y, [float(t) for t in thresholds], mcfg, gen, device)
         mopo_pts = evaluate(mopo, rs, n_y)
-        cop_b = np.quantile(front[:, 1], np.linspace(0, 1, int(dict(config.get("cop", {}) or {}).get("n", 25))))
-        cop_pts = cop_oracle(rs, cop_b)
-        ref = front.min(0)  # nadir of the true front
+        cop_pts = cop_oracle(
+            rs, cop_thresholds(rs, int(dict(config.get("cop", {}) or {}).get("n", 25)), gx, gy), gx, gy
+        )
         dense = pareto.densify_front(front)
         methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
         methods["DPO DC (all w)"] = dpo_pts[3:]
         methods["COP oracle"] = cop_pts
         methods["MOPO"] = mopo_pts
+        ref = reference_point([front, *methods.values()])
         res = {
             "reference_point": ref.tolist(),
             "true_front_hypervolume": pareto.hypervolume(front, ref),
             "mopo_thresholds": list(thresholds),
             "mopo_lambda": lam[:, 0].tolist(),
             "methods": {
-                k: {"points": v.tolist(), "hypervolume": pareto.hypervolume(v, ref),
-                    "mean_distance_to_front": pareto.mean_distance(v, dense)}
+                k: {
+                    "points": v.tolist(),
+                    "hypervolume": pareto.hypervolume(v, ref),
+                    "mean_distance_to_front": pareto.mean_distance(v, dense),
+                }
                 for k, v in methods.items()
             },
         }

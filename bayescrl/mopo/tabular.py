@@ -112,14 +112,18 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
         if k is None:
             k = len(prefs)
             if k < 2:
-                raise DataError("data.prefs", prefs, "need at least two objectives (primary + constraint)", index=i)
+                raise DataError(
+                    "data.prefs", prefs, "need at least two objectives (primary + constraint)", index=i
+                )
         if len(prefs) != k:
             raise DataError("data.prefs", prefs, f"has {len(prefs)} indicators, expected K = {k}", index=i)
         for v in prefs:
             if isinstance(v, bool) or v not in (0, 1):
                 raise DataError("data.prefs", prefs, "indicators must be 0 or 1", index=i)
         if str(rec["y"]) == str(rec["y_prime"]):
-            raise DataError("data.y_prime", rec["y_prime"], "a record must compare two different actions", index=i)
+            raise DataError(
+                "data.y_prime", rec["y_prime"], "a record must compare two different actions", index=i
+            )
         ys.append(index[str(rec["y"])])
         yps.append(index[str(rec["y_prime"])])
         rows.append([float(v) for v in prefs])
@@ -223,7 +227,7 @@ def _check_feasible(q_hat: Tensor, b: Tensor) -> None:
         raise ConfigError(
             "b",
             b.tolist(),
-            f"no policy satisfies G(pi) > b strictly (Slater); per-constraint maxima of G are {best.tolist()}",
+            f"no policy has G(pi) > b strictly (Slater); per-constraint maxima of G: {best.tolist()}",
         )
 
 
@@ -254,7 +258,11 @@ def solve_exact(
 
     c_n = q_hat.shape[-1]
     res = minimize(
-        fun, np.zeros(c_n), jac=True, method="L-BFGS-B", bounds=[(0, None)] * c_n,
+        fun,
+        np.zeros(c_n),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0, None)] * c_n,
         options={"ftol": tol, "gtol": 1e-12, "maxiter": 10_000},
     )
     lam = torch.as_tensor(res.x, dtype=torch.float64)
@@ -293,8 +301,15 @@ class Adam:
     is a few tensor ops and works on any leading batch of runs.
     """
 
-    def __init__(self, x: Tensor, lr: float, lr_final: float | None = None, steps: int = 1,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+    def __init__(
+        self,
+        x: Tensor,
+        lr: float,
+        lr_final: float | None = None,
+        steps: int = 1,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
         self.x, self.lr0, self.betas, self.eps = x, lr, betas, eps
         self.decay = 1.0 if lr_final is None else (lr_final / lr) ** (1.0 / max(steps - 1, 1))
         self.m = torch.zeros_like(x)
@@ -342,9 +357,9 @@ def run_mopo(
     Per step: a mini-batch of ``batch`` augmented records (uniform, with replacement; ``None`` = all
     records); the ``chi`` step on Eq. `chi_update` (sign-fixed, only when ``eps > 0``; with ``eps = 0`` the
     lower bound equals the batch estimate of ``G``, its ``chi -> inf`` limit); the projected ``lam`` step with
-    gradient ``LB - b``; ``rho`` from the closed form Eq. `dual` with the per-action estimates; the policy step
-    on Eq. `policy-extraction`. Adam (learning rate ``lr``, optionally decayed geometrically to ``lr_final``)
-    for all three, as in the sanity check.
+    gradient ``LB - b``; ``rho`` from the closed form Eq. `dual` with the per-action estimates; the policy
+    step on Eq. `policy-extraction`. Adam (learning rate ``lr``, optionally decayed geometrically to
+    ``lr_final``) for all three, as in the sanity check.
 
     Departure: for a tabular softmax policy the behaviour-cloning expectation ``E_{y~pi_ref}[rho log pi]``
     is taken exactly over the finite action set instead of over the mini-batch (the data need not cover every
@@ -426,10 +441,11 @@ def run_mopo_lb(
     lr_final: float | None = None,
     device: str | torch.device = "cpu",
 ) -> MopoRun:
-    """``mopo-lb``: stochastic ascent on the relaxed log-barrier Lagrangian Eq. `logbarrier` (remark `logbarrier`).
+    """``mopo-lb``: stochastic ascent on the relaxed log-barrier Lagrangian Eq. `logbarrier`.
 
-    One Adam step per iteration on ``L_LB(rho, sigma) = F(rho) - sum_k B_{sigma_k, sigma_k^2}(b_k - G_k(rho))``
-    with ``rho = softmax(psi) / pi_ref``: the preference terms of ``F`` and ``G`` are mini-batch estimates of
+    One Adam step per iteration on
+    ``L_LB(rho, sigma) = F(rho) - sum_k B_{sigma_k, sigma_k^2}(b_k - G_k(rho))`` (remark `logbarrier`) with
+    ``rho = softmax(psi) / pi_ref``: the preference terms of ``F`` and ``G`` are mini-batch estimates of
     Eq. `empirical-cop` (``batch = None``: all records), the KL term is exact. ``sigma^(t) = max(gamma^t
     sigma0, sigma_min)``: the text lets ``sigma -> 0``; the floor keeps the barrier's ``1/sigma`` slope finite
     for a finite step size. With mini-batches the barrier is applied to a noisy ``G`` and, being convex,
@@ -476,8 +492,10 @@ def total_variation(p: Tensor, q: Tensor) -> Tensor:
     return 0.5 * (p - q).abs().sum(-1)
 
 
-def solve_config(config: Mapping[str, Any], device: str | torch.device = "cpu") -> tuple[dict, MopoRun | None]:
-    """Run the tabular solver named by ``config['solver']``; returns (results dict, stochastic run or None)."""
+def solve_config(
+    config: Mapping[str, Any], device: str | torch.device = "cpu"
+) -> tuple[dict, MopoRun | None]:
+    """Run the tabular solver ``config['solver']``; returns (results dict, stochastic run or None)."""
     problem = parse_tabular(config, device)
     c_n = problem.n_objectives - 1
     tau = config.get("tau", 1.0)
@@ -486,10 +504,17 @@ def solve_config(config: Mapping[str, Any], device: str | torch.device = "cpu") 
     tau = float(tau)
     solver = config.get("solver", "exact")
     augment = bool(config.get("augment", True))
-    opts: dict[str, Any] = dict(config.get(solver.replace("-", "_"), {}) or {}) if isinstance(solver, str) else {}
+    opts: dict[str, Any] = (
+        dict(config.get(solver.replace("-", "_"), {}) or {}) if isinstance(solver, str) else {}
+    )
     b_cfg = config.get("b")
     b = None if b_cfg is None else as_threshold(b_cfg, c_n)
-    out: dict[str, Any] = {"solver": solver, "tau": tau, "actions": problem.actions, "primary": problem.primary}
+    out: dict[str, Any] = {
+        "solver": solver,
+        "tau": tau,
+        "actions": problem.actions,
+        "primary": problem.primary,
+    }
     if solver == "exact":
         if b is None:
             raise ConfigError("b", None, "the exact solver needs a fixed threshold b")
@@ -497,15 +522,27 @@ def solve_config(config: Mapping[str, Any], device: str | torch.device = "cpu") 
         out.update(
             policy=dict(zip(problem.actions, sol.policy.tolist(), strict=True)),
             **{"lambda": sol.lam.tolist()},
-            G=sol.G.tolist(), b=sol.b.tolist(), F=sol.F, kkt=sol.kkt,
+            G=sol.G.tolist(),
+            b=sol.b.tolist(),
+            F=sol.F,
+            kkt=sol.kkt,
         )
         return out, None
-    common = {k: opts[k] for k in ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final") if k in opts}
+    common = {
+        k: opts[k] for k in ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final") if k in opts
+    }
     if solver == "mopo":
         beta = opts.get("beta")
         run = run_mopo(
-            problem, tau, b=None if beta is not None else b, beta=beta, t0=opts.get("t0"),
-            eps=float(opts.get("eps", 0.0)), augment=augment, device=device, **common,
+            problem,
+            tau,
+            b=None if beta is not None else b,
+            beta=beta,
+            t0=opts.get("t0"),
+            eps=float(opts.get("eps", 0.0)),
+            augment=augment,
+            device=device,
+            **common,
         )
     elif solver == "mopo-lb":
         if b is None:
@@ -518,7 +555,8 @@ def solve_config(config: Mapping[str, Any], device: str | torch.device = "cpu") 
     out.update(
         policy=dict(zip(problem.actions, pol.tolist(), strict=True)),
         **{"lambda": run.lam.mean(0).tolist()},
-        G=run.G.mean(0).tolist(), b=run.b.mean(0).tolist(),
+        G=run.G.mean(0).tolist(),
+        b=run.b.mean(0).tolist(),
         policy_per_run=run.policy.tolist(),
     )
     if b is not None and opts.get("beta") is None:
@@ -533,6 +571,8 @@ def plot_history(run: MopoRun, actions: Sequence[str], path, title: str = "") ->
     from bayescrl.utils.plotting import plot_mean_sd
 
     pol = run.history["policy"]  # [T, R, A]
-    curves = {a: (pol[:, :, i].mean(1).tolist(), pol[:, :, i].std(1, unbiased=False).tolist())
-              for i, a in enumerate(actions)}
+    curves = {
+        a: (pol[:, :, i].mean(1).tolist(), pol[:, :, i].std(1, unbiased=False).tolist())
+        for i, a in enumerate(actions)
+    }
     plot_mean_sd(curves, path, xlabel="step", ylabel="action probability", title=title, x=run.steps)

@@ -107,6 +107,7 @@ class _PrefPosteriorAgent(OnlineAgent):
         self.tol = float(ctx.params.get("tol", 1e-6))
         self.max_iter = int(ctx.params.get("max_iter", 50))
         self.map_init = None
+        self._map_cache = None
         self.solver_iters: list[int] = []
         self.not_converged = 0
 
@@ -115,6 +116,10 @@ class _PrefPosteriorAgent(OnlineAgent):
         self.not_converged += int((~res.converged).sum())
 
     def plain_map(self, *, hessian: bool = False):
+        """MAP of lemma `chapter4mapestimatelemma` on the current data (cached until the next observe)."""
+        cached = self._map_cache
+        if cached is not None and (cached.hessian is not None or not hessian):
+            return cached
         res, _ = self.model.solve(
             1,
             perturbed=False,
@@ -124,7 +129,7 @@ class _PrefPosteriorAgent(OnlineAgent):
             return_hessian=hessian,
         )
         self._track(res)
-        self.map_init = res
+        self.map_init = self._map_cache = res
         return res
 
     def map_policy(self) -> Tensor:
@@ -136,6 +141,7 @@ class _PrefPosteriorAgent(OnlineAgent):
 
     def observe(self, pairs: TrajectoryPairs) -> None:
         self.model.append(pairs)
+        self._map_cache = None
 
 
 class PSPL(_PrefPosteriorAgent):
@@ -169,6 +175,7 @@ class PSPL(_PrefPosteriorAgent):
         self.eta.counts += self.model.counts() - before
 
     def output_policy(self) -> Tensor:
+        self.plain_map(hessian=True)  # one solve per episode serves the output and the next samples
         return self.map_policy()
 
 

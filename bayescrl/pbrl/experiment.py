@@ -104,7 +104,8 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
         raise ConfigError("offline.expert", off["expert"], f"choose one of {list(EXPERTS)}")
     if off["behaviour"] not in BEHAVIOURS:
         raise ConfigError("offline.behaviour", off["behaviour"], f"choose one of {list(BEHAVIOURS)}")
-    _num("offline.epsilon", off["epsilon"], lo=0)
+    if not 0 <= _num("offline.epsilon", off["epsilon"], lo=0) <= 1:
+        raise ConfigError("offline.epsilon", off["epsilon"], "must lie in [0, 1]")
     pr = out["prior"]
     _num("prior.mu0", pr["mu0"])
     _num("prior.sigma0", pr["sigma0"], lo=0, strict=True)

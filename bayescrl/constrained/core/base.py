@@ -26,6 +26,7 @@ from bayescrl.constrained.core.envs import (
     CostFn,
     ConstraintWrapper,
     RewardFn,
+    env_default_limits,
     env_horizon,
     make_vector_env,
     probe_num_costs,
@@ -65,8 +66,11 @@ class OnPolicyAlgorithm:
         torch.manual_seed(seed)
         np.random.seed(seed % 2**32)
         random.seed(seed)
+        self.rng = np.random.default_rng(seed)  # action sampling during rollouts
         self.factory = resolve_env_factory(env, env_kwargs)
         self.m = probe_num_costs(self.factory, cost_fn, seed)
+        if cost_limits is None and self.m > 0:
+            cost_limits = env_default_limits(self.factory)
         self.cost_limits = self._check_limits(cost_limits)
         if self.max_constraints is not None and self.m > self.max_constraints:
             raise ConfigError("cost_limits", self.cost_limits.tolist(),
@@ -83,6 +87,7 @@ class OnPolicyAlgorithm:
                     if cfg.normalize_obs and not self.encoder.discrete else None)
         self.collector = RolloutCollector(self.envs, self.encoder, self.rms, self.m, self.horizon, self.device)
         self.policy_time = cfg.time_feature
+        self.collector.policy_time = self.policy_time
         self.critic_time = cfg.advantage == "finite_horizon"
         act_space = self.envs.single_action_space
         pdim = self.encoder.dim + int(self.policy_time)
@@ -97,8 +102,8 @@ class OnPolicyAlgorithm:
                                   cfg.activation)
         self.policy.to(self.device)
         self.critic.to(self.device)
-        self.pi_optim = torch.optim.Adam(self.policy.parameters(), lr=cfg.pi_lr)
-        self.vf_optim = torch.optim.Adam(self.critic.parameters(), lr=cfg.vf_lr)
+        self.pi_optim = torch.optim.Adam(self.policy.parameters(), lr=cfg.pi_lr, foreach=True)
+        self.vf_optim = torch.optim.Adam(self.critic.parameters(), lr=cfg.vf_lr, foreach=True)
         gam_c = cfg.gamma if cfg.cost_gamma is None else cfg.cost_gamma
         self.gammas = torch.tensor([cfg.gamma] + [gam_c] * self.m, dtype=torch.float64)
         self.iteration = 0
@@ -116,8 +121,12 @@ class OnPolicyAlgorithm:
         raise NotImplementedError
 
     def update(self, batch: Batch) -> dict[str, float]:
+        """Policy step, then the critics (unless the policy step already fitted them, see
+        :func:`~bayescrl.constrained.core.ppo.first_order_policy_update`)."""
+        self._critics_updated = False
         logs = self.update_policy(batch)
-        logs.update(self.update_critics(batch))
+        if not self._critics_updated:
+            logs.update(self.update_critics(batch))
         return logs
 
     def extra_state(self) -> dict[str, Any]:
@@ -258,7 +267,7 @@ class OnPolicyAlgorithm:
                 for opt, lr in ((self.pi_optim, cfg.pi_lr), (self.vf_optim, cfg.vf_lr)):
                     for g in opt.param_groups:
                         g["lr"] = lr * frac
-            roll = self.collector.collect(self.policy, self.policy_input, self.critic_value, cfg.rollout_steps)
+            roll = self.collector.collect(self.policy, self.critic_value, cfg.rollout_steps, self.rng)
             batch = self.compute_advantages(roll)
             t_roll = time.perf_counter() - t0
             logs = self.update(batch)
@@ -357,7 +366,8 @@ class OnPolicyAlgorithm:
             "vf_optim": self.vf_optim.state_dict(), "rms": None if self.rms is None else self.rms.state_dict(),
             "iteration": self.iteration, "cum_cost": self.cum_cost.copy(), "history": self.history,
             "collector": self.collector.state_dict(), "started": self._started,
-            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
+            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+                    "actions": self.rng.bit_generator.state},
             "extra": self.extra_state(),
         }
 
@@ -383,6 +393,7 @@ class OnPolicyAlgorithm:
         torch.set_rng_state(st["rng"]["torch"])
         np.random.set_state(st["rng"]["numpy"])
         random.setstate(st["rng"]["python"])
+        self.rng.bit_generator.state = st["rng"]["actions"]
         self.load_extra_state(st["extra"])
 
     @classmethod

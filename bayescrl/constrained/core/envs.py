@@ -117,6 +117,16 @@ def probe_num_costs(factory: Callable[[], gym.Env], cost_fn: CostFn | None = Non
         env.close()
 
 
+def env_default_limits(factory: Callable[[], gym.Env]) -> list[float] | None:
+    """The env's own ``cost_limits`` attribute (e.g. the seed's thresholds on the task suite), if any."""
+    env = factory()
+    try:
+        lim = getattr(env.unwrapped, "cost_limits", None)
+        return None if lim is None else [float(x) for x in np.atleast_1d(lim)]
+    finally:
+        env.close()
+
+
 def make_vector_env(factory: Callable[[], gym.Env], n_envs: int, num_costs: int, async_envs: bool = False,
                     reward_fn: RewardFn | None = None, cost_fn: CostFn | None = None) -> gym.vector.VectorEnv:
     """A gymnasium vector env (sync by default) of wrapped copies, autoreset in the same step."""

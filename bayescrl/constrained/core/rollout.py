@@ -80,6 +80,7 @@ class RolloutCollector:
             self.low = envs.single_action_space.low
             self.high = envs.single_action_space.high
         self.obs: np.ndarray | None = None
+        self.policy_time = False  # set by the algorithm: append h/H to the policy input
         self.h = np.zeros(self.n, np.int64)
         self.ep_ret = np.zeros(self.n)
         self.ep_cost = np.zeros((self.n, num_costs))
@@ -110,9 +111,11 @@ class RolloutCollector:
     def time_feature(self, h: np.ndarray) -> np.ndarray:
         return (np.asarray(h, np.float32) / float(self.horizon)).reshape(-1, 1)
 
-    def collect(self, policy, policy_input, critic_value, steps: int) -> Batch:
-        """Run ``steps`` vector steps. ``policy_input(obs_norm, h)`` builds the policy's input tensor;
-        ``critic_value(obs_norm, h)`` returns ``(B, 1 + m)`` values."""
+    def collect(self, policy, critic_value, steps: int, rng: np.random.Generator) -> dict:
+        """Run ``steps`` vector steps (the policy sees ``[obs_norm, h/H]`` when ``self.policy_time``);
+        ``critic_value(obs_norm, h)`` returns ``(B, 1 + m)`` values. Actions are sampled by a numpy copy
+        of the policy (:class:`~bayescrl.constrained.core.networks.NumpyActor`) with ``rng``."""
+        actor = policy.numpy_actor()
         n, m, T = self.n, self.m, steps
         D = self.encoder.dim
         obs_buf = np.zeros((T, n, D), np.float32)
@@ -131,10 +134,10 @@ class RolloutCollector:
         for t in range(T):
             obs_n = self.normalize(self.obs)
             obs_buf[t], raw_buf[t], h_buf[t] = obs_n, self.obs, self.h
-            a, logp = policy.act(policy_input(obs_n, self.h))
-            a_np = a.numpy()
+            x = np.concatenate([obs_n, self.time_feature(self.h)], 1) if self.policy_time else obs_n
+            a_np, logp = actor.act(x, rng)
             act_buf.append(a_np)
-            logp_buf[t] = logp.numpy()
+            logp_buf[t] = logp
             env_a = np.clip(a_np, self.low, self.high) if self.box_actions else a_np
             next_obs, rew, term, trunc, infos = self.envs.step(env_a)
             self.global_step += n

@@ -1,8 +1,8 @@
 """Evaluation of LM policies: generation, implicit preference accuracy, Pareto front of a sweep.
 
 The Pareto summary (non-dominated filter and hypervolume, all objectives maximised) comes from
-:mod:`bayescrl.mopo.pareto`; while that module is missing, ``moocore`` is called directly (same library).
-The hypervolume's reference point is always passed explicitly and written next to the value.
+:mod:`bayescrl.mopo.pareto`; the hypervolume's reference point is passed explicitly and written next to
+the value.
 """
 
 from __future__ import annotations
@@ -70,18 +70,15 @@ def implicit_accuracy(policy: Policy, tokenizer: Any, data: PreferenceData, head
 
 
 def pareto_summary(points: np.ndarray, ref: Sequence[float]) -> dict[str, Any]:
-    """Non-dominated mask and hypervolume (maximisation) of ``points`` ``(n, m)`` w.r.t. ``ref``."""
-    pts = np.asarray(points, dtype=float)
-    try:
-        from bayescrl.mopo import pareto as core
-    except ImportError:  # core module not there yet: same library, called directly
-        core = None
-    if core is not None and hasattr(core, "nondominated") and hasattr(core, "hypervolume"):
-        mask = np.asarray(core.nondominated(pts, maximise=True), dtype=bool)
-        hv = float(core.hypervolume(pts, ref=ref, maximise=True))
-    else:
-        import moocore
+    """Non-dominated mask and hypervolume (all axes maximised) of ``points`` ``(n, m)`` w.r.t. ``ref``.
 
-        mask = np.asarray(moocore.is_nondominated(pts, maximise=True), dtype=bool)
-        hv = float(moocore.hypervolume(pts, ref=list(ref), maximise=True))
-    return {"nondominated": mask.tolist(), "hypervolume": hv, "reference_point": list(ref)}
+    Uses :func:`bayescrl.mopo.pareto.non_dominated` and :func:`bayescrl.mopo.pareto.hypervolume` (moocore).
+    """
+    from bayescrl.mopo import pareto
+
+    pts = np.asarray(points, dtype=float)
+    return {
+        "nondominated": np.asarray(pareto.non_dominated(pts, maximise=True), dtype=bool).tolist(),
+        "hypervolume": float(pareto.hypervolume(pts, ref=list(ref), maximise=True)),
+        "reference_point": list(ref),
+    }

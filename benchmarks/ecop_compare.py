@@ -1,0 +1,134 @@
+"""e-COP vs baselines on the safe-control suite, several seeds: final return and costs (mean, 95% CI).
+
+Used for (i) the PointCircle cost-limit benchmark (``--algos ecop ppo-lag --limit 10``), (ii) the
+reduced-budget re-run of the seed's Table `rewards_costs_comparison` and (iii) the beta-sensitivity
+table (``--ecop-variants``). Each run is ``bayescrl.constrained`` training through the library API; the
+reported numbers are, as in the seed, the mean over the last 10% of training iterations of the
+episodic return / cost (stochastic policy), plus the deterministic evaluation on separate seeds.
+Writes ``benchmarks/results/ecop/<name>.json`` and ``<name>.png`` (learning curves, mean +- sd).
+
+    .venv/bin/python benchmarks/ecop_compare.py --name pointcircle --env bayescrl/PointCircle-v0 \\
+        --algos ecop ppo-lag --limit 10 --steps 60000 --seeds 0 1 2 3 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bayescrl.utils.io import write_json
+from bayescrl.utils.plotting import plt
+
+OUT = Path(__file__).parent / "results" / "ecop"
+BASE_CFG = dict(n_envs=4, rollout_steps=200, minibatch_size=200, update_epochs=10, pi_lr=1e-3, vf_lr=1e-3,
+                eval_episodes=3, checkpoint_every=0)
+
+
+def one_run(algo: str, env: str, limit: float | None, steps: int, seed: int, extra: dict) -> dict:
+    from bayescrl.constrained.registry import get_algorithm
+
+    cls = get_algorithm(algo)
+    cfg = dict(BASE_CFG, **extra)
+    limits = None if limit is None else [limit]
+    agent = cls(env, limits, seed=seed, config=cfg)
+    t0 = time.perf_counter()
+    agent.learn(steps, progress=False)
+    wall = time.perf_counter() - t0
+    hist = agent.history
+    tail = hist[-max(1, len(hist) // 10):]
+    ev = agent.evaluate(cfg["eval_episodes"])
+    agent.close()
+    return {
+        "algo": algo, "seed": seed, "steps": agent.collector.global_step, "wall_s": wall,
+        "return": float(np.mean([r["ep_return"] for r in tail])),
+        "costs": np.mean([r["ep_costs"] for r in tail], 0).tolist(),
+        "eval_return": ev["mean_return"], "eval_costs": ev["mean_costs"],
+        "cost_limits": agent.cost_limits.tolist(),
+        "curve_return": [r["ep_return"] for r in hist], "curve_cost": [r["ep_costs"][0] for r in hist],
+        "curve_steps": [r["env_steps"] for r in hist],
+    }
+
+
+def ci95(x) -> float:
+    x = np.asarray(x, float)
+    return float(1.96 * x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--name", required=True)
+    p.add_argument("--env", default="bayescrl/PointCircle-v0")
+    p.add_argument("--algos", nargs="+", default=["ecop", "ppo-lag"])
+    p.add_argument("--ecop-variants", nargs="*", default=[],
+                   help="labels like beta5-fixed, beta10-adaptive (ecop runs with those settings)")
+    p.add_argument("--limit", type=float, default=None)
+    p.add_argument("--steps", type=int, default=60_000)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    jobs = [(a, a, {}) for a in args.algos]
+    for v in args.ecop_variants:
+        beta = float(v.split("-")[0].removeprefix("beta"))
+        jobs.append((f"ecop[{v}]", "ecop", {"beta": beta, "adaptive_beta": v.endswith("adaptive"),
+                                             "beta_max": max(20.0, beta)}))
+    OUT.mkdir(parents=True, exist_ok=True)
+    partial = OUT / f"{args.name}.runs.jsonl"
+    done = {}
+    if partial.exists():  # resume an interrupted benchmark
+        for ln in partial.read_text().splitlines():
+            r = json.loads(ln)
+            done[(r["label"], r["seed"])] = r
+    runs: dict[str, list[dict]] = {label: [] for label, _, _ in jobs}
+    for seed in args.seeds:
+        for label, algo, extra in jobs:
+            if (label, seed) in done:
+                runs[label].append(done[(label, seed)])
+                continue
+            r = one_run(algo, args.env, args.limit, args.steps, seed, extra)
+            r["label"] = label
+            runs[label].append(r)
+            with open(partial, "a") as fh:
+                fh.write(json.dumps(r) + "\n")
+            print(f"{label} seed {seed}: R={r['return']:.1f} C={r['costs']} ({r['wall_s']:.0f}s)", flush=True)
+    table = {}
+    for label, rs in runs.items():
+        rets, costs = [r["return"] for r in rs], [r["costs"][0] for r in rs]
+        table[label] = {"return_mean": float(np.mean(rets)), "return_ci95": ci95(rets),
+                        "cost_mean": float(np.mean(costs)), "cost_ci95": ci95(costs),
+                        "eval_return_mean": float(np.mean([r["eval_return"] for r in rs])),
+                        "eval_cost_mean": float(np.mean([r["eval_costs"][0] for r in rs])),
+                        "steps_per_s": float(np.mean([r["steps"] / r["wall_s"] for r in rs])), "n": len(rs)}
+    limit = runs[jobs[0][0]][0]["cost_limits"][0]
+    out = {"env": args.env, "steps": args.steps, "seeds": args.seeds, "cost_limit": limit, "table": table,
+           "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); 95% CI "
+                       "= 1.96 sd/sqrt(n)", "config": BASE_CFG,
+           "machine": "shared 2-core machine, other engineers' jobs running"}
+    write_json(OUT / f"{args.name}.json", out)
+    pl = plt()
+    fig, axes = pl.subplots(1, 2, figsize=(10, 3.6))
+    for label, rs in runs.items():
+        n = min(len(r["curve_return"]) for r in rs)
+        xs = np.asarray(rs[0]["curve_steps"][:n])
+        for ax, key in zip(axes, ("curve_return", "curve_cost"), strict=True):
+            ys = np.asarray([r[key][:n] for r in rs])
+            ax.plot(xs, ys.mean(0), label=label)
+            ax.fill_between(xs, ys.mean(0) - ys.std(0), ys.mean(0) + ys.std(0), alpha=0.15)
+    axes[1].axhline(limit, ls="--", color="k", lw=1)
+    axes[0].set_title(f"{args.env}: episodic return")
+    axes[1].set_title("episodic cost (limit dashed)")
+    for ax in axes:
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(OUT / f"{args.name}.png", dpi=80)
+    print(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Throughput: env steps/s of our ``ppo-lag`` and ``ecop`` vs Stable-Baselines3 PPO on Ant-v5, one run.
+
+Same network sizes (64, 64 tanh actor and critic), rollout length (2048 steps, one env), epochs (10),
+minibatch size (64), one torch thread each, no KL early stop (SB3's default). Our agents also carry a cost
+critic (cost ``|x_velocity|``, the Run task's cost) and observation normalisation -- extra work SB3 does
+not do. Runs alternate (SB3, ppo-lag, ecop, SB3, ...) so machine load affects all alike; the result is
+the ratio of medians. Writes ``benchmarks/results/ecop/throughput.json`` and ``.png``.
+
+    .venv/bin/python benchmarks/ecop_throughput.py --steps 4096 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bayescrl.utils.io import write_json
+from bayescrl.utils.plotting import plt
+
+OUT = Path(__file__).parent / "results" / "ecop"
+
+
+def run_sb3(steps: int, seed: int) -> float:
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    env = gym.make("Ant-v5")
+    model = PPO("MlpPolicy", env, n_steps=2048, batch_size=64, n_epochs=10, seed=seed, device="cpu",
+                policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}}, verbose=0)
+    t0 = time.perf_counter()
+    model.learn(steps)
+    dt = time.perf_counter() - t0
+    env.close()
+    return steps / dt
+
+
+def run_ours(algo: str, steps: int, seed: int) -> float:
+    from bayescrl.constrained.registry import get_algorithm
+
+    cfg = dict(n_envs=1, rollout_steps=2048, minibatch_size=64, update_epochs=10, actor_hidden=(64, 64),
+               critic_hidden=(64, 64), target_kl=None, eval_episodes=1)
+    if algo == "ecop":
+        cfg["horizon"] = 1000
+    agent = get_algorithm(algo)("Ant-v5", [50.0], seed=seed, config=cfg,
+                                cost_fn=lambda o, a, o2, info: abs(info["x_velocity"]))
+    t0 = time.perf_counter()
+    agent.learn(steps, progress=False)
+    dt = time.perf_counter() - t0
+    agent.close()
+    return steps / dt
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=4096)
+    p.add_argument("--rounds", type=int, default=2)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    res: dict[str, list[float]] = {"sb3-ppo": [], "ppo-lag": [], "ecop": []}
+    for r in range(args.rounds):
+        res["sb3-ppo"].append(run_sb3(args.steps, r))
+        res["ppo-lag"].append(run_ours("ppo-lag", args.steps, r))
+        res["ecop"].append(run_ours("ecop", args.steps, r))
+        print({k: round(v[-1], 1) for k, v in res.items()}, flush=True)
+    med = {k: float(np.median(v)) for k, v in res.items()}
+    out = {
+        "task": "Ant-v5 (cost |x_velocity| for ours)", "steps_per_run": args.steps, "rounds": args.rounds,
+        "settings": "n_steps 2048, 1 env, 10 epochs, minibatch 64, (64,64) tanh, 1 torch thread, no KL stop",
+        "steps_per_s": res, "median_steps_per_s": med,
+        "ratio_ppo_lag_vs_sb3": med["ppo-lag"] / med["sb3-ppo"], "ratio_ecop_vs_sb3": med["ecop"] / med["sb3-ppo"],
+        "machine": "shared 2-core machine, other engineers' jobs running",
+    }
+    write_json(OUT / "throughput.json", out)
+    pl = plt()
+    fig, ax = pl.subplots(figsize=(5, 3.2))
+    ax.bar(list(med), list(med.values()), color=["grey", "C0", "C1"])
+    ax.set_ylabel("env steps / s (median)")
+    ax.set_title("Ant-v5 training throughput, 1 thread")
+    fig.tight_layout()
+    fig.savefig(OUT / "throughput.png", dpi=90)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

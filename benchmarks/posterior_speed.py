@@ -1,0 +1,172 @@
+"""Speed and accuracy of the posterior engines on the warmPref-PS posterior (d = 6, one rater).
+
+For N ∈ {20, 200, 2000} offline preferences and t ∈ {0, 300} online rewards (β = 10, λ = 100, σ = 1,
+K = 50 Gaussian arms, θ ~ N(0, I)) it measures seconds per 1,000 posterior samples (fit + sampling) of
+bootstrap (perturbed MAP, Bern(0.5) offline weights), laplace, svi (AutoMultivariateNormal) and nuts,
+and each engine's error against NUTS: max_j |mean_j − mean_nuts_j| / sd_nuts_j, max_j |sd_j / sd_nuts_j − 1|
+and the 2-Wasserstein distance of the Gaussian fits of θ.
+
+    .venv/bin/python benchmarks/posterior_speed.py                # full grid
+    .venv/bin/python benchmarks/posterior_speed.py --quick        # N ∈ {20, 200}, t = 300, small NUTS
+
+Writes benchmarks/results/core/posterior_speed.json and .png (incrementally, cell by cell).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from bayescrl.inference.compare import gaussian_w2
+from bayescrl.inference.engines import fit
+from bayescrl.models.simulate import simulate
+from bayescrl.models.spec import parse_spec
+from bayescrl.utils import set_torch_threads, write_json
+from bayescrl.utils.plotting import plt
+
+OUT = Path(__file__).parent / "results" / "core"
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def errors(th: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
+    m, r = th.mean(0), ref.mean(0)
+    s, sr = th.std(0), ref.std(0)
+    return {
+        "mean_err_sd": float(((m - r).abs() / sr).max()),
+        "sd_ratio_err": float((s / sr - 1).abs().max()),
+        "w2": gaussian_w2(m, torch.cov(th.T), r, torch.cov(ref.T)),
+    }
+
+
+def run_cell(n_pref: int, t: int, args) -> dict:
+    spec = simulate(
+        {"dim": 6, "noise_sd": 1.0, "raters": [{"id": "expert", "beta": 10.0, "lam": 100.0}]},
+        num_prefs=n_pref,
+        num_rewards=t,
+        num_arms=50,
+        seed=args.seed,
+    )
+    model = parse_spec(spec)
+    n = 1000
+    res: dict = {"N": n_pref, "t": t, "engines": {}}
+    nuts_t, nuts = timed(
+        lambda: fit(
+            model,
+            engine="nuts",
+            num_samples=args.nuts_samples,
+            warmup=args.nuts_warmup,
+            num_chains=args.nuts_chains,
+            seed=args.seed,
+        ),
+        1,
+    )
+    ref = nuts.chains["theta"].reshape(-1, 6)
+    res["engines"]["nuts"] = {
+        "seconds_per_1000": nuts_t / ref.shape[0] * 1000,
+        "rhat_max": nuts.diagnostics["rhat_max"],
+        "ess_bulk_min": nuts.diagnostics["ess_bulk_min"],
+        "draws": int(ref.shape[0]),
+    }
+    for name, kw, reps in (
+        ("bootstrap", {"p_offline": 0.5}, 3),
+        ("laplace", {}, 3),
+        ("svi", {"guide": "mvn", "max_steps": 3000}, 1),
+    ):
+
+        def job(name=name, kw=kw):
+            post = fit(model, engine=name, seed=args.seed, **kw)
+            return post, post.sample(n, args.seed)["theta"]
+
+        sec, (post, th) = timed(job, reps)
+        row = {"seconds_per_1000": sec / n * 1000, **errors(th, ref)}
+        if name == "bootstrap":
+            row["converged_fraction"] = post.diagnostics["converged_fraction"]
+            row["newton_iters"] = post.diagnostics["newton_iters"]
+        if name == "svi":
+            row["svi_steps"] = post.diagnostics["steps"]
+        res["engines"][name] = row
+    return res
+
+
+def plot(cells: list[dict], path: Path) -> None:
+    p = plt()
+    fig, axes = p.subplots(1, 2, figsize=(10, 3.8))
+    labels = [f"N={c['N']}\nt={c['t']}" for c in cells]
+    x = range(len(cells))
+    for e, mk in (("bootstrap", "o"), ("laplace", "s"), ("svi", "^"), ("nuts", "x")):
+        axes[0].semilogy(x, [c["engines"][e]["seconds_per_1000"] for c in cells], marker=mk, label=e)
+        if e != "nuts":
+            axes[1].plot(x, [c["engines"][e]["w2"] for c in cells], marker=mk, label=e)
+    axes[0].set_ylabel("seconds per 1,000 samples")
+    axes[1].set_ylabel("W2 to NUTS (Gaussian fits of θ)")
+    for ax in axes:
+        ax.set_xticks(list(x), labels, fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("warmPref-PS posterior, d = 6 (shared 2-core CPU machine)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    p.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--nuts-samples", type=int, default=200)
+    ap.add_argument("--nuts-warmup", type=int, default=150)
+    ap.add_argument("--nuts-chains", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    set_torch_threads(1)
+    import pyro
+
+    pyro.enable_validation(False)
+    grid = [(20, 300), (200, 300)] if args.quick else [(n, t) for t in (0, 300) for n in (20, 200, 2000)]
+    cells = []
+    for n_pref, t in grid:
+        cell = run_cell(n_pref, t, args)
+        cells.append(cell)
+        print(
+            f"N={n_pref} t={t}: "
+            + ", ".join(
+                f"{e} {r['seconds_per_1000']:.3g}s/1k" + (f" W2={r['w2']:.3g}" if "w2" in r else "")
+                for e, r in cell["engines"].items()
+            ),
+            flush=True,
+        )
+        report = {
+            "machine": "shared 2-core CPU machine (other jobs running), 1 torch thread",
+            "settings": {
+                "d": 6,
+                "beta": 10.0,
+                "lam": 100.0,
+                "noise_sd": 1.0,
+                "arms": 50,
+                "p_offline": 0.5,
+                "nuts": {
+                    "samples": args.nuts_samples,
+                    "warmup": args.nuts_warmup,
+                    "chains": args.nuts_chains,
+                },
+            },
+            "cells": cells,
+        }
+        write_json(args.out / "posterior_speed.json", report)
+        plot(cells, args.out / "posterior_speed.png")
+
+
+if __name__ == "__main__":
+    main()
