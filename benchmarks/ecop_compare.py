@@ -25,8 +25,16 @@ from bayescrl.utils.io import write_json
 from bayescrl.utils.plotting import plt
 
 OUT = Path(__file__).parent / "results" / "ecop"
-BASE_CFG = dict(n_envs=4, rollout_steps=200, minibatch_size=200, update_epochs=10, pi_lr=1e-3, vf_lr=1e-3,
-                eval_episodes=3, checkpoint_every=0)
+BASE_CFG = dict(
+    n_envs=4,
+    rollout_steps=200,
+    minibatch_size=200,
+    update_epochs=10,
+    pi_lr=1e-3,
+    vf_lr=1e-3,
+    eval_episodes=3,
+    checkpoint_every=0,
+)
 
 
 def one_run(algo: str, env: str, limit: float | None, steps: int, seed: int, extra: dict) -> dict:
@@ -40,16 +48,21 @@ def one_run(algo: str, env: str, limit: float | None, steps: int, seed: int, ext
     agent.learn(steps, progress=False)
     wall = time.perf_counter() - t0
     hist = agent.history
-    tail = hist[-max(1, len(hist) // 10):]
+    tail = hist[-max(1, len(hist) // 10) :]
     ev = agent.evaluate(cfg["eval_episodes"])
     agent.close()
     return {
-        "algo": algo, "seed": seed, "steps": agent.collector.global_step, "wall_s": wall,
+        "algo": algo,
+        "seed": seed,
+        "steps": agent.collector.global_step,
+        "wall_s": wall,
         "return": float(np.mean([r["ep_return"] for r in tail])),
         "costs": np.mean([r["ep_costs"] for r in tail], 0).tolist(),
-        "eval_return": ev["mean_return"], "eval_costs": ev["mean_costs"],
+        "eval_return": ev["mean_return"],
+        "eval_costs": ev["mean_costs"],
         "cost_limits": agent.cost_limits.tolist(),
-        "curve_return": [r["ep_return"] for r in hist], "curve_cost": [r["ep_costs"][0] for r in hist],
+        "curve_return": [r["ep_return"] for r in hist],
+        "curve_cost": [r["ep_costs"][0] for r in hist],
         "curve_steps": [r["env_steps"] for r in hist],
     }
 
@@ -64,8 +77,12 @@ def main() -> None:
     p.add_argument("--name", required=True)
     p.add_argument("--env", default="bayescrl/PointCircle-v0")
     p.add_argument("--algos", nargs="+", default=["ecop", "ppo-lag"])
-    p.add_argument("--ecop-variants", nargs="*", default=[],
-                   help="labels like beta5-fixed, beta10-adaptive (ecop runs with those settings)")
+    p.add_argument(
+        "--ecop-variants",
+        nargs="*",
+        default=[],
+        help="labels like beta5-fixed, beta10-adaptive (ecop runs with those settings)",
+    )
     p.add_argument("--limit", type=float, default=None)
     p.add_argument("--steps", type=int, default=60_000)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -74,8 +91,13 @@ def main() -> None:
     jobs = [(a, a, {}) for a in args.algos]
     for v in args.ecop_variants:
         beta = float(v.split("-")[0].removeprefix("beta"))
-        jobs.append((f"ecop[{v}]", "ecop", {"beta": beta, "adaptive_beta": v.endswith("adaptive"),
-                                             "beta_max": max(20.0, beta)}))
+        jobs.append(
+            (
+                f"ecop[{v}]",
+                "ecop",
+                {"beta": beta, "adaptive_beta": v.endswith("adaptive"), "beta_max": max(20.0, beta)},
+            )
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     partial = OUT / f"{args.name}.runs.jsonl"
     done = {}
@@ -98,16 +120,28 @@ def main() -> None:
     table = {}
     for label, rs in runs.items():
         rets, costs = [r["return"] for r in rs], [r["costs"][0] for r in rs]
-        table[label] = {"return_mean": float(np.mean(rets)), "return_ci95": ci95(rets),
-                        "cost_mean": float(np.mean(costs)), "cost_ci95": ci95(costs),
-                        "eval_return_mean": float(np.mean([r["eval_return"] for r in rs])),
-                        "eval_cost_mean": float(np.mean([r["eval_costs"][0] for r in rs])),
-                        "steps_per_s": float(np.mean([r["steps"] / r["wall_s"] for r in rs])), "n": len(rs)}
+        table[label] = {
+            "return_mean": float(np.mean(rets)),
+            "return_ci95": ci95(rets),
+            "cost_mean": float(np.mean(costs)),
+            "cost_ci95": ci95(costs),
+            "eval_return_mean": float(np.mean([r["eval_return"] for r in rs])),
+            "eval_cost_mean": float(np.mean([r["eval_costs"][0] for r in rs])),
+            "steps_per_s": float(np.mean([r["steps"] / r["wall_s"] for r in rs])),
+            "n": len(rs),
+        }
     limit = runs[jobs[0][0]][0]["cost_limits"][0]
-    out = {"env": args.env, "steps": args.steps, "seeds": args.seeds, "cost_limit": limit, "table": table,
-           "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); 95% CI "
-                       "= 1.96 sd/sqrt(n)", "config": BASE_CFG,
-           "machine": "shared 2-core machine, other engineers' jobs running"}
+    out = {
+        "env": args.env,
+        "steps": args.steps,
+        "seeds": args.seeds,
+        "cost_limit": limit,
+        "table": table,
+        "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); 95% CI "
+        "= 1.96 sd/sqrt(n)",
+        "config": BASE_CFG,
+        "machine": "shared 2-core machine, other engineers' jobs running",
+    }
     write_json(OUT / f"{args.name}.json", out)
     pl = plt()
     fig, axes = pl.subplots(1, 2, figsize=(10, 3.6))

@@ -29,8 +29,17 @@ def run_sb3(steps: int, seed: int) -> float:
     from stable_baselines3 import PPO
 
     env = gym.make("Ant-v5")
-    model = PPO("MlpPolicy", env, n_steps=2048, batch_size=64, n_epochs=10, seed=seed, device="cpu",
-                policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}}, verbose=0)
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=2048,
+        batch_size=64,
+        n_epochs=10,
+        seed=seed,
+        device="cpu",
+        policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}},
+        verbose=0,
+    )
     t0 = time.perf_counter()
     model.learn(steps)
     dt = time.perf_counter() - t0
@@ -41,12 +50,21 @@ def run_sb3(steps: int, seed: int) -> float:
 def run_ours(algo: str, steps: int, seed: int) -> float:
     from bayescrl.constrained.registry import get_algorithm
 
-    cfg = dict(n_envs=1, rollout_steps=2048, minibatch_size=64, update_epochs=10, actor_hidden=(64, 64),
-               critic_hidden=(64, 64), target_kl=None, eval_episodes=1)
+    cfg = dict(
+        n_envs=1,
+        rollout_steps=2048,
+        minibatch_size=64,
+        update_epochs=10,
+        actor_hidden=(64, 64),
+        critic_hidden=(64, 64),
+        target_kl=None,
+        eval_episodes=1,
+    )
     if algo == "ecop":
         cfg["horizon"] = 1000
-    agent = get_algorithm(algo)("Ant-v5", [50.0], seed=seed, config=cfg,
-                                cost_fn=lambda o, a, o2, info: abs(info["x_velocity"]))
+    agent = get_algorithm(algo)(
+        "Ant-v5", [50.0], seed=seed, config=cfg, cost_fn=lambda o, a, o2, info: abs(info["x_velocity"])
+    )
     t0 = time.perf_counter()
     agent.learn(steps, progress=False)
     dt = time.perf_counter() - t0
@@ -68,10 +86,14 @@ def main() -> None:
         print({k: round(v[-1], 1) for k, v in res.items()}, flush=True)
     med = {k: float(np.median(v)) for k, v in res.items()}
     out = {
-        "task": "Ant-v5 (cost |x_velocity| for ours)", "steps_per_run": args.steps, "rounds": args.rounds,
+        "task": "Ant-v5 (cost |x_velocity| for ours)",
+        "steps_per_run": args.steps,
+        "rounds": args.rounds,
         "settings": "n_steps 2048, 1 env, 10 epochs, minibatch 64, (64,64) tanh, 1 torch thread, no KL stop",
-        "steps_per_s": res, "median_steps_per_s": med,
-        "ratio_ppo_lag_vs_sb3": med["ppo-lag"] / med["sb3-ppo"], "ratio_ecop_vs_sb3": med["ecop"] / med["sb3-ppo"],
+        "steps_per_s": res,
+        "median_steps_per_s": med,
+        "ratio_ppo_lag_vs_sb3": med["ppo-lag"] / med["sb3-ppo"],
+        "ratio_ecop_vs_sb3": med["ecop"] / med["sb3-ppo"],
         "machine": "shared 2-core machine, other engineers' jobs running",
     }
     write_json(OUT / "throughput.json", out)

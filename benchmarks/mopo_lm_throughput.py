@@ -16,7 +16,8 @@ MOPO runs its full algorithm: ``chi`` and ``lambda`` steps every iteration (``ep
 every ``t0 = 10`` steps with the threshold re-estimation, and the lagged reference active from step 20 on (the
 ``--warmup`` default), so
 every timed MOPO step also evaluates ``pi_lag`` (an extra no-grad pass with the snapshot swapped in) --
-work that DPO does not do.
+work that DPO does not do. The ``*_no_lag`` modes run MOPO with ``lagged_reference=False`` (same number of
+forward passes as DPO: what the dual updates of ``lambda`` and ``chi`` cost on their own).
 
 TRL 1.16 pitfalls handled here: ``DPOConfig`` defaults to bf16 and gradient checkpointing (4x slower on CPU)
 -- both are turned off; GPT-2 needs pad/eos ids for the small vocabulary (set in ``build_model``); the
@@ -52,14 +53,15 @@ from bayescrl.mopo.lm.trainer import MOPOLMTrainer  # noqa: E402
 from bayescrl.utils import write_json  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "mopo"
+MODES = ("uncached", "cached", "uncached_no_lag", "cached_no_lag")
 T0 = 10  # lag period: the lagged reference is active (one extra no-grad pass) from step 2 * T0 on
 LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"],
         "fan_in_fan_out": True}
 
 
-def time_mopo(base, tok, data, steps: int, batch: int, warmup: int, cached: bool) -> float:
+def time_mopo(base, tok, data, steps: int, batch: int, warmup: int, cached: bool, lag: bool = True) -> float:
     cfg = MOPOLMConfig(method="mopo", steps=steps, batch_size=batch, t0=T0, tau=0.5, lr=1e-3, peft=LORA,
-                       cache_logprobs=cached, epsilon=0.1, dtype="float32")
+                       cache_logprobs=cached, epsilon=0.1, dtype="float32", lagged_reference=lag)
     tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg)
     if cached:
         tr.precompute_reference()  # as TRL's precompute_ref_log_probs, outside the timed steps
@@ -117,11 +119,12 @@ def main(argv: list[str] | None = None) -> dict:
     base = build_model(tok, n_layer=2, n_embd=64, n_head=2, seed=0)
     data = TinyTask().make_data(a.records, seed=0)
     res: dict[str, dict[str, list[float]]] = {}
-    for mode in ("uncached", "cached"):
+    for mode in MODES:
         res[mode] = {"mopo": [], "trl_dpo": []}
+        cached, lag = mode.startswith("cached"), not mode.endswith("no_lag")
         for _ in range(a.repeats):  # alternate so that machine load hits both alike
-            res[mode]["trl_dpo"].append(time_trl(base, tok, data, a.steps, a.batch, a.warmup, mode == "cached"))
-            res[mode]["mopo"].append(time_mopo(base, tok, data, a.steps, a.batch, a.warmup, mode == "cached"))
+            res[mode]["trl_dpo"].append(time_trl(base, tok, data, a.steps, a.batch, a.warmup, cached))
+            res[mode]["mopo"].append(time_mopo(base, tok, data, a.steps, a.batch, a.warmup, cached, lag))
     summary = {}
     for mode, r in res.items():
         m, d = max(r["mopo"]), max(r["trl_dpo"])  # best of repeats: least disturbed by other load
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
     write_json(a.out / "lm_throughput.json", out)
     _plot(summary, a.out / "lm_throughput.png")
     for mode, s in summary.items():
-        print(f"{mode:9s} MOPO {s['mopo_pairs_per_s']:7.1f} pairs/s  TRL DPO {s['trl_dpo_pairs_per_s']:7.1f} "
+        print(f"{mode:16s} MOPO {s['mopo_pairs_per_s']:7.1f} pairs/s  TRL DPO {s['trl_dpo_pairs_per_s']:7.1f} "
               f"pairs/s  ratio {s['ratio_mopo_over_trl']:.2f}")
     return out
 

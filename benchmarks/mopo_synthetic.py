@@ -26,12 +26,13 @@ OUT = ROOT / "benchmarks" / "results" / "mopo"
 def table(results: dict) -> tuple[str, dict]:
     """Markdown table per reward set and the pass/fail of the targets."""
     lines, checks = [], {}
-    for rs, res in results["sets"].items():
-        m = res["methods"]
+    for (rs, res), tag in [(kv, t) for kv in results["sets"].items() for t in ("", "_greedy")]:
+        m = res[f"methods{tag}"]
         cop, mopo = m["COP oracle"]["hypervolume"], m["MOPO"]["hypervolume"]
         lines.append(
-            f"\nReward set {rs} (reference point {[round(v, 4) for v in res['reference_point']]}, "
-            f"true-front HV {res['true_front_hypervolume']:.4f})\n"
+            f"\nReward set {rs}, {'greedy' if tag else 'sampled'} evaluation (reference point "
+            f"{[round(v, 4) for v in res['reference_point' + tag]]}, true-front HV "
+            f"{res['true_front_hypervolume' + tag]:.4f})\n"
         )
         lines.append("| method | #points | hypervolume | HV / COP | mean distance to front |")
         lines.append("|---|---|---|---|---|")
@@ -42,7 +43,7 @@ def table(results: dict) -> tuple[str, dict]:
                 f"{v['mean_distance_to_front']:.4f} |"
             )
         single = {k: v["hypervolume"] for k, v in m.items() if k.startswith("DPO") and k != "DPO DC (all w)"}
-        checks[rs] = {
+        checks[rs + tag] = {
             "mopo_beats_every_single_dpo": all(mopo > h for h in single.values()),
             "mopo_within_10pct_of_cop": mopo >= 0.9 * cop,
             "mopo_over_cop": mopo / cop if cop > 0 else None,

@@ -68,6 +68,7 @@ def run_cell(n_pref: int, t: int, args) -> dict:
             num_samples=args.nuts_samples,
             warmup=args.nuts_warmup,
             num_chains=args.nuts_chains,
+            jit=True,
             seed=args.seed,
         ),
         1,
@@ -125,8 +126,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--nuts-samples", type=int, default=200)
-    ap.add_argument("--nuts-warmup", type=int, default=150)
+    ap.add_argument("--nuts-samples", type=int, default=150)
+    ap.add_argument("--nuts-warmup", type=int, default=100)
     ap.add_argument("--nuts-chains", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
@@ -134,7 +135,7 @@ def main() -> None:
     import pyro
 
     pyro.enable_validation(False)
-    grid = [(20, 300), (200, 300)] if args.quick else [(n, t) for t in (0, 300) for n in (20, 200, 2000)]
+    grid = [(20, 300), (200, 300)] if args.quick else [(n, t) for n in (20, 200, 2000) for t in (300, 0)]
     cells = []
     for n_pref, t in grid:
         cell = run_cell(n_pref, t, args)

@@ -1,4 +1,4 @@
-"""``bayescrl train`` / ``bayescrl evaluate``: outputs, resume, and bad input (exit status 2, clear message)."""
+"""``bayescrl train`` / ``bayescrl evaluate``: outputs, resume, bad input (exit status 2, clear message)."""
 
 import json
 
@@ -7,8 +7,17 @@ import pytest
 from bayescrl.cli import main
 
 ENV = "bayescrl.constrained.toy:CostCartPole"
-SMALL = ["--set", "config.n_envs=2", "--set", "config.rollout_steps=64", "--set", "config.update_epochs=1",
-         "--set", "config.eval_episodes=1", "--no-progress"]
+SMALL = [
+    "--set",
+    "config.n_envs=2",
+    "--set",
+    "config.rollout_steps=64",
+    "--set",
+    "config.update_epochs=1",
+    "--set",
+    "config.eval_episodes=1",
+    "--no-progress",
+]
 
 
 def _run(args, capsys):
@@ -19,8 +28,24 @@ def _run(args, capsys):
 
 def test_train_writes_metrics_curves_checkpoint_then_evaluate_and_resume(tmp_path, capsys):
     out = tmp_path / "run"
-    main(["train", "--algo", "ecop", "--env", ENV, "--total-steps", "256", "--seed", "1", "--out", str(out),
-          "--cost-limit", "5", *SMALL])
+    main(
+        [
+            "train",
+            "--algo",
+            "ecop",
+            "--env",
+            ENV,
+            "--total-steps",
+            "256",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--cost-limit",
+            "5",
+            *SMALL,
+        ]
+    )
     m = json.loads((out / "metrics.json").read_text())
     for key in ("final_return", "final_costs", "cost_limits", "env_steps_per_s"):
         assert key in m
@@ -44,10 +69,23 @@ def test_train_writes_metrics_curves_checkpoint_then_evaluate_and_resume(tmp_pat
         (["--algo", "ecop", "--env", "NoSuchEnv-v9"], "not a registered gymnasium id"),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--cost-limit", "2"], "give exactly 1 limit"),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "-1"], "must be a finite number >= 0"),
-        (["--algo", "ppo-lag", "--env", "bayescrl.constrained.toy:NaNEnv", "--cost-limit", "1"],
-         "non-finite observation from env 0 at env step"),
-        (["--algo", "ppo-lag", "--env", "bayescrl.constrained.toy:NaNEnv", "--cost-limit", "1",
-          "--set", "env_kwargs={what: reward}"], "non-finite reward"),
+        (
+            ["--algo", "ppo-lag", "--env", "bayescrl.constrained.toy:NaNEnv", "--cost-limit", "1"],
+            "non-finite observation from env 0 at env step",
+        ),
+        (
+            [
+                "--algo",
+                "ppo-lag",
+                "--env",
+                "bayescrl.constrained.toy:NaNEnv",
+                "--cost-limit",
+                "1",
+                "--set",
+                "env_kwargs={what: reward}",
+            ],
+            "non-finite reward",
+        ),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--total-steps", "-5"], "total_steps"),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--set", "config.gamma=2"], "gamma"),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--set", "config.bogus=1"], "unknown option"),

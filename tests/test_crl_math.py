@@ -8,7 +8,12 @@ from scipy.optimize import minimize
 from bayescrl.constrained.core.advantages import average_gae, discounted_gae, finite_horizon_advantages
 from bayescrl.constrained.core.networks import EnsembleMLP, GaussianPolicy
 from bayescrl.constrained.core.normalize import RunningMeanStd
-from bayescrl.constrained.core.optim import conjugate_gradient, fisher_vector_product, flat_params, set_flat_params
+from bayescrl.constrained.core.optim import (
+    conjugate_gradient,
+    fisher_vector_product,
+    flat_params,
+    set_flat_params,
+)
 from bayescrl.constrained.cpo import cpo_direction
 from bayescrl.constrained.ecop import ecop_penalty
 
@@ -49,7 +54,9 @@ def test_fisher_vector_product_matches_kl_hessian():
             t = (theta0 + sgn * e).requires_grad_(False)
             set_flat_params(pol, t)
             kl = pol.kl(old, pol.distribution(obs)).mean()
-            grads.append(torch.cat([gg.reshape(-1) for gg in torch.autograd.grad(kl, list(pol.parameters()))]))
+            grads.append(
+                torch.cat([gg.reshape(-1) for gg in torch.autograd.grad(kl, list(pol.parameters()))])
+            )
         H[:, i] = (grads[0] - grads[1]) / (2 * eps)
     set_flat_params(pol, theta0)
     v = torch.randn(n, dtype=torch.float64)
@@ -143,11 +150,15 @@ def test_ecop_penalty_closed_form_and_gradient():
 
 def _qcqp_reference(g, b, H, c, delta):
     """max g.x s.t. b.x + c <= 0, x H x / 2 <= delta (SLSQP)."""
-    cons = [{"type": "ineq", "fun": lambda x: -(b @ x + c)},
-            {"type": "ineq", "fun": lambda x: delta - 0.5 * x @ H @ x}]
+    cons = [
+        {"type": "ineq", "fun": lambda x: -(b @ x + c)},
+        {"type": "ineq", "fun": lambda x: delta - 0.5 * x @ H @ x},
+    ]
     best = None
     for x0 in (np.zeros_like(g), -0.01 * b, 0.01 * g):
-        res = minimize(lambda x: -(g @ x), x0, constraints=cons, method="SLSQP", options={"ftol": 1e-12, "maxiter": 500})
+        res = minimize(
+            lambda x: -(g @ x), x0, constraints=cons, method="SLSQP", options={"ftol": 1e-12, "maxiter": 500}
+        )
         if res.success and (best is None or res.fun < best.fun):
             best = res
     return best.x

@@ -29,8 +29,20 @@ def test_ecop_reaches_lp_optimum_on_tabular_cmdp():
     cmdp = make_small_cmdp("finite", horizon=10)  # J* = 6.5 at cost 3 = d (binding); unconstrained 9.5
     opt = cmdp.solve()
     assert opt.value == pytest.approx(6.5) and opt.costs[0] == pytest.approx(3.0)
-    cfg = dict(n_envs=8, rollout_steps=50, minibatch_size=100, update_epochs=5, pi_lr=1e-3, vf_lr=3e-3,
-               anneal_lr=True, actor_hidden=(32,), critic_hidden=(32,), beta=1.0, kappa=1.02, beta_max=10.0)
+    cfg = dict(
+        n_envs=8,
+        rollout_steps=50,
+        minibatch_size=100,
+        update_epochs=5,
+        pi_lr=1e-3,
+        vf_lr=3e-3,
+        anneal_lr=True,
+        actor_hidden=(32,),
+        critic_hidden=(32,),
+        beta=1.0,
+        kappa=1.02,
+        beta_max=10.0,
+    )
     algo = get_algorithm("ecop")(cmdp.make_env, [3.0], seed=0, config=cfg)
     algo.learn(30_000, progress=False)
     ev = cmdp.evaluate(_tabular_policy(algo, 2, 10))  # exact evaluation of the learned policy
@@ -107,8 +119,13 @@ def test_resume_is_equivalent_to_uninterrupted_run(tmp_path):
 
 @pytest.mark.parametrize("algo", ["ecop", "ppo-lag", "p3o", "focops", "ipo"])
 def test_two_constraints_each_with_own_multiplier(algo):
-    a = get_algorithm(algo)("bayescrl.constrained.toy:CostCartPole", [0.0, 3.0], seed=0,
-                            config=SMALL, env_kwargs={"two_costs": True})
+    a = get_algorithm(algo)(
+        "bayescrl.constrained.toy:CostCartPole",
+        [0.0, 3.0],
+        seed=0,
+        config=SMALL,
+        env_kwargs={"two_costs": True},
+    )
     a.learn(256, progress=False)
     rec = a.history[-1]
     assert a.m == 2 and len(rec["ep_costs"]) == 2 and len(rec["multipliers"]) == 2
@@ -124,7 +141,9 @@ def test_cost_limit_zero_drives_multiplier_up():
 
 
 @pytest.mark.parametrize("algo", ["ecop", "ppo-lag", "p3o", "focops", "cpo", "pcpo", "ipo"])
-@pytest.mark.parametrize("env", ["bayescrl.constrained.toy:CostPendulum", "bayescrl.constrained.toy:CostCartPole"])
+@pytest.mark.parametrize(
+    "env", ["bayescrl.constrained.toy:CostPendulum", "bayescrl.constrained.toy:CostCartPole"]
+)
 def test_every_baseline_trains_on_box_and_discrete(algo, env):
     a = get_algorithm(algo)(env, [5.0], seed=1, config=SMALL)
     a.learn(128, progress=False)
@@ -138,13 +157,20 @@ def test_single_constraint_algorithms_reject_two():
     from bayescrl.utils import ConfigError
 
     with pytest.raises(ConfigError, match="at most 1 constraint"):
-        get_algorithm("cpo")("bayescrl.constrained.toy:CostCartPole", [1.0, 1.0], config=SMALL,
-                             env_kwargs={"two_costs": True})
+        get_algorithm("cpo")(
+            "bayescrl.constrained.toy:CostCartPole", [1.0, 1.0], config=SMALL, env_kwargs={"two_costs": True}
+        )
 
 
 def test_pluggable_reward_and_cost_callables_and_async():
-    a = get_algorithm("ppo-lag")("CartPole-v1", [10.0], seed=0, config=dict(SMALL, async_envs=True),
-                                 reward_fn=lambda o, a_, o2, i: 2.0, cost_fn=lambda o, a_, o2, i: abs(o2[0]))
+    a = get_algorithm("ppo-lag")(
+        "CartPole-v1",
+        [10.0],
+        seed=0,
+        config=dict(SMALL, async_envs=True),
+        reward_fn=lambda o, a_, o2, i: 2.0,
+        cost_fn=lambda o, a_, o2, i: abs(o2[0]),
+    )
     a.learn(128, progress=False)
     rec = a.history[-1]
     lengths = a.evaluate(2)["lengths"]

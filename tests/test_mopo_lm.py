@@ -111,6 +111,11 @@ def test_multi_head_shares_backbone_and_heads_select_decoding(tok, data, base):
         assert out[0, -1] == torch.argmax(pol.heads[k] @ h)
         firsts.add(int(out[0, -1]))
     assert len(firsts) > 1
+    snap, lp_snap = pol.trainable_state(), pol.logprobs(b).detach()
+    with torch.no_grad():
+        for h in pol.heads:
+            h.mul_(0.5)
+    assert torch.allclose(pol.snapshot_logprobs(snap, b), lp_snap, atol=1e-5)  # heads are part of the lag
     assert pol.lm.get_base_model().get_output_embeddings() is pol.base_head  # restored after decoding
 
 

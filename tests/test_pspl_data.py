@@ -170,7 +170,7 @@ def test_dpo_and_ipo_learn_the_preferred_action():
     ref = torch.full((1, 1, 3), 1 / 3, dtype=torch.float64)
     for loss in ("dpo", "ipo"):
         pi = train_offline_policy(
-            data, ref, 1, 3, loss=loss, tau=1.0, steps=60, lr=3e-2, generator=torch.Generator().manual_seed(0)
+            data, ref, 1, 3, loss=loss, tau=1.0, steps=25, lr=5e-2, generator=torch.Generator().manual_seed(0)
         )
         assert pi.shape == (2, 1, 1) and torch.all(pi == 2)
     assert mdp.r[0].argmax() == 2

@@ -45,7 +45,7 @@ def test_all_agents_run_and_report_required_keys():
 
 
 def test_reproducible_and_seed_dependent():
-    cfg = {**SMALL, "agents": ["pspl-bootstrap", "dps"]}
+    cfg = {**SMALL, "agents": ["pspl-bootstrap", "dps"], "K": 3}
     a = run_experiment(cfg, seeds=2, progress=False)
     b = run_experiment(cfg, seeds=2, progress=False)
     c = run_experiment({**cfg, "seed": 1}, seeds=2, progress=False)
@@ -153,8 +153,8 @@ def test_sweep_runs_each_value(tmp_path):
 
 def test_bandit_bai_offline_data_helps_and_finds_best_arm():
     arms = torch.randn(8, 3, generator=torch.Generator().manual_seed(0))
-    cold = run_bandit_bai(arms, seeds=8, N=0, K=12, beta=10.0, lam=20.0)["simple_regret"]
-    warm = run_bandit_bai(arms, seeds=8, N=200, K=12, beta=10.0, lam=20.0)["simple_regret"]
+    cold = run_bandit_bai(arms, seeds=6, N=0, K=8, beta=10.0, lam=20.0)["simple_regret"]
+    warm = run_bandit_bai(arms, seeds=6, N=100, K=4, beta=10.0, lam=20.0)["simple_regret"]
     assert warm[:, 0].mean() < cold[:, 0].mean()  # informed prior from D0
     assert warm[:, -1].mean() <= warm[:, 0].mean() + 1e-12
     assert cold[:, -1].mean() < 0.5 * cold[:, 0].mean()  # online top-two exploration learns

@@ -154,6 +154,13 @@ def raters_of(offline: Mapping) -> list[Rater]:
     return [rater]
 
 
+def _norm_competence(v: Any) -> Any:
+    """YAML reads ``true`` as a boolean: accept it as the string ``'true'`` (the true competence)."""
+    if isinstance(v, (list, tuple)):
+        return [_norm_competence(x) for x in v]
+    return "true" if v is True else v
+
+
 def _check_competence(field: str, v: Any, n_raters: int, estimators: tuple[str, ...]) -> None:
     items = v if isinstance(v, (list, tuple)) else [v]
     if isinstance(v, (list, tuple)) and len(v) != n_raters:
@@ -222,10 +229,15 @@ def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     b["prior_mean"] = _vector("bandit.prior_mean", b["prior_mean"], b["d"])
     b["prior_sd"] = _vector("bandit.prior_sd", b["prior_sd"], b["d"], positive=True)
     raters = raters_of(cfg["offline"])
+    for k in ("beta", "lam"):
+        cfg["assumed"][k] = _norm_competence(cfg["assumed"][k])
     _check_competence("assumed.beta", cfg["assumed"]["beta"], len(raters), BETA_ESTIMATORS)
     _check_competence("assumed.lam", cfg["assumed"]["lam"], len(raters), ())
     cfg["agents"] = normalise_agents(config.get("agents", DEFAULTS["agents"]))
     for i, a in enumerate(cfg["agents"]):
+        for k in ("beta", "lam"):
+            if k in a:
+                a[k] = _norm_competence(a[k])
         if "beta" in a:
             _check_competence(f"agents[{i}].beta", a["beta"], len(raters), BETA_ESTIMATORS)
         if "lam" in a:

@@ -31,23 +31,56 @@ def _positive_steps(value) -> int:
 
 
 @click.command()
-@click.option("--algo", default=None, help="ecop, ppo-lag, p3o, focops, cpo, pcpo, ipo (or acpo, atrpo, bvf-ppo).")
+@click.option(
+    "--algo", default=None, help="ecop, ppo-lag, p3o, focops, cpo, pcpo, ipo (or acpo, atrpo, bvf-ppo)."
+)
 @click.option("--env", "env_id", default=None, help="Registered gymnasium id or 'module:Class'.")
 @click.option("--total-steps", default=None, type=float, help="Environment steps to train for.")
 @click.option("--seed", default=None, type=int, help="Random seed (default 0).")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--cost-limit", "cost_limits", multiple=True, type=float,
-              help="Limit d_i of each cost (repeat for m > 1); default: the env's own cost_limits.")
-@click.option("--resume", "resume_dir", default=None, type=click.Path(file_okay=False),
-              help="Continue the run saved in this folder (its checkpoint.pt).")
-@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
-              help="YAML with algo/env/total_steps/seed/cost_limits and a 'config' mapping.")
-@click.option("--set", "overrides", multiple=True, help="Override a config entry, e.g. --set config.n_envs=8.")
+@click.option(
+    "--cost-limit",
+    "cost_limits",
+    multiple=True,
+    type=float,
+    help="Limit d_i of each cost (repeat for m > 1); default: the env's own cost_limits.",
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Continue the run saved in this folder (its checkpoint.pt).",
+)
+@click.option(
+    "--config",
+    "config_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="YAML with algo/env/total_steps/seed/cost_limits and a 'config' mapping.",
+)
+@click.option(
+    "--set", "overrides", multiple=True, help="Override a config entry, e.g. --set config.n_envs=8."
+)
 @click.option("--device", default="cpu", show_default=True)
-@click.option("--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS).")
+@click.option(
+    "--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS)."
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-def train(algo, env_id, total_steps, seed, out_dir, cost_limits, resume_dir, config_file, overrides, device,
-          threads, progress) -> None:
+def train(
+    algo,
+    env_id,
+    total_steps,
+    seed,
+    out_dir,
+    cost_limits,
+    resume_dir,
+    config_file,
+    overrides,
+    device,
+    threads,
+    progress,
+) -> None:
     """Train a constrained RL agent; writes metrics.json, curves.json/.png, metrics.jsonl, checkpoint.pt."""
     from bayescrl.constrained.core.base import OnPolicyAlgorithm
     from bayescrl.constrained.registry import get_algorithm
@@ -61,8 +94,9 @@ def train(algo, env_id, total_steps, seed, out_dir, cost_limits, resume_dir, con
     if resume_dir is not None:
         agent = OnPolicyAlgorithm.load(resume_dir, device=device)
         out = Path(out_dir or resume_dir)
-        steps = _positive_steps(total_steps if total_steps is not None else spec.get("total_steps",
-                                _stored_total(resume_dir)))
+        steps = _positive_steps(
+            total_steps if total_steps is not None else spec.get("total_steps", _stored_total(resume_dir))
+        )
         _truncate_metrics(out, agent.iteration)
     else:
         algo = algo or spec.get("algo")
@@ -78,21 +112,34 @@ def train(algo, env_id, total_steps, seed, out_dir, cost_limits, resume_dir, con
         if (out / "checkpoint.pt").exists():
             raise ConfigError("out", str(out), "already holds a run; use --resume to continue it")
         cls = get_algorithm(algo)
-        agent = cls(env_id, limits, seed, spec.get("config") or {}, device=device,
-                    env_kwargs=spec.get("env_kwargs"))
+        agent = cls(
+            env_id, limits, seed, spec.get("config") or {}, device=device, env_kwargs=spec.get("env_kwargs")
+        )
         out.mkdir(parents=True, exist_ok=True)
         (out / "metrics.jsonl").write_text("")
-    write_json(out / "run.json", {"algo": agent.name, "env": agent.env_id, "seed": agent.seed,
-                                  "total_steps": steps, "cost_limits": agent.cost_limits.tolist(),
-                                  "config": agent.config.to_dict()})
+    write_json(
+        out / "run.json",
+        {
+            "algo": agent.name,
+            "env": agent.env_id,
+            "seed": agent.seed,
+            "total_steps": steps,
+            "cost_limits": agent.cost_limits.tolist(),
+            "config": agent.config.to_dict(),
+        },
+    )
     try:
         agent.learn(steps, out_dir=out, progress=progress)
         metrics = agent.write_results(out)
     finally:
         agent.close()
-    costs = ", ".join(f"{c:.2f}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True))
-    click.echo(f"{agent.name} on {agent.env_id}: return {metrics['final_return']:.2f}, costs [{costs}], "
-               f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json")
+    costs = ", ".join(
+        f"{c:.2f}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True)
+    )
+    click.echo(
+        f"{agent.name} on {agent.env_id}: return {metrics['final_return']:.2f}, costs [{costs}], "
+        f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"
+    )
 
 
 def _stored_total(run_dir) -> int | None:
@@ -105,14 +152,18 @@ def _truncate_metrics(out: Path, iteration: int) -> None:
     p = out / "metrics.jsonl"
     if not p.exists():
         return
-    keep = [ln for ln in p.read_text().splitlines() if ln.strip() and json.loads(ln)["iteration"] <= iteration]
+    keep = [
+        ln for ln in p.read_text().splitlines() if ln.strip() and json.loads(ln)["iteration"] <= iteration
+    ]
     p.write_text("".join(ln + "\n" for ln in keep))
 
 
 @click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False))
 @click.option("--episodes", default=10, show_default=True, type=int)
-@click.option("--seed", default=None, type=int, help="First evaluation seed (default: training seed + 10000).")
+@click.option(
+    "--seed", default=None, type=int, help="First evaluation seed (default: training seed + 10000)."
+)
 @click.option("--stochastic", is_flag=True, help="Sample actions instead of the deterministic mean/argmax.")
 @click.option("--device", default="cpu", show_default=True)
 def evaluate(run_dir, episodes, seed, stochastic, device) -> None:
@@ -130,4 +181,6 @@ def evaluate(run_dir, episodes, seed, stochastic, device) -> None:
     res["cost_limits"] = agent.cost_limits.tolist()
     write_json(Path(run_dir) / "evaluation.json", res)
     costs = ", ".join(f"{c:.2f}/{d:g}" for c, d in zip(res["mean_costs"], res["cost_limits"], strict=True))
-    click.echo(f"{agent.name}: mean return {res['mean_return']:.2f} over {episodes} episodes, costs [{costs}]")
+    click.echo(
+        f"{agent.name}: mean return {res['mean_return']:.2f} over {episodes} episodes, costs [{costs}]"
+    )

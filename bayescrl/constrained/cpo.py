@@ -88,8 +88,7 @@ class CPO(OnPolicyAlgorithm):
             lam, nu, case = math.sqrt(tq.q / (2 * delta)), 0.0, 4
         else:
             lam, nu, case = cpo_direction(tq.q, tq.r, tq.s, c, delta)
-        step = (-math.sqrt(2 * delta / (tq.s + EPS)) * tq.w if case == 0
-                else (tq.v - nu * tq.w) / (lam + EPS))
+        step = -math.sqrt(2 * delta / (tq.s + EPS)) * tq.w if case == 0 else (tq.v - nu * tq.w) / (lam + EPS)
         info: dict = {}
 
         def accept() -> bool:
@@ -98,7 +97,9 @@ class CPO(OnPolicyAlgorithm):
             return kl <= delta and (r1 >= r0 if case > 1 else True) and (c1 - c0 <= max(-c, 0.0))
 
         theta0 = flat_params(self.policy)
-        ok, j = backtracking_line_search(self.policy, step, accept, cfg.line_search_steps, cfg.line_search_decay)
+        ok, j = backtracking_line_search(
+            self.policy, step, accept, cfg.line_search_steps, cfg.line_search_decay
+        )
         if not ok:
             set_flat_params(self.policy, theta0)
             info["kl"] = 0.0

@@ -76,7 +76,6 @@ class ECOPConfig(TrainConfig):
     beta_max: float = 20.0
     constraint_scale: str = "per_step"  # per_step: Psi / H_eff (default) | episode: Psi as written
 
-
     def validate(self) -> None:
         super().validate()
         if not (math.isfinite(self.beta) and self.beta > 0):
@@ -93,7 +92,8 @@ def ecop_penalty(psi: torch.Tensor, lam: torch.Tensor, beta: float) -> torch.Ten
     """The constraint part of Eq. `main_e-COP_problem` for a vector ``psi`` of ``L_Ci + J_Ci - d_i``."""
     lam = lam.to(psi.dtype)
     return (lam * torch.relu(psi)).sum() + 0.5 * beta * (
-        torch.relu(psi + lam / beta) ** 2 - (lam / beta) ** 2).sum()
+        torch.relu(psi + lam / beta) ** 2 - (lam / beta) ** 2
+    ).sum()
 
 
 class ECOP(OnPolicyAlgorithm):
@@ -122,7 +122,9 @@ class ECOP(OnPolicyAlgorithm):
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
         per_step = cfg.constraint_scale == "per_step"
         # per_step: cost advantages normalised like the reward ones (the seed's appendix normalises both)
-        adv_c = self.normalize(batch.advantages[:, 1:], center_only=not (per_step and cfg.normalize_advantages))
+        adv_c = self.normalize(
+            batch.advantages[:, 1:], center_only=not (per_step and cfg.normalize_advantages)
+        )
         scale = 1.0 / h_eff if per_step else 1.0
         gap = scale * (batch.ep_cost_est - self.cost_limits).float()  # J_Ci(pi_{k-1}) - d_i
         # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1): the advantage term
@@ -134,7 +136,9 @@ class ECOP(OnPolicyAlgorithm):
         def loss_fn(idx, ratio, dist):
             loss = -clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
             if self.m:
-                l_c = (1.0 if per_step else h_eff) * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
+                l_c = (1.0 if per_step else h_eff) * clipped_surrogate(
+                    ratio, adv_c[idx], cfg.clip, "max"
+                ).mean(0)
                 loss = loss + ecop_penalty(l_c + gap, lam, beta)
             return loss
 

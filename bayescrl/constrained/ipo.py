@@ -39,7 +39,9 @@ class IPO(OnPolicyAlgorithm):
         cfg = self.config
         h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
         slack = (self.cost_limits - batch.ep_cost_est).float()
-        w = torch.where(slack > 0, h_eff / (cfg.t * slack.clamp(min=1e-8)), torch.full_like(slack, cfg.penalty_max))
+        w = torch.where(
+            slack > 0, h_eff / (cfg.t * slack.clamp(min=1e-8)), torch.full_like(slack, cfg.penalty_max)
+        )
         self.w = w.clamp(max=cfg.penalty_max)
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r

@@ -2,7 +2,8 @@
 
 Loss (their Eq. 11, one ReLU penalty per constraint)::
 
-    -E[min(rho A, clip(rho) A)] + kappa * sum_i relu( E[max(rho A_Ci, clip(rho) A_Ci)] + (1 - gamma)(J_Ci - d_i) )
+    -E[min(rho A, clip(rho) A)]
+        + kappa * sum_i relu( E[max(rho A_Ci, clip(rho) A_Ci)] + (1 - gamma)(J_Ci - d_i) )
 
 Reward advantages normalised, cost advantages centred. ``kappa`` (their penalty factor) defaults to 20.
 """

@@ -61,5 +61,7 @@ class PCPO(OnPolicyAlgorithm):
             info["kl"] = kl
             return kl <= 2 * delta
 
-        ok, j = backtracking_line_search(self.policy, step, accept, cfg.line_search_steps, cfg.line_search_decay)
+        ok, j = backtracking_line_search(
+            self.policy, step, accept, cfg.line_search_steps, cfg.line_search_decay
+        )
         return {"kl": info["kl"] if ok else 0.0, "line_search": j, "accepted": float(ok), "projection": proj}

@@ -29,8 +29,11 @@ def get_algorithm(name: str):
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name == module_name:
-            raise ConfigError("algo", name, f"registered as {REGISTRY[name]!r} but module {module_name} "
-                              "is not implemented yet") from exc
+            raise ConfigError(
+                "algo",
+                name,
+                f"registered as {REGISTRY[name]!r} but module {module_name} is not implemented yet",
+            ) from exc
         raise
     if not hasattr(module, attr):
         raise ConfigError("algo", name, f"module {module_name} has no class {attr!r}")

@@ -64,9 +64,19 @@ def _pref_prob(samples: dict[str, torch.Tensor], x0, x1, rater, beta, y) -> torc
 
 
 def heldout_logloss(
-    samples: dict[str, torch.Tensor], model: SpecModel, *, tau: int = 10, batches: int = 500, seed: int = 0
+    samples: dict[str, torch.Tensor],
+    model: SpecModel,
+    *,
+    tau: int = 10,
+    batches: int = 300,
+    seed: int = 0,
+    max_samples: int = 1000,
 ) -> dict[str, float] | None:
-    """Marginal and joint (dyadic) predictive log-loss; None when there is nothing to evaluate on."""
+    """Marginal and joint (dyadic) predictive log-loss; None when there is nothing to evaluate on.
+
+    Uses at most ``max_samples`` posterior samples (memory is samples × batches × τ × d).
+    """
+    samples = {k: v[:max_samples] for k, v in samples.items()}
     p = model.problem
     gen = torch.Generator().manual_seed(seed)
     d, R = p.dim, p.num_raters

@@ -7,10 +7,12 @@ from typing import Any
 
 import numpy as np
 import pyro
+import pyro.poutine as poutine
 import torch
 from pyro.infer import MCMC, NUTS
+from pyro.infer.reparam import LocScaleReparam
 
-from bayescrl.inference.sites import SiteInfo
+from bayescrl.inference.sites import SiteInfo, from_particles, site_infos, to_particles
 
 
 def fit_nuts(
@@ -23,21 +25,32 @@ def fit_nuts(
     max_plate_nesting: int = 1,
     target_accept: float = 0.8,
     jit: bool = False,
+    reparam: bool = True,
     seed: int = 0,
     progress: bool = False,
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, Any]]:
     """Run ``num_chains`` NUTS chains sequentially (seed, seed+1, ...).
 
+    ``reparam`` samples every latent Normal site whose parameters depend on other latents (e.g.
+    ϑ ~ N(θ, I/λ²)) in non-centred form (``LocScaleReparam``): with λ = 100 the centred posterior is a
+    narrow ridge on which NUTS hits its maximum tree depth; the original sites are recomputed from the
+    draws, so the returned samples are the same variables.
+
     Returns ``chains {site: [C, D, *shape]}``, ``sample_stats {diverging: [C, D]}`` and diagnostics
     (max R-hat and min bulk ESS over all scalar components of every latent site).
     """
     latents = [k for k, i in infos.items() if not i.observed]
+    run_model = model
+    if reparam:
+        sites = {k: LocScaleReparam(0.0) for k in latents if infos[k].dist_name == "Normal"}
+        run_model = poutine.reparam(model, sites) if sites else model
+        rinfos = site_infos(run_model) if sites else infos
     per_chain: list[dict[str, torch.Tensor]] = []
     diverging = []
     for c in range(num_chains):
         pyro.set_rng_seed(seed + c)
         kernel = NUTS(
-            model,
+            run_model,
             target_accept_prob=target_accept,
             max_plate_nesting=max_plate_nesting,
             jit_compile=jit,
@@ -48,6 +61,8 @@ def fit_nuts(
         )
         mcmc.run()
         s = mcmc.get_samples()
+        if run_model is not model:
+            s = _recover(run_model, s, rinfos, infos, latents, max_plate_nesting)
         per_chain.append({k: s[k].double() for k in latents})
         div = torch.zeros(num_samples, dtype=torch.bool)
         idx = mcmc.diagnostics().get("divergences", {}).get("chain 0", [])
@@ -59,6 +74,18 @@ def fit_nuts(
     diag.update(rhat_ess(chains))
     diag["divergences"] = int(stats["diverging"].sum())
     return chains, stats, diag
+
+
+def _recover(run_model, samples, rinfos, infos, latents, nesting) -> dict[str, torch.Tensor]:
+    """Original site values from non-centred draws (re-run the reparameterised model, vectorised)."""
+    n = next(iter(samples.values())).shape[0]
+    cond = {k: to_particles(v, rinfos[k], nesting) for k, v in samples.items() if k in rinfos}
+    with torch.no_grad(), pyro.plate("_particles", n, dim=-(nesting + 1)):
+        tr = poutine.trace(poutine.condition(run_model, cond)).get_trace()
+    return {
+        k: from_particles(tr.nodes[k]["value"].expand(n, *tr.nodes[k]["value"].shape[1:]), infos[k], n)
+        for k in latents
+    }
 
 
 def rhat_ess(chains: dict[str, torch.Tensor]) -> dict[str, float]:

@@ -41,8 +41,8 @@ def fit_svi(
     """Fit ``guide`` ∈ {normal, mvn, lowrank} by maximising the ELBO (ClippedAdam, learning-rate decay).
 
     Convergence: every ``window`` steps the mean loss of the last window is compared with the previous
-    one; the run stops when the decrease is below ``rtol`` × (window standard deviation + 1e-3·|loss|)
-    ... i.e. the change is indistinguishable from Monte-Carlo noise. Returns a sampler and diagnostics
+    window's; the run stops when the decrease is below ``rtol`` · |loss| + 2 standard errors of the
+    window mean, i.e. indistinguishable from Monte-Carlo noise. Returns a sampler and diagnostics
     (``elbo`` trace, ``steps``, ``converged``).
     """
     if guide not in GUIDES:

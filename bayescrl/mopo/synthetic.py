@@ -20,7 +20,9 @@ sweep of thresholds. Each policy is one point ``(E_x E_{y~pi} r1, E_x E_{y~pi} r
 of such points is computed on a fine ``(x, y)`` grid by scalarisation (every front point of the convex
 achievable set is supported) and densified linearly (mixtures). Hypervolumes use moocore with the
 reference point = the component-wise minimum over all methods' points and the true front, minus 1% of
-the range (stated in the results), so that every method's points count.
+the range (stated in the results), so that every method's points count. Policies are evaluated by
+their expected rewards under sampling (``methods``) and at their mode (``methods_greedy``, like the
+deterministic COP oracle).
 """
 
 from __future__ import annotations
@@ -327,12 +329,17 @@ def train_mopo(
     return net, lam
 
 
-def evaluate(net: BatchedMLP, reward_set: str, n_y: int, n_x: int = 101) -> np.ndarray:
-    """Expected rewards ``[R, 2]`` of each policy: ``E_{x ~ grid} E_{y ~ pi(.|x)} (r1, r2)``."""
+def evaluate(net: BatchedMLP, reward_set: str, n_y: int, n_x: int = 101, greedy: bool = False) -> np.ndarray:
+    """Expected rewards ``[R, 2]`` of each policy: ``E_{x ~ grid} E_{y ~ pi(.|x)} (r1, r2)``.
+
+    ``greedy=True`` evaluates the deterministic mode ``argmax_y pi(y | x)`` instead (like the COP oracle).
+    """
     x = torch.linspace(0, 1, n_x, dtype=torch.float64)
     grid = torch.linspace(0, 1, n_y, dtype=torch.float64)
     with torch.no_grad():
         pi = torch.exp(net.logp(x)).double()  # [R, n_x, n_y]
+    if greedy:
+        pi = torch.nn.functional.one_hot(pi.argmax(-1), n_y).double()
     r1, r2 = rewards(reward_set, x[:, None], grid[None, :])
     return torch.stack([(pi * r1).sum(-1).mean(-1), (pi * r2).sum(-1).mean(-1)], -1).numpy()
 
@@ -364,6 +371,20 @@ def cop_oracle(reward_set: str, thresholds: np.ndarray, n_x: int = 101, n_y: int
     return np.asarray(out)
 
 
+def auto_thresholds(data: Mapping[str, Tensor], n_y: int, n: int) -> list[float]:
+    """MOPO threshold sweep from the data alone: ``n`` values from 0.5 (``G`` of the uniform reference, exact
+    under the symmetric augmentation) to the best per-response empirical win rate on objective 2.
+
+    ``q_hat(y) = mean of I_2 over augmented records with response y`` is the tabular estimate of
+    ``E_{x, y'}[p_2(y > y')]``; the best achievable ``G`` of a context-free policy is ``max_y q_hat(y)``.
+    """
+    ys = torch.cat([data["iy"], data["iyp"]])
+    z2 = torch.cat([data["z2"], 1 - data["z2"]])
+    cnt = torch.bincount(ys, minlength=n_y).clamp(min=1)
+    q_hat = torch.bincount(ys, weights=z2, minlength=n_y) / cnt
+    return np.linspace(0.5, float(q_hat.max()), n).tolist()
+
+
 def cop_thresholds(reward_set: str, n: int, n_x: int = 101, n_y: int = 1001) -> np.ndarray:
     """``n`` thresholds ``b`` spanning the range of ``r2(x, y)`` on the grid (quantiles)."""
     x = torch.linspace(0, 1, n_x, dtype=torch.float64)
@@ -384,7 +405,8 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
 
     Config keys: ``reward_sets`` (default [A, B]), ``n`` (data size), ``n_y`` (response grid), ``seed``,
     ``dpo: {beta, steps, lr, batch, hidden, w: [..]}``, ``mopo: {tau, t0, steps, lr, batch, hidden, eps,
-    thresholds: [..] or n_thresholds}``, ``cop: {n}``, ``grid: {n_x, n_y, n_w}`` (evaluation grids).
+    thresholds: [..] | auto, n_thresholds}`` (see :func:`auto_thresholds`),
+    ``cop: {n}``, ``grid: {n_x, n_y, n_w}`` (evaluation grids).
     """
     sets = list(config.get("reward_sets", ["A", "B"]))
     n, n_y, seed = int(config.get("n", 4000)), int(config.get("n_y", 41)), int(config.get("seed", 0))
@@ -411,39 +433,37 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
         for i, w in enumerate(ws):
             dsets[f"DPO DC(w={w:g})"] = pairs(data["zc"][i])
         dpo = train_dpo(list(dsets.values()), n_y, dcfg, gen, device)
-        dpo_pts = evaluate(dpo, rs, n_y)
         gx, gy = int(grid.get("n_x", 101)), int(grid.get("n_y", 1001))
         front = true_front(rs, gx, gy, int(grid.get("n_w", 401)))
-        n_b = int(mcfg.get("n_thresholds", 8))
-        thresholds = mcfg.get("thresholds") or np.linspace(0.45, 0.8, n_b).tolist()
+        thresholds = mcfg.get("thresholds", "auto")
+        if thresholds == "auto":
+            thresholds = auto_thresholds(data, n_y, int(mcfg.get("n_thresholds", 9)))
         mopo, lam = train_mopo(data, n_y, [float(t) for t in thresholds], mcfg, gen, device)
-        mopo_pts = evaluate(mopo, rs, n_y)
         cop_pts = cop_oracle(
             rs, cop_thresholds(rs, int(dict(config.get("cop", {}) or {}).get("n", 25)), gx, gy), gx, gy
         )
         dense = pareto.densify_front(front)
-        methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
-        methods["DPO DC (all w)"] = dpo_pts[3:]
-        methods["COP oracle"] = cop_pts
-        methods["MOPO"] = mopo_pts
-        ref = reference_point([front, *methods.values()])
-        res = {
-            "reference_point": ref.tolist(),
-            "true_front_hypervolume": pareto.hypervolume(front, ref),
-            "mopo_thresholds": list(thresholds),
-            "mopo_lambda": lam[:, 0].tolist(),
-            "methods": {
+        res = {"mopo_thresholds": list(thresholds), "mopo_lambda": lam[:, 0].tolist()}
+        for tag, greedy in (("", False), ("_greedy", True)):
+            dpo_pts, mopo_pts = evaluate(dpo, rs, n_y, greedy=greedy), evaluate(mopo, rs, n_y, greedy=greedy)
+            methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
+            methods["DPO DC (all w)"] = dpo_pts[3:]
+            methods["COP oracle"] = cop_pts
+            methods["MOPO"] = mopo_pts
+            ref = reference_point([front, *methods.values()])
+            res[f"reference_point{tag}"] = ref.tolist()
+            res[f"true_front_hypervolume{tag}"] = pareto.hypervolume(front, ref)
+            res[f"methods{tag}"] = {
                 k: {
                     "points": v.tolist(),
                     "hypervolume": pareto.hypervolume(v, ref),
                     "mean_distance_to_front": pareto.mean_distance(v, dense),
                 }
                 for k, v in methods.items()
-            },
-        }
+            }
+            if out is not None:
+                _plot_front(rs, front, methods, ref, out / f"motivating_set_{rs}{tag}.png")
         results["sets"][rs] = res
-        if out is not None:
-            _plot_front(rs, front, methods, ref, out / f"motivating_set_{rs}.png")
     return results
 
 

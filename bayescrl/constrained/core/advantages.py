@@ -3,7 +3,8 @@
 All three share one backward recursion; they differ in the TD error and the bootstrap rule:
 
 * :func:`discounted_gae` -- GAE of Schulman et al. (2016):
-  ``delta_t = r_t + gamma (1 - term_t) V(s'_t) - V(s_t)``, ``A_t = delta_t + gamma lambda (1 - end_t) A_{t+1}``.
+  ``delta_t = r_t + gamma (1 - term_t) V(s'_t) - V(s_t)``,
+  ``A_t = delta_t + gamma lambda (1 - end_t) A_{t+1}``.
 * :func:`average_gae` -- the average-reward GAE of Eq. `avg_GAE` (chapter `acpo`):
   ``delta_t = r_t - J_hat + V(s'_t) - V(s_t)`` with ``J_hat = (1/N) sum_t r_t`` (per channel) and
   ``A_t = sum_{t'} lambda^{t'-t} delta_{t'}``; target ``V^target_t = A_t + V(s_t)``.
@@ -36,9 +37,15 @@ def _expand(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return x.unsqueeze(-1).expand_as(like) if x.dim() == like.dim() - 1 else x
 
 
-def discounted_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
-                   terminated: torch.Tensor, ended: torch.Tensor, gamma: float | torch.Tensor,
-                   lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def discounted_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    terminated: torch.Tensor,
+    ended: torch.Tensor,
+    gamma: float | torch.Tensor,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(advantages, value_targets)``; ``gamma`` may be a per-channel tensor of shape ``(k,)``."""
     term, end = _expand(terminated, rewards), _expand(ended, rewards)
     gamma = torch.as_tensor(gamma, dtype=rewards.dtype)
@@ -47,9 +54,15 @@ def discounted_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: tor
     return adv, adv + values
 
 
-def average_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
-                terminated: torch.Tensor, ended: torch.Tensor, lam: float,
-                avg_reward: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def average_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    terminated: torch.Tensor,
+    ended: torch.Tensor,
+    lam: float,
+    avg_reward: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Average-reward GAE, Eq. `avg_GAE`. Returns ``(advantages, value_targets, J_hat)``.
 
     ``J_hat`` defaults to the batch mean of each channel, as in the text. Departure: a *terminated*
@@ -62,9 +75,15 @@ def average_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.
     return adv, adv + values, j_hat
 
 
-def finite_horizon_advantages(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
-                              at_horizon: torch.Tensor, terminated: torch.Tensor, ended: torch.Tensor,
-                              lam: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def finite_horizon_advantages(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    at_horizon: torch.Tensor,
+    terminated: torch.Tensor,
+    ended: torch.Tensor,
+    lam: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Time-indexed episodic advantages ``A_h(s_h, a_h)`` (undiscounted, ``V_{H+1} = 0``).
 
     ``values``/``next_values`` must come from time-conditioned critics ``V_h(s)``. ``at_horizon`` marks

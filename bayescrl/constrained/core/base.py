@@ -23,8 +23,8 @@ import torch
 from bayescrl.constrained.core.advantages import average_gae, discounted_gae, finite_horizon_advantages
 from bayescrl.constrained.core.config import TrainConfig
 from bayescrl.constrained.core.envs import (
-    CostFn,
     ConstraintWrapper,
+    CostFn,
     RewardFn,
     env_default_limits,
     env_horizon,
@@ -50,21 +50,30 @@ class OnPolicyAlgorithm:
     #: algorithms that only support a single constraint (as in their papers) set this to 1
     max_constraints: ClassVar[int | None] = None
 
-    def __init__(self, env: str | Any, cost_limits: list[float] | float | None = None, seed: int = 0,
-                 config: TrainConfig | dict | None = None, device: str | torch.device = "cpu",
-                 env_kwargs: dict | None = None, reward_fn: RewardFn | None = None,
-                 cost_fn: CostFn | None = None):
+    def __init__(
+        self,
+        env: str | Any,
+        cost_limits: list[float] | float | None = None,
+        seed: int = 0,
+        config: TrainConfig | dict | None = None,
+        device: str | torch.device = "cpu",
+        env_kwargs: dict | None = None,
+        reward_fn: RewardFn | None = None,
+        cost_fn: CostFn | None = None,
+    ):
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError("seed", seed, "must be an integer >= 0")
         self.config = config if isinstance(config, TrainConfig) else self.config_class.from_dict(config)
         if not isinstance(self.config, self.config_class):
-            raise ConfigError("config", type(self.config).__name__, f"{self.name} needs {self.config_class.__name__}")
+            raise ConfigError(
+                "config", type(self.config).__name__, f"{self.name} needs {self.config_class.__name__}"
+            )
         cfg = self.config
         self.env_id, self.env_kwargs, self.seed = env, dict(env_kwargs or {}), seed
         self.device = torch.device(device)
         self.reward_fn, self.cost_fn = reward_fn, cost_fn
         torch.manual_seed(seed)
-        np.random.seed(seed % 2**32)
+        np.random.seed(seed % 2**32)  # noqa: NPY002 - global state, checkpointed for resume
         random.seed(seed)
         self.rng = np.random.default_rng(seed)  # action sampling during rollouts
         self.factory = resolve_env_factory(env, env_kwargs)
@@ -73,33 +82,47 @@ class OnPolicyAlgorithm:
             cost_limits = env_default_limits(self.factory)
         self.cost_limits = self._check_limits(cost_limits)
         if self.max_constraints is not None and self.m > self.max_constraints:
-            raise ConfigError("cost_limits", self.cost_limits.tolist(),
-                              f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper")
+            raise ConfigError(
+                "cost_limits",
+                self.cost_limits.tolist(),
+                f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper",
+            )
         horizon = cfg.horizon or env_horizon(self.factory)
         if horizon is None:
             if cfg.advantage == "finite_horizon":
-                raise ConfigError("horizon", None, "finite_horizon advantages need a horizon H (set config.horizon)")
+                raise ConfigError(
+                    "horizon", None, "finite_horizon advantages need a horizon H (set config.horizon)"
+                )
             horizon = 1000
         self.horizon = int(horizon)
         self.envs = make_vector_env(self.factory, cfg.n_envs, self.m, cfg.async_envs, reward_fn, cost_fn)
         self.encoder = ObsEncoder(self.envs.single_observation_space)
-        self.rms = (RunningMeanStd((self.encoder.dim,), cfg.obs_clip)
-                    if cfg.normalize_obs and not self.encoder.discrete else None)
-        self.collector = RolloutCollector(self.envs, self.encoder, self.rms, self.m, self.horizon, self.device)
+        self.rms = (
+            RunningMeanStd((self.encoder.dim,), cfg.obs_clip)
+            if cfg.normalize_obs and not self.encoder.discrete
+            else None
+        )
+        self.collector = RolloutCollector(
+            self.envs, self.encoder, self.rms, self.m, self.horizon, self.device
+        )
         self.policy_time = cfg.time_feature
         self.collector.policy_time = self.policy_time
         self.critic_time = cfg.advantage == "finite_horizon"
         act_space = self.envs.single_action_space
         pdim = self.encoder.dim + int(self.policy_time)
         if isinstance(act_space, gym.spaces.Box):
-            self.policy = GaussianPolicy(pdim, int(np.prod(act_space.shape)), cfg.actor_hidden, cfg.activation,
-                                         cfg.log_std_init)
+            self.policy = GaussianPolicy(
+                pdim, int(np.prod(act_space.shape)), cfg.actor_hidden, cfg.activation, cfg.log_std_init
+            )
         elif isinstance(act_space, gym.spaces.Discrete):
             self.policy = CategoricalPolicy(pdim, int(act_space.n), cfg.actor_hidden, cfg.activation)
         else:
-            raise ConfigError("env.action_space", str(act_space), "only Box and Discrete actions are supported")
-        self.critic = EnsembleMLP(1 + self.m, self.encoder.dim + int(self.critic_time), cfg.critic_hidden,
-                                  cfg.activation)
+            raise ConfigError(
+                "env.action_space", str(act_space), "only Box and Discrete actions are supported"
+            )
+        self.critic = EnsembleMLP(
+            1 + self.m, self.encoder.dim + int(self.critic_time), cfg.critic_hidden, cfg.activation
+        )
         self.policy.to(self.device)
         self.critic.to(self.device)
         self.pi_optim = torch.optim.Adam(self.policy.parameters(), lr=cfg.pi_lr, foreach=True)
@@ -165,8 +188,11 @@ class OnPolicyAlgorithm:
             limits = [limits]
         limits = list(limits)
         if len(limits) != self.m:
-            raise ConfigError("cost_limits", limits, f"the env reports {self.m} cost channel(s); "
-                              f"give exactly {self.m} limit(s)")
+            raise ConfigError(
+                "cost_limits",
+                limits,
+                f"the env reports {self.m} cost channel(s); give exactly {self.m} limit(s)",
+            )
         for i, d in enumerate(limits):
             if not isinstance(d, (int, float)) or not math.isfinite(d) or d < 0:
                 raise ConfigError("cost_limits", d, "must be a finite number >= 0", index=i)
@@ -184,8 +210,9 @@ class OnPolicyAlgorithm:
         elif cfg.advantage == "average":
             adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda)
         else:
-            adv, ret = finite_horizon_advantages(rewards, values, next_values,
-                                                 torch.from_numpy(roll["at_horizon"]), term, end, cfg.gae_lambda)
+            adv, ret = finite_horizon_advantages(
+                rewards, values, next_values, torch.from_numpy(roll["at_horizon"]), term, end, cfg.gae_lambda
+            )
         T, n = roll["h"].shape
         B = T * n
         ep_ret, ep_costs = roll["ep_returns"], roll["ep_costs"]
@@ -203,9 +230,15 @@ class OnPolicyAlgorithm:
             values=values.reshape(B, -1).float().to(self.device),
             advantages=adv.reshape(B, -1).float().to(self.device),
             returns=ret.reshape(B, -1).float().to(self.device),
-            ep_returns=ep_ret, ep_costs=ep_costs, ep_lengths=roll["ep_lengths"],
-            ep_return_est=j_r, ep_cost_est=j_c.double(), raw_obs=roll["raw"].reshape(B, -1),
-            horizon=self.horizon, avg_rates=avg)
+            ep_returns=ep_ret,
+            ep_costs=ep_costs,
+            ep_lengths=roll["ep_lengths"],
+            ep_return_est=j_r,
+            ep_cost_est=j_c.double(),
+            raw_obs=roll["raw"].reshape(B, -1),
+            horizon=self.horizon,
+            avg_rates=avg,
+        )
 
     @staticmethod
     def normalize(x: torch.Tensor, center_only: bool = False) -> torch.Tensor:
@@ -242,8 +275,9 @@ class OnPolicyAlgorithm:
         return ((log_ratio.exp() - 1) - log_ratio).mean()
 
     # ------------------------------------------------------------------ training loop
-    def learn(self, total_steps: int, out_dir: str | Path | None = None, progress: bool = True,
-              callback=None) -> dict:
+    def learn(
+        self, total_steps: int, out_dir: str | Path | None = None, progress: bool = True, callback=None
+    ) -> dict:
         """Train until ``total_steps`` env steps; writes metrics/checkpoints under ``out_dir`` if given."""
         if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
             raise ConfigError("total_steps", total_steps, "must be an integer >= 1")
@@ -258,8 +292,14 @@ class OnPolicyAlgorithm:
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=total_steps, initial=min(self.collector.global_step, total_steps), unit="step",
-                       desc=f"{self.name}", dynamic_ncols=True, leave=False)
+            bar = tqdm(
+                total=total_steps,
+                initial=min(self.collector.global_step, total_steps),
+                unit="step",
+                desc=f"{self.name}",
+                dynamic_ncols=True,
+                leave=False,
+            )
         while self.collector.global_step < total_steps:
             t0 = time.perf_counter()
             if cfg.anneal_lr:
@@ -289,7 +329,9 @@ class OnPolicyAlgorithm:
             if bar is not None:
                 bar.update(min(self.collector.global_step, total_steps) - bar.n)
                 costs = ",".join(f"{c:.1f}" for c in record["ep_costs"])
-                bar.set_postfix_str(f"R={record['ep_return']:.1f} C=[{costs}] sps={record['steps_per_s']:.0f}")
+                bar.set_postfix_str(
+                    f"R={record['ep_return']:.1f} C=[{costs}] sps={record['steps_per_s']:.0f}"
+                )
             if callback is not None:
                 callback(self, record)
         if bar is not None:
@@ -315,8 +357,12 @@ class OnPolicyAlgorithm:
             "rollout_s": t_roll,
             "update_s": dt - t_roll,
         }
-        rec.update({k: (float(v) if isinstance(v, (int, float, np.floating, torch.Tensor)) else v)
-                    for k, v in logs.items()})
+        rec.update(
+            {
+                k: (float(v) if isinstance(v, (int, float, np.floating, torch.Tensor)) else v)
+                for k, v in logs.items()
+            }
+        )
         return rec
 
     # ------------------------------------------------------------------ evaluation
@@ -350,24 +396,42 @@ class OnPolicyAlgorithm:
         finally:
             env.close()
         costs_arr = np.asarray(costs).reshape(episodes, self.m)
-        res = {"returns": returns, "costs": costs_arr.tolist(), "lengths": lengths,
-               "mean_return": float(np.mean(returns)), "mean_costs": costs_arr.mean(0).tolist(),
-               "seeds": [base + j for j in range(episodes)]}
+        res = {
+            "returns": returns,
+            "costs": costs_arr.tolist(),
+            "lengths": lengths,
+            "mean_return": float(np.mean(returns)),
+            "mean_costs": costs_arr.mean(0).tolist(),
+            "seeds": [base + j for j in range(episodes)],
+        }
         self.last_eval = res
         return res
 
     # ------------------------------------------------------------------ checkpointing
     def state_dict(self) -> dict:
         return {
-            "algo": self.name, "env": self.env_id if isinstance(self.env_id, str) else None,
-            "env_kwargs": self.env_kwargs, "seed": self.seed, "cost_limits": self.cost_limits.tolist(),
-            "config": self.config.to_dict(), "policy": self.policy.state_dict(),
-            "critic": self.critic.state_dict(), "pi_optim": self.pi_optim.state_dict(),
-            "vf_optim": self.vf_optim.state_dict(), "rms": None if self.rms is None else self.rms.state_dict(),
-            "iteration": self.iteration, "cum_cost": self.cum_cost.copy(), "history": self.history,
-            "collector": self.collector.state_dict(), "started": self._started,
-            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
-                    "actions": self.rng.bit_generator.state},
+            "algo": self.name,
+            "env": self.env_id if isinstance(self.env_id, str) else None,
+            "env_kwargs": self.env_kwargs,
+            "seed": self.seed,
+            "cost_limits": self.cost_limits.tolist(),
+            "config": self.config.to_dict(),
+            "policy": self.policy.state_dict(),
+            "critic": self.critic.state_dict(),
+            "pi_optim": self.pi_optim.state_dict(),
+            "vf_optim": self.vf_optim.state_dict(),
+            "rms": None if self.rms is None else self.rms.state_dict(),
+            "iteration": self.iteration,
+            "cum_cost": self.cum_cost.copy(),
+            "history": self.history,
+            "collector": self.collector.state_dict(),
+            "started": self._started,
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": np.random.get_state(),  # noqa: NPY002
+                "python": random.getstate(),
+                "actions": self.rng.bit_generator.state,
+            },
             "extra": self.extra_state(),
         }
 
@@ -389,9 +453,11 @@ class OnPolicyAlgorithm:
         self.iteration, self.cum_cost, self.history = st["iteration"], st["cum_cost"], list(st["history"])
         self._started = st["started"]
         if self._started:
-            self.exact_resume = self.collector.load_state_dict(st["collector"], self.seed + 7919 * self.iteration)
+            self.exact_resume = self.collector.load_state_dict(
+                st["collector"], self.seed + 7919 * self.iteration
+            )
         torch.set_rng_state(st["rng"]["torch"])
-        np.random.set_state(st["rng"]["numpy"])
+        np.random.set_state(st["rng"]["numpy"])  # noqa: NPY002
         random.setstate(st["rng"]["python"])
         self.rng.bit_generator.state = st["rng"]["actions"]
         self.load_extra_state(st["extra"])
@@ -404,14 +470,23 @@ class OnPolicyAlgorithm:
             raise ConfigError("resume", str(run_dir), f"no {CHECKPOINT} in this folder")
         st = torch.load(path, weights_only=False)
         if st["env"] is None:
-            raise ConfigError("resume", str(run_dir), "the run used an env object, not an id; rebuild it by hand")
+            raise ConfigError(
+                "resume", str(run_dir), "the run used an env object, not an id; rebuild it by hand"
+            )
         algo_cls = cls
         if cls is OnPolicyAlgorithm or cls.name != st["algo"]:
             from bayescrl.constrained.registry import get_algorithm
 
             algo_cls = get_algorithm(st["algo"])
-        algo = algo_cls(st["env"], st["cost_limits"], st["seed"], st["config"], device=device,
-                        env_kwargs=st["env_kwargs"], **overrides)
+        algo = algo_cls(
+            st["env"],
+            st["cost_limits"],
+            st["seed"],
+            st["config"],
+            device=device,
+            env_kwargs=st["env_kwargs"],
+            **overrides,
+        )
         algo.load_state_dict(st)
         return algo
 
@@ -422,7 +497,7 @@ class OnPolicyAlgorithm:
         out = Path(out_dir)
         ev = self.evaluate(eval_episodes or self.config.eval_episodes)
         hist = self.history
-        tail = hist[-max(1, len(hist) // 10):]
+        tail = hist[-max(1, len(hist) // 10) :]
         curves = {
             "env_steps": [r["env_steps"] for r in hist],
             "ep_return": [r["ep_return"] for r in hist],
@@ -432,16 +507,30 @@ class OnPolicyAlgorithm:
             "kl": [r.get("kl") for r in hist],
         }
         metrics = {
-            "algo": self.name, "env": str(self.env_id), "seed": self.seed,
-            "final_return": ev["mean_return"], "final_costs": ev["mean_costs"],
+            "algo": self.name,
+            "env": str(self.env_id),
+            "seed": self.seed,
+            "final_return": ev["mean_return"],
+            "final_costs": ev["mean_costs"],
             "cost_limits": self.cost_limits.tolist(),
             "train_final_return": float(np.mean([r["ep_return"] for r in tail])) if tail else None,
             "train_final_costs": np.mean([r["ep_costs"] for r in tail], 0).tolist() if tail else None,
-            "env_steps": self.collector.global_step, "iterations": self.iteration,
-            "env_steps_per_s": (float(sum(r["env_steps"] - p["env_steps"] for p, r in zip([{"env_steps": 0}, *hist], hist))
-                                      / max(sum(r["iter_s"] for r in hist), 1e-9)) if hist else None),
+            "env_steps": self.collector.global_step,
+            "iterations": self.iteration,
+            "env_steps_per_s": (
+                float(
+                    sum(
+                        r["env_steps"] - p["env_steps"]
+                        for p, r in zip([{"env_steps": 0}, *hist[:-1]], hist, strict=True)
+                    )
+                    / max(sum(r["iter_s"] for r in hist), 1e-9)
+                )
+                if hist
+                else None
+            ),
             "cost_rate": (self.cum_cost / max(self.collector.global_step, 1)).tolist(),
-            "eval": ev, "config": self.config.to_dict(),
+            "eval": ev,
+            "config": self.config.to_dict(),
         }
         write_json(out / "metrics.json", metrics)
         write_json(out / "curves.json", curves)

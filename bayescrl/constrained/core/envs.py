@@ -64,8 +64,9 @@ class ConstraintWrapper(gym.Wrapper):
     ``num_costs`` is fixed at construction (probed by :func:`probe_num_costs`).
     """
 
-    def __init__(self, env: gym.Env, num_costs: int, reward_fn: RewardFn | None = None,
-                 cost_fn: CostFn | None = None):
+    def __init__(
+        self, env: gym.Env, num_costs: int, reward_fn: RewardFn | None = None, cost_fn: CostFn | None = None
+    ):
         super().__init__(env)
         self.num_costs = num_costs
         self.reward_fn, self.cost_fn = reward_fn, cost_fn
@@ -127,8 +128,14 @@ def env_default_limits(factory: Callable[[], gym.Env]) -> list[float] | None:
         env.close()
 
 
-def make_vector_env(factory: Callable[[], gym.Env], n_envs: int, num_costs: int, async_envs: bool = False,
-                    reward_fn: RewardFn | None = None, cost_fn: CostFn | None = None) -> gym.vector.VectorEnv:
+def make_vector_env(
+    factory: Callable[[], gym.Env],
+    n_envs: int,
+    num_costs: int,
+    async_envs: bool = False,
+    reward_fn: RewardFn | None = None,
+    cost_fn: CostFn | None = None,
+) -> gym.vector.VectorEnv:
     """A gymnasium vector env (sync by default) of wrapped copies, autoreset in the same step."""
 
     def make_one():
@@ -166,8 +173,11 @@ def snapshot_env(env: gym.Env) -> dict[str, Any] | None:
     state: dict[str, Any] = {"wrappers": []}
     e = env
     while isinstance(e, gym.Wrapper):
-        w = {k: copy.deepcopy(v) for k, v in vars(e).items() if k in ("_elapsed_steps", "_last_obs",
-                                                                       "_has_reset")}
+        w = {
+            k: copy.deepcopy(v)
+            for k, v in vars(e).items()
+            if k in ("_elapsed_steps", "_last_obs", "_has_reset")
+        }
         state["wrappers"].append(w)
         e = e.env
     u = env.unwrapped

@@ -17,8 +17,9 @@ from torch.distributions import Categorical, Normal
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU}
 
 
-def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str = "tanh",
-        out_gain: float = 1.0) -> nn.Sequential:
+def mlp(
+    in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: str = "tanh", out_gain: float = 1.0
+) -> nn.Sequential:
     layers: list[nn.Module] = []
     d = in_dim
     for h in hidden:
@@ -43,10 +44,16 @@ class NumpyActor:
     """
 
     def __init__(self, net: nn.Sequential, activation: str, log_std: torch.Tensor | None):
-        self.layers = [(m.weight.detach().cpu().numpy().T.astype(np.float64), m.bias.detach().cpu().numpy())
-                       for m in net if isinstance(m, nn.Linear)]
-        self.act_fn = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0),
-                       "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))}[activation]
+        self.layers = [
+            (m.weight.detach().cpu().numpy().T.astype(np.float64), m.bias.detach().cpu().numpy())
+            for m in net
+            if isinstance(m, nn.Linear)
+        ]
+        self.act_fn = {
+            "tanh": np.tanh,
+            "relu": lambda x: np.maximum(x, 0.0),
+            "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+        }[activation]
         self.log_std = None if log_std is None else log_std.detach().cpu().numpy().astype(np.float64)
 
     def forward(self, x: np.ndarray) -> np.ndarray:

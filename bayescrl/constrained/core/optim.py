@@ -22,14 +22,21 @@ def set_flat_params(module: nn.Module, flat: torch.Tensor) -> None:
 
 def flat_grad(output: torch.Tensor, params, retain_graph: bool = False, create_graph: bool = False):
     params = list(params)
-    grads = torch.autograd.grad(output, params, retain_graph=retain_graph or create_graph, create_graph=create_graph,
-                                allow_unused=True)
-    return torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
-                      for g, p in zip(grads, params, strict=True)])
+    grads = torch.autograd.grad(
+        output,
+        params,
+        retain_graph=retain_graph or create_graph,
+        create_graph=create_graph,
+        allow_unused=True,
+    )
+    return torch.cat(
+        [(torch.zeros_like(p) if g is None else g).reshape(-1) for g, p in zip(grads, params, strict=True)]
+    )
 
 
-def conjugate_gradient(avp: Callable[[torch.Tensor], torch.Tensor], b: torch.Tensor, iters: int = 10,
-                       tol: float = 1e-10) -> torch.Tensor:
+def conjugate_gradient(
+    avp: Callable[[torch.Tensor], torch.Tensor], b: torch.Tensor, iters: int = 10, tol: float = 1e-10
+) -> torch.Tensor:
     """Solve ``A x = b`` for symmetric positive-definite ``A`` given only products ``v -> A v``."""
     x = torch.zeros_like(b)
     r = b.clone()
@@ -72,8 +79,13 @@ def _detach_dist(dist):
     return torch.distributions.Categorical(logits=dist.logits.detach())
 
 
-def backtracking_line_search(policy: nn.Module, step: torch.Tensor, accept: Callable[[], bool],
-                             max_backtracks: int = 25, decay: float = 0.8) -> tuple[bool, int]:
+def backtracking_line_search(
+    policy: nn.Module,
+    step: torch.Tensor,
+    accept: Callable[[], bool],
+    max_backtracks: int = 25,
+    decay: float = 0.8,
+) -> tuple[bool, int]:
     """Try ``theta_old + decay^j * step`` for ``j = 0..max_backtracks-1``; keep the first accepted one.
 
     ``accept()`` evaluates the policy in its current (trial) parameters. On failure the old

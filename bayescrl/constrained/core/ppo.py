@@ -21,8 +21,9 @@ def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip: float, pessi
     return torch.max(ratio * adv, clipped * adv)
 
 
-def first_order_policy_update(algo, batch: Batch,
-                              loss_fn: Callable[[torch.Tensor, torch.Tensor, object], torch.Tensor]) -> dict:
+def first_order_policy_update(
+    algo, batch: Batch, loss_fn: Callable[[torch.Tensor, torch.Tensor, object], torch.Tensor]
+) -> dict:
     """Run ``update_epochs`` epochs of minibatch Adam steps on ``loss_fn(idx, ratio, dist)``.
 
     The critics (reward and every cost) are regressed on their targets in the same minibatch passes
@@ -76,5 +77,9 @@ def first_order_policy_update(algo, batch: Batch,
             if cfg.target_kl is not None and kl > 1.5 * cfg.target_kl:
                 policy_active = False
     algo._critics_updated = True
-    return {"kl": float(kl), "policy_epochs": epochs_done, "policy_loss": float(loss.detach()),
-            "value_loss": float(vloss.detach())}
+    return {
+        "kl": float(kl),
+        "policy_epochs": epochs_done,
+        "policy_loss": float(loss.detach()),
+        "value_loss": float(vloss.detach()),
+    }

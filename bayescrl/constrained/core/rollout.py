@@ -70,8 +70,15 @@ class Batch:
 class RolloutCollector:
     """Steps a vector env with a policy; tracks per-env time index and running episode statistics."""
 
-    def __init__(self, envs: gym.vector.VectorEnv, encoder: ObsEncoder, rms: RunningMeanStd | None,
-                 num_costs: int, horizon: int, device: torch.device | str = "cpu"):
+    def __init__(
+        self,
+        envs: gym.vector.VectorEnv,
+        encoder: ObsEncoder,
+        rms: RunningMeanStd | None,
+        num_costs: int,
+        horizon: int,
+        device: torch.device | str = "cpu",
+    ):
         self.envs, self.encoder, self.rms = envs, encoder, rms
         self.m, self.horizon, self.device = num_costs, horizon, torch.device(device)
         self.n = envs.num_envs
@@ -100,9 +107,12 @@ class RolloutCollector:
         enc = self.encoder(obs)
         if not np.all(np.isfinite(enc)):
             bad = int(np.argwhere(~np.isfinite(enc))[0][0])
-            raise DataError("env.observation", enc[bad].tolist(),
-                            f"non-finite observation from env {bad} at env step {self.global_step} ({where})",
-                            index=self.global_step)
+            raise DataError(
+                "env.observation",
+                enc[bad].tolist(),
+                f"non-finite observation from env {bad} at env step {self.global_step} ({where})",
+                index=self.global_step,
+            )
         return enc
 
     def normalize(self, enc: np.ndarray) -> np.ndarray:
@@ -146,9 +156,12 @@ class RolloutCollector:
             rew = np.asarray(rew, np.float64)
             if not np.all(np.isfinite(rew)):
                 bad = int(np.argwhere(~np.isfinite(rew))[0][0])
-                raise DataError("env.reward", float(rew[bad]),
-                                f"non-finite reward from env {bad} at env step {self.global_step}",
-                                index=self.global_step)
+                raise DataError(
+                    "env.reward",
+                    float(rew[bad]),
+                    f"non-finite reward from env {bad} at env step {self.global_step}",
+                    index=self.global_step,
+                )
             rew_buf[t, :, 0] = rew
             rew_buf[t, :, 1:] = costs
             term_buf[t], end_buf[t] = term, ended
@@ -182,16 +195,28 @@ class RolloutCollector:
             next_values[:-1] = values[1:]
             next_values[-1] = last_v
             if trunc_idx:
-                tv = critic_value(torch.from_numpy(self.normalize(np.stack(trunc_obs))),
-                                  np.asarray(trunc_h)).double()
+                tv = critic_value(
+                    torch.from_numpy(self.normalize(np.stack(trunc_obs))), np.asarray(trunc_h)
+                ).double()
                 for k, (t, i) in enumerate(trunc_idx):
                     next_values[t, i] = tv[k]
         acts = np.stack(act_buf)
-        out = dict(obs=obs_buf, raw=raw_buf, h=h_buf, actions=acts, logp=logp_buf, rewards=rew_buf,
-                   terminated=term_buf, ended=end_buf, at_horizon=horizon_buf, values=values,
-                   next_values=next_values, ep_returns=np.asarray(ep_returns, np.float64),
-                   ep_costs=np.asarray(ep_costs, np.float64).reshape(-1, m),
-                   ep_lengths=np.asarray(ep_lengths, np.int64))
+        out = dict(
+            obs=obs_buf,
+            raw=raw_buf,
+            h=h_buf,
+            actions=acts,
+            logp=logp_buf,
+            rewards=rew_buf,
+            terminated=term_buf,
+            ended=end_buf,
+            at_horizon=horizon_buf,
+            values=values,
+            next_values=next_values,
+            ep_returns=np.asarray(ep_returns, np.float64),
+            ep_costs=np.asarray(ep_costs, np.float64).reshape(-1, m),
+            ep_lengths=np.asarray(ep_lengths, np.int64),
+        )
         return out
 
     def _costs(self, infos: dict, ended: np.ndarray) -> np.ndarray:
@@ -205,9 +230,12 @@ class RolloutCollector:
             costs[ended] = np.asarray(fin, dtype=np.float64).reshape(self.n, self.m)[ended]
         if not np.all(np.isfinite(costs)):
             bad = int(np.argwhere(~np.isfinite(costs))[0][0])
-            raise DataError("env.cost", costs[bad].tolist(),
-                            f"non-finite cost from env {bad} at env step {self.global_step + self.n}",
-                            index=self.global_step)
+            raise DataError(
+                "env.cost",
+                costs[bad].tolist(),
+                f"non-finite cost from env {bad} at env step {self.global_step + self.n}",
+                index=self.global_step,
+            )
         return costs
 
     # ------------------------------------------------------------------ checkpointing
@@ -220,10 +248,16 @@ class RolloutCollector:
                 snaps = [snapshot_env(e) for e in self.envs.envs]
             except Exception:  # pragma: no cover - env without snapshot support
                 snaps = None
-        return {"obs": None if self.obs is None else self.obs.copy(), "h": self.h.copy(),
-                "ep_ret": self.ep_ret.copy(), "ep_cost": self.ep_cost.copy(), "ep_len": self.ep_len.copy(),
-                "global_step": self.global_step, "env_snapshots": snaps,
-                "action_space_rng": self.envs.action_space.np_random.bit_generator.state}
+        return {
+            "obs": None if self.obs is None else self.obs.copy(),
+            "h": self.h.copy(),
+            "ep_ret": self.ep_ret.copy(),
+            "ep_cost": self.ep_cost.copy(),
+            "ep_len": self.ep_len.copy(),
+            "global_step": self.global_step,
+            "env_snapshots": snaps,
+            "action_space_rng": self.envs.action_space.np_random.bit_generator.state,
+        }
 
     def load_state_dict(self, d: dict, reseed: int) -> bool:
         """Restore; returns True when the env states were restored exactly (else envs are reseeded)."""

@@ -21,8 +21,9 @@ class TRQuantities:
     s: float  # b^T H^-1 b
 
 
-def trust_region_quantities(algo, batch: Batch, adv_r: torch.Tensor, adv_c: torch.Tensor,
-                            cg_iters: int = 10, damping: float = 0.1):
+def trust_region_quantities(
+    algo, batch: Batch, adv_r: torch.Tensor, adv_c: torch.Tensor, cg_iters: int = 10, damping: float = 0.1
+):
     """Compute ``g, b, H^-1 g, H^-1 b`` at the behaviour policy (``adv_c`` is ``(B,)``, one constraint)."""
     x = algo.policy_input(batch.obs, batch.h)
     params = [p for p in algo.policy.parameters()]

@@ -117,8 +117,9 @@ class Policy(nn.Module):
     def swapped(self, snapshot: dict[str, torch.Tensor]) -> Iterator[None]:
         """Temporarily load ``snapshot`` into the live trainable parameters (no autograd, restored after).
 
-        Swapping a few LoRA tensors costs far less than a forward pass, and holds no second model. (peft's
-        mixed-adapter batches were measured 3-7x slower than two plain passes on the tiny benchmark model.)
+        Swapping a few LoRA tensors costs far less than a forward pass and holds no second model. (Measured
+        alternatives on the tiny benchmark model: peft's mixed-adapter batches and one pass over a doubled
+        batch with the adapter output masked on the reference rows were both slower than two plain passes.)
         """
         pairs = [(p, snapshot[n]) for n, p in self._trainable() if n in snapshot]
         if len(pairs) != len(snapshot):

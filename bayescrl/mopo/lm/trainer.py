@@ -182,11 +182,11 @@ class MOPOLMTrainer:
         ref = self._from_cache(self._ref_cache, idx)
         lag = self._from_cache(self._lag_cache, idx) if self.lag_active else None
         need_lag = self.lag_active and lag is None
+        snap = self.lag_snapshot
         if ref is None:
             ref = self._eval_mode(lambda: self.model.reference_logprobs(batch)).float().cpu()
             self._to_cache(self._ref_cache, idx, ref)
         if need_lag:
-            snap = self.lag_snapshot
             lag = self._eval_mode(lambda: self.model.snapshot_logprobs(snap, batch)).float().cpu()
             self._to_cache(self._lag_cache, idx, lag)
         ell = lag - ref if self.lag_active else torch.zeros(h, 2 * len(idx))
