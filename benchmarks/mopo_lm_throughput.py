@@ -55,13 +55,29 @@ from bayescrl.utils import write_json  # noqa: E402
 OUT = Path(__file__).parent / "results" / "mopo"
 MODES = ("uncached", "cached", "uncached_no_lag", "cached_no_lag")
 T0 = 10  # lag period: the lagged reference is active (one extra no-grad pass) from step 2 * T0 on
-LORA = {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"],
-        "fan_in_fan_out": True}
+LORA = {
+    "r": 8,
+    "lora_alpha": 16,
+    "lora_dropout": 0.0,
+    "target_modules": ["c_attn", "c_proj", "c_fc"],
+    "fan_in_fan_out": True,
+}
 
 
 def time_mopo(base, tok, data, steps: int, batch: int, warmup: int, cached: bool, lag: bool = True) -> float:
-    cfg = MOPOLMConfig(method="mopo", steps=steps, batch_size=batch, t0=T0, tau=0.5, lr=1e-3, peft=LORA,
-                       cache_logprobs=cached, epsilon=0.1, dtype="float32", lagged_reference=lag)
+    cfg = MOPOLMConfig(
+        method="mopo",
+        steps=steps,
+        batch_size=batch,
+        t0=T0,
+        tau=0.5,
+        lr=1e-3,
+        peft=LORA,
+        cache_logprobs=cached,
+        epsilon=0.1,
+        dtype="float32",
+        lagged_reference=lag,
+    )
     tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg)
     if cached:
         tr.precompute_reference()  # as TRL's precompute_ref_log_probs, outside the timed steps
@@ -79,8 +95,10 @@ def time_trl(base, tok, data, steps: int, batch: int, warmup: int, cached: bool)
     from transformers import TrainerCallback
     from trl import DPOConfig, DPOTrainer
 
-    rows = [{"prompt": p, "chosen": " " + a, "rejected": " " + b}
-            for p, a, b in zip(data.prompts, data.responses_a, data.responses_b, strict=True)]
+    rows = [
+        {"prompt": p, "chosen": " " + a, "rejected": " " + b}
+        for p, a, b in zip(data.prompts, data.responses_a, data.responses_b, strict=True)
+    ]
     marks: dict[str, float] = {}
 
     class Clock(TrainerCallback):
@@ -92,14 +110,32 @@ def time_trl(base, tok, data, steps: int, batch: int, warmup: int, cached: bool)
 
     with tempfile.TemporaryDirectory() as tmp:
         args = DPOConfig(
-            output_dir=tmp, per_device_train_batch_size=batch, max_steps=steps, learning_rate=1e-3,
-            bf16=False, fp16=False, gradient_checkpointing=False, use_cpu=True, report_to="none",
-            save_strategy="no", logging_steps=10**6, disable_tqdm=True, max_length=64,
-            precompute_ref_log_probs=cached, dataloader_num_workers=0, seed=0, beta=0.1,
+            output_dir=tmp,
+            per_device_train_batch_size=batch,
+            max_steps=steps,
+            learning_rate=1e-3,
+            bf16=False,
+            fp16=False,
+            gradient_checkpointing=False,
+            use_cpu=True,
+            report_to="none",
+            save_strategy="no",
+            logging_steps=10**6,
+            disable_tqdm=True,
+            max_length=64,
+            precompute_ref_log_probs=cached,
+            dataloader_num_workers=0,
+            seed=0,
+            beta=0.1,
         )
-        trainer = DPOTrainer(model=copy.deepcopy(base), args=args, train_dataset=Dataset.from_list(rows),
-                             processing_class=tok, peft_config=LoraConfig(task_type="CAUSAL_LM", **LORA),
-                             callbacks=[Clock()])
+        trainer = DPOTrainer(
+            model=copy.deepcopy(base),
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            processing_class=tok,
+            peft_config=LoraConfig(task_type="CAUSAL_LM", **LORA),
+            callbacks=[Clock()],
+        )
         trainer.train()
     return (steps - warmup) * batch / (marks["end"] - marks["start"])
 
@@ -128,13 +164,27 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {}
     for mode, r in res.items():
         m, d = max(r["mopo"]), max(r["trl_dpo"])  # best of repeats: least disturbed by other load
-        summary[mode] = {"mopo_pairs_per_s": m, "trl_dpo_pairs_per_s": d, "ratio_mopo_over_trl": m / d, "runs": r}
+        summary[mode] = {
+            "mopo_pairs_per_s": m,
+            "trl_dpo_pairs_per_s": d,
+            "ratio_mopo_over_trl": m / d,
+            "runs": r,
+        }
     import trl
 
     out = {
-        "setting": {"model": "GPT-2 2 layers, 64 wide, random init", "vocab": len(tok), "batch_pairs": a.batch,
-                    "precision": "fp32", "threads": a.threads, "steps": a.steps, "warmup": a.warmup,
-                    "repeats": a.repeats, "lora": LORA, "mopo": f"epsilon 0.1, t0 {T0}: chi, lambda each step; lagged reference active in all timed steps"},
+        "setting": {
+            "model": "GPT-2 2 layers, 64 wide, random init",
+            "vocab": len(tok),
+            "batch_pairs": a.batch,
+            "precision": "fp32",
+            "threads": a.threads,
+            "steps": a.steps,
+            "warmup": a.warmup,
+            "repeats": a.repeats,
+            "lora": LORA,
+            "mopo": f"epsilon 0.1, t0 {T0}: chi, lambda each step; lagged reference in all timed steps",
+        },
         "versions": {"torch": torch.__version__, "trl": trl.__version__, "python": platform.python_version()},
         "target": "ratio_mopo_over_trl >= 1.0",
         "results": summary,
@@ -143,8 +193,10 @@ def main(argv: list[str] | None = None) -> dict:
     write_json(a.out / "lm_throughput.json", out)
     _plot(summary, a.out / "lm_throughput.png")
     for mode, s in summary.items():
-        print(f"{mode:16s} MOPO {s['mopo_pairs_per_s']:7.1f} pairs/s  TRL DPO {s['trl_dpo_pairs_per_s']:7.1f} "
-              f"pairs/s  ratio {s['ratio_mopo_over_trl']:.2f}")
+        print(
+            f"{mode:16s} MOPO {s['mopo_pairs_per_s']:7.1f} pairs/s  TRL DPO {s['trl_dpo_pairs_per_s']:7.1f} "
+            f"pairs/s  ratio {s['ratio_mopo_over_trl']:.2f}"
+        )
     return out
 
 

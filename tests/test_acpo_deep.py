@@ -56,6 +56,9 @@ def test_fisher_cg_matches_direct_solve_on_network():
     set_flat_params(pol, theta0)
     assert torch.allclose(fd + damping * e, H[:, 3], atol=2e-3, rtol=1e-2)
     b = torch.randn(d)
+    from bayescrl.constrained.core.optim import fisher_vector_product as core_fvp
+
+    assert torch.allclose(core_fvp(pol, obs, damping)(b), fvp(b), atol=1e-5)  # same maths as the core's
     x = conjugate_gradient(fvp, b, iters=4 * d, tol=1e-14)
     assert torch.allclose(x, torch.linalg.solve(H, b), rtol=1e-3, atol=1e-3)
 

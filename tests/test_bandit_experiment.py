@@ -20,9 +20,10 @@ TINY = {
 
 
 def test_same_seed_same_results_and_other_seed_differs():
-    a = run_experiment(TINY, seeds=2)
-    b = run_experiment(TINY, seeds=2)
-    c = run_experiment({**TINY, "seed": 1}, seeds=2)
+    cfg = {**TINY, "bandit": {"K": 10, "d": 3, "T": 15}, "agents": ["warmpref-ps-bootstrap", "ps"]}
+    a = run_experiment(cfg, seeds=2)
+    b = run_experiment(cfg, seeds=2)
+    c = run_experiment({**cfg, "seed": 1}, seeds=2)
     for k in a["agents"]:
         assert a["agents"][k]["regret_curve_mean"] == b["agents"][k]["regret_curve_mean"]
     assert a["agents"]["ps"]["regret_curve_mean"] != c["agents"]["ps"]["regret_curve_mean"]

@@ -1,4 +1,4 @@
-"""MOPO on a tiny random GPT-2 with a local tokenizer: log-probs, reference, lag, heads, training, checkpoints."""
+"""MOPO on a tiny random GPT-2, local tokenizer: log-probs, reference, lag, heads, training, checkpoints."""
 
 import copy
 import json
@@ -13,7 +13,13 @@ from bayescrl.mopo.lm.tiny import TinyTask, build_model, build_tokenizer
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError
 
-LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"], "fan_in_fan_out": True}
+LORA = {
+    "r": 4,
+    "lora_alpha": 8,
+    "lora_dropout": 0.0,
+    "target_modules": ["c_attn", "c_proj", "c_fc"],
+    "fan_in_fan_out": True,
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +43,11 @@ def cfg(**kw):
 
 def batch_of(tok, data, idx):
     t = tokenize(data, tok, 64)
-    return collate([t.prompt_ids[i] for i in idx] * 2, [t.a_ids[i] for i in idx] + [t.b_ids[i] for i in idx],
-                   tok.pad_token_id)
+    return collate(
+        [t.prompt_ids[i] for i in idx] * 2,
+        [t.a_ids[i] for i in idx] + [t.b_ids[i] for i in idx],
+        tok.pad_token_id,
+    )
 
 
 def perturb_lora(policy, scale=0.3, seed=0):
@@ -66,8 +75,11 @@ def test_reference_is_base_model_with_adapters_disabled(tok, data, base):
     b = batch_of(tok, data, [0, 1, 2, 3])
     frozen = copy.deepcopy(base)
     pol = lora_policy(copy.deepcopy(base), LORA)
-    base_lp = sequence_logprobs(frozen(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits,
-                                b["input_ids"], b["response_mask"])
+    base_lp = sequence_logprobs(
+        frozen(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits,
+        b["input_ids"],
+        b["response_mask"],
+    )
     assert torch.allclose(pol.logprobs(b)[0], base_lp, atol=1e-5)  # zero-initialised LoRA
     perturb_lora(pol)
     assert (pol.logprobs(b)[0] - base_lp).abs().max() > 1e-2  # adapters active change the policy ...
@@ -130,7 +142,7 @@ def test_mopo_training_decreases_loss_and_logs_dual_state(tok, data, base, tmp_p
             return -tr.model.logprobs(b).mean().item()
 
     start = fixed_nll()
-    log = tr.train()
+    tr.train()
     assert fixed_nll() < start - 0.5  # ~1 nat in practice; random-init LoRA plateaus
     lines = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert len(lines) == 30 and all({"lambda", "b", "chi", "G", "lower_bound"} <= set(r) for r in lines)
@@ -161,8 +173,12 @@ def test_dpo_first_step_loss_is_log_two(tok, data, base):
 
 
 def test_checkpoint_reload_gives_identical_logprobs_and_resumes(tok, data, base, tmp_path):
-    tr = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA, num_heads=3), tok, data,
-                       cfg(multi_head=True, epsilon=0.1, steps=3))
+    tr = MOPOLMTrainer(
+        lora_policy(copy.deepcopy(base), LORA, num_heads=3),
+        tok,
+        data,
+        cfg(multi_head=True, epsilon=0.1, steps=3),
+    )
     tr.train()
     tr.save_checkpoint(tmp_path / "ck")
     b = tr.batch(list(range(6)))
@@ -233,7 +249,13 @@ def test_run_lm_end_to_end_small(tmp_path):
     assert {"reference", "mopo", "mopo_b0", "mopo_lb", "dpo_joint", "dpo_scalarised_0"} <= set(res["runs"])
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["pareto"]["families"]["mopo"]["reference_point"] == [0.0, 0.0]
-    for name in ("lengths.png", "pareto.png", "dual_trace.png", "checkpoint_mopo/state.pt", "base/config.json"):
+    for name in (
+        "lengths.png",
+        "pareto.png",
+        "dual_trace.png",
+        "checkpoint_mopo/state.pt",
+        "base/config.json",
+    ):
         assert (tmp_path / name).exists()
     with pytest.raises(ConfigError, match="methods"):
         run_lm({**config, "methods": ["ppo"]}, tmp_path)

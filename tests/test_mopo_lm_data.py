@@ -76,8 +76,13 @@ def test_trl_rows_with_one_column_per_objective(tmp_path):
     data = from_trl_rows(rows, ["harmless", "humour", "helpful"])
     assert data.names == ("harmless", "humour", "helpful")
     assert data.responses_a == ("good", "fine") and data.prefs.tolist() == [[0, 1, 1], [1, 0, 1]]
-    loaded = load_data({"path": str(write_jsonl(tmp_path / "t.jsonl", rows)), "format": "trl",
-                        "columns": ["harmless", "helpful"]})
+    loaded = load_data(
+        {
+            "path": str(write_jsonl(tmp_path / "t.jsonl", rows)),
+            "format": "trl",
+            "columns": ["harmless", "helpful"],
+        }
+    )
     assert loaded.num_objectives == 2
     rows[1].pop("harmless")
     with pytest.raises(DataError) as err:
@@ -87,8 +92,11 @@ def test_trl_rows_with_one_column_per_objective(tmp_path):
 
 def test_hh_rlhf_split_and_errors():
     rows = [
-        {"chosen": "\n\nHuman: hi\n\nAssistant: hello there", "rejected": "\n\nHuman: hi\n\nAssistant: go away",
-         "harmless": 1},
+        {
+            "chosen": "\n\nHuman: hi\n\nAssistant: hello there",
+            "rejected": "\n\nHuman: hi\n\nAssistant: go away",
+            "harmless": 1,
+        },
     ]
     data = load_hh_rlhf(rows, ["harmless"])
     assert data.prompts[0] == "\n\nHuman: hi\n\nAssistant:"
@@ -101,7 +109,12 @@ def test_hh_rlhf_split_and_errors():
 
 
 def test_jointly_preferred_and_scalarised_pairs():
-    rows = [rec([1, 1, 1], "a0", "b0"), rec([0, 0, 0], "a1", "b1"), rec([1, 0, 1], "a2", "b2"), rec([0, 1, 0], "a3", "b3")]
+    rows = [
+        rec([1, 1, 1], "a0", "b0"),
+        rec([0, 0, 0], "a1", "b1"),
+        rec([1, 0, 1], "a2", "b2"),
+        rec([0, 1, 0], "a3", "b3"),
+    ]
     data = validate_records(rows)
     dj = data.dpo_pairs()
     assert dj.source_index == (0, 1) and dj.chosen == ("a0", "b1") and dj.rejected == ("b0", "a1")

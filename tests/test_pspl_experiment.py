@@ -159,3 +159,15 @@ def test_bandit_bai_offline_data_helps_and_finds_best_arm():
     assert warm[:, -1].mean() <= warm[:, 0].mean() + 1e-12
     assert cold[:, -1].mean() < 0.5 * cold[:, 0].mean()  # online top-two exploration learns
     assert (warm >= -1e-12).all()
+
+
+def test_every_example_config_validates():
+    from pathlib import Path
+
+    from bayescrl.utils import load_yaml
+
+    files = sorted((Path(__file__).resolve().parents[1] / "examples" / "pspl").glob("*.yaml"))
+    assert len(files) >= 12
+    for f in files:
+        cfg = validate_config(load_yaml(f))
+        assert cfg["env"]["name"] in ("riverswim", "mountaincar"), f

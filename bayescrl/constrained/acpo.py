@@ -129,10 +129,9 @@ class TrustRegionTerms:
 def fisher_vector_product(policy, x: torch.Tensor, damping: float, params: list) -> Callable:
     """``v ↦ (H + damping·I) v``, ``H`` = Hessian of the mean ``KL(π_k ‖ π_θ)`` at ``θ_k`` (double backward).
 
-    Same maths as the core's ``fisher_vector_product``; kept here because the core's version passes
-    ``retain_graph=False`` together with ``create_graph=True`` to the first ``autograd.grad``, which frees the
-    graph the second derivative needs (reported to the lead).  The KL graph and its gradient are built once
-    and reused by every CG iteration.
+    Same maths as the core's ``fisher_vector_product``, but the KL graph and its gradient are built once
+    and reused by every CG product (the core rebuilds both per product: ~2x the work at 10 CG iterations
+    and ``1 + m`` right-hand sides).
     """
     with torch.no_grad():
         old = policy.distribution(x)

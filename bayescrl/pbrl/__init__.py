@@ -1,0 +1,25 @@
+"""PSPL: top-two posterior sampling for preference-based RL in tabular episodic MDPs (chapter `PSPL`).
+
+Modules: :mod:`~bayescrl.pbrl.mdp` (value iteration, exact policy values), :mod:`~bayescrl.pbrl.envs`
+(RiverSwim, discretised MountainCar), :mod:`~bayescrl.pbrl.data` (raters, offline D0),
+:mod:`~bayescrl.pbrl.agents` (pspl, pspl-bootstrap, uniform, dps, lpbrl),
+:mod:`~bayescrl.pbrl.offline_baselines` (dpo, ipo), :mod:`~bayescrl.pbrl.bandit` (best-arm identification),
+:mod:`~bayescrl.pbrl.competence` (β estimation), :mod:`~bayescrl.pbrl.experiment` (runner) and the
+``bayescrl pspl`` command in :mod:`~bayescrl.pbrl.cli`. See ``docs/pspl.md``.
+"""
+
+from bayescrl.pbrl.envs import make_env, mountaincar, riverswim
+from bayescrl.pbrl.experiment import run_experiment, validate_config
+from bayescrl.pbrl.mdp import TabularMDP, policy_value, simple_regret, value_iteration
+
+__all__ = [
+    "TabularMDP",
+    "make_env",
+    "mountaincar",
+    "policy_value",
+    "riverswim",
+    "run_experiment",
+    "simple_regret",
+    "validate_config",
+    "value_iteration",
+]

@@ -181,6 +181,10 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
     """Run every agent of a validated config on ``seeds`` seeds (batched); return the metrics dict."""
     if not isinstance(seeds, int) or seeds < 1:
         raise ConfigError("seeds", seeds, "must be an integer >= 1")
+    if torch.device(device).type != "cpu":
+        # the MDP/value-iteration kernels are device-agnostic, but the seeded CPU generators used for
+        # reproducible sampling are not; the tabular problems here are small enough for the CPU
+        raise ConfigError("device", device, "the PSPL runner currently supports only 'cpu'")
     mdp = make_env(cfg["env"], device=device)
     off, pr, K = cfg["offline"], cfg["prior"], cfg["K"]
     gen = torch.Generator().manual_seed(cfg["seed"])

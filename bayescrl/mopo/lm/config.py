@@ -98,7 +98,9 @@ class MOPOLMConfig:
         betas = self.beta if isinstance(self.beta, list) else [self.beta]
         for i, v in enumerate(betas):
             if not 0 < v <= 1:
-                raise ConfigError("beta", v, "must be in (0, 1]", index=i if isinstance(self.beta, list) else None)
+                raise ConfigError(
+                    "beta", v, "must be in (0, 1]", index=i if isinstance(self.beta, list) else None
+                )
         if self.thresholds is not None:
             for i, v in enumerate(self.thresholds):
                 if not 0 <= v <= 1:

@@ -202,11 +202,15 @@ def _read_jsonl(path: str | Path) -> list[Any]:
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path.name}", line[:80], f"line {line_no + 1} is not valid JSON: {exc}") from exc
+            raise DataError(
+                f"{path.name}", line[:80], f"line {line_no + 1} is not valid JSON: {exc}"
+            ) from exc
     return rows
 
 
-def load_jsonl(path: str | Path, num_objectives: int | None = None, names: Sequence[str] = ()) -> PreferenceData:
+def load_jsonl(
+    path: str | Path, num_objectives: int | None = None, names: Sequence[str] = ()
+) -> PreferenceData:
     """Load native JSONL records (one per line; blank lines skipped); index in errors = record number."""
     return validate_records(_read_jsonl(path), num_objectives, names, source=Path(path).name)
 
@@ -290,7 +294,12 @@ def load_hh_rlhf(
         except ValueError as exc:
             raise DataError(f"{source}.chosen", row["chosen"], str(exc), index=i) from exc
         native.append(
-            {"prompt": prompt, "response_a": a, "response_b": b, "prefs": [*(row[c] for c in objective_columns), 1]}
+            {
+                "prompt": prompt,
+                "response_a": a,
+                "response_b": b,
+                "prefs": [*(row[c] for c in objective_columns), 1],
+            }
         )
     names = (*objective_columns, "chosen")
     return validate_records(native, len(names), names, source=source)
@@ -343,7 +352,9 @@ def tokenize(data: PreferenceData, tokenizer: Any, max_length: int) -> Tokenized
     for i in range(len(data)):
         n = len(p_ids[i]) + max(len(a_ids[i]), len(b_ids[i]))
         if n > max_length:
-            raise DataError("data.length", n, f"prompt + response has {n} tokens > max_length {max_length}", i)
+            raise DataError(
+                "data.length", n, f"prompt + response has {n} tokens > max_length {max_length}", i
+            )
     return TokenizedPairs(p_ids, a_ids, b_ids, data.prefs)
 
 

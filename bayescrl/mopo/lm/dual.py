@@ -37,7 +37,7 @@ def augment(prefs: torch.Tensor) -> torch.Tensor:
 
 
 def split_heads(indicators: torch.Tensor, primary: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``p`` ``(H, n)`` and ``q`` ``(H, n, K-1)`` for heads whose primary objectives are ``primary`` ``(H,)``."""
+    """``p`` ``(H, n)`` and ``q`` ``(H, n, K-1)`` for heads with primary objectives ``primary`` ``(H,)``."""
     parts = [obj.split_objectives(indicators, int(k)) for k in primary]
     return torch.stack([p for p, _ in parts]), torch.stack([q for _, q in parts])
 
@@ -52,7 +52,9 @@ class BatchDual:
     g: torch.Tensor  # (H, C): G(rho*) = E_lag[rho* q], a win-rate
 
 
-def batch_dual(p: torch.Tensor, q: torch.Tensor, ell: torch.Tensor, lam: torch.Tensor, tau: float) -> BatchDual:
+def batch_dual(
+    p: torch.Tensor, q: torch.Tensor, ell: torch.Tensor, lam: torch.Tensor, tau: float
+) -> BatchDual:
     """Closed-form ``rho*_lambda`` (Prop. `main_dual`), its constraint values and the BC weights."""
     w_lag = obj.normalized_ratio(ell) / ell.shape[-1]
     log_rho = obj.log_rho_star(p, q, lam, tau, weight=w_lag, normalize=True)

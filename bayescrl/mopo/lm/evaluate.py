@@ -57,7 +57,9 @@ def generate(
 
 
 @torch.no_grad()
-def implicit_accuracy(policy: Policy, tokenizer: Any, data: PreferenceData, head: int = 0, max_length: int = 128):
+def implicit_accuracy(
+    policy: Policy, tokenizer: Any, data: PreferenceData, head: int = 0, max_length: int = 128
+):
     """Per objective, the fraction of records where the implicit reward ``log pi/pi_ref`` ranks ``a`` vs ``b``
     as ``prefs`` does (a reward-model-free held-out check for data without programmatic objectives)."""
     tok = tokenize(data, tokenizer, max_length)

@@ -26,8 +26,9 @@ from torch import nn
 from bayescrl.utils import ConfigError
 
 
-
-def sequence_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, response_mask: torch.Tensor) -> torch.Tensor:
+def sequence_logprobs(
+    logits: torch.Tensor, input_ids: torch.Tensor, response_mask: torch.Tensor
+) -> torch.Tensor:
     """Sum of response-token log-probabilities ``log pi(y | x)`` per sequence (masked, batched).
 
     ``logits``: ``(..., B, T, V)``; the token at position ``t`` is scored by the logits at ``t - 1``.
@@ -48,7 +49,9 @@ def backbone_of(lm: nn.Module) -> nn.Module:
     prefix = getattr(base, "base_model_prefix", None)
     body = getattr(base, prefix, None) if prefix else None
     if body is None:
-        raise ConfigError("model", type(base).__name__, "cannot find the transformer body (base_model_prefix)")
+        raise ConfigError(
+            "model", type(base).__name__, "cannot find the transformer body (base_model_prefix)"
+        )
     return body
 
 
@@ -123,7 +126,9 @@ class Policy(nn.Module):
         """
         pairs = [(p, snapshot[n]) for n, p in self._trainable() if n in snapshot]
         if len(pairs) != len(snapshot):
-            raise ConfigError("snapshot", sorted(snapshot)[:3], "does not match the policy's trainable tensors")
+            raise ConfigError(
+                "snapshot", sorted(snapshot)[:3], "does not match the policy's trainable tensors"
+            )
         with torch.no_grad():
             saved = [p.detach().clone() for p, _ in pairs]
             for p, t in pairs:
@@ -136,7 +141,9 @@ class Policy(nn.Module):
                     p.copy_(t)
 
     @torch.no_grad()
-    def snapshot_logprobs(self, snapshot: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def snapshot_logprobs(
+        self, snapshot: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]
+    ) -> torch.Tensor:
         """``log pi_snapshot_k(y | x)`` for every head, shape ``(H, B)`` (the lagged reference)."""
         with self.swapped(snapshot):
             return self.logprobs(batch)
@@ -144,7 +151,7 @@ class Policy(nn.Module):
     # --------------------------------------------------------------------------------- generation
     @torch.no_grad()
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, head: int = 0, **kwargs: Any):
-        """Decode with head ``head`` (the user's primary objective at inference, figure `multiplepolicyheads`)."""
+        """Decode with head ``head``, the user's primary objective (fig. `multiplepolicyheads`)."""
         if self.num_heads == 1:
             return self.lm.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         base = self.lm.get_base_model()
@@ -163,7 +170,9 @@ class Policy(nn.Module):
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.lm.save_pretrained(path / "adapter", selected_adapters=["default"])
-        torch.save({"num_heads": self.num_heads, "heads": [h.detach().cpu() for h in self.heads]}, path / "heads.pt")
+        torch.save(
+            {"num_heads": self.num_heads, "heads": [h.detach().cpu() for h in self.heads]}, path / "heads.pt"
+        )
         return path
 
     @classmethod

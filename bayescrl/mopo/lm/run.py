@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.evaluate import generate, pareto_summary
@@ -40,11 +39,28 @@ from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_token
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
 
-KNOWN = {"mode", "seed", "threads", "task", "data", "model", "train", "methods", "sweep", "scalarise_weights",
-         "hv_reference", "name", "out"}
+KNOWN = {
+    "mode",
+    "seed",
+    "threads",
+    "task",
+    "data",
+    "model",
+    "train",
+    "methods",
+    "sweep",
+    "scalarise_weights",
+    "hv_reference",
+    "name",
+    "out",
+}
 METHODS = ("mopo", "mopo-lb", "dpo_joint", "dpo_scalarised")
 GPT2_LORA = {
-    "r": 8, "lora_alpha": 16, "lora_dropout": 0.0, "target_modules": ["c_attn", "c_proj", "c_fc"], "fan_in_fan_out": True
+    "r": 8,
+    "lora_alpha": 16,
+    "lora_dropout": 0.0,
+    "target_modules": ["c_attn", "c_proj", "c_fc"],
+    "fan_in_fan_out": True,
 }
 
 
@@ -56,7 +72,7 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
-    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs and plots to ``out``."""
+    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``."""
     for k in config:
         if k not in KNOWN:
             raise ConfigError(k, config[k], f"unknown key for mode lm (known: {', '.join(sorted(KNOWN))})")
@@ -99,7 +115,9 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     lengths: dict[str, list[int]] = {}
 
     def evaluate(name: str, policy, head: int = 0) -> dict[str, Any]:
-        texts = generate(policy, tokenizer, prompts, head=head, max_new_tokens=task.max_words + 4, seed=seed + 1)
+        texts = generate(
+            policy, tokenizer, prompts, head=head, max_new_tokens=task.max_words + 4, seed=seed + 1
+        )
         lengths[name] = [len(t.split()) for t in texts]
         return {**task.summarise(texts), "examples": texts[:3]}
 
@@ -113,18 +131,28 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
         log = tr.train()
         secs = time.perf_counter() - t
         head = (cfg.primary % 3) if cfg.multi_head else 0
-        runs[name] = {"method": family, **extra, "train_seconds": secs, "train_records": len(run_data),
-                      "final": {k: v for k, v in log[-1].items() if k != "seconds"}, **evaluate(name, tr.model, head)}
+        runs[name] = {
+            "method": family,
+            **extra,
+            "train_seconds": secs,
+            "train_records": len(run_data),
+            "final": {k: v for k, v in log[-1].items() if k != "seconds"},
+            **evaluate(name, tr.model, head),
+        }
         return tr
 
     def with_(**kw) -> MOPOLMConfig:
         return MOPOLMConfig.from_dict({**base_cfg.to_dict(), **kw})
 
     if "mopo" in methods:
-        tr = train_run("mopo", with_(method="mopo"), data, "mopo", {"thresholds": "adaptive", "beta": base_cfg.beta})
+        tr = train_run(
+            "mopo", with_(method="mopo"), data, "mopo", {"thresholds": "adaptive", "beta": base_cfg.beta}
+        )
         tr.save_checkpoint(out / "checkpoint_mopo")
         for i, b in enumerate(sweep):
-            train_run(f"mopo_b{i}", with_(method="mopo", thresholds=list(b)), data, "mopo", {"thresholds": list(b)})
+            train_run(
+                f"mopo_b{i}", with_(method="mopo", thresholds=list(b)), data, "mopo", {"thresholds": list(b)}
+            )
     if "mopo-lb" in methods:
         train_run("mopo_lb", with_(method="mopo-lb"), data, "mopo-lb", {"thresholds": "adaptive"})
     if "dpo_joint" in methods:
@@ -133,8 +161,13 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     if "dpo_scalarised" in methods:
         for i, w in enumerate(weights):
             pairs = data.dpo_pairs(w)
-            train_run(f"dpo_scalarised_{i}", with_(method="dpo"), pairs.as_preference_data(), "dpo_scalarised",
-                      {"weights": list(w)})
+            train_run(
+                f"dpo_scalarised_{i}",
+                with_(method="dpo"),
+                pairs.as_preference_data(),
+                "dpo_scalarised",
+                {"weights": list(w)},
+            )
 
     families: dict[str, Any] = {}
     for fam in sorted({r["method"] for r in runs.values()}):

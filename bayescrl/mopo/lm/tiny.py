@@ -109,10 +109,14 @@ def build_tokenizer():
     words = list(SPECIAL) + sorted(set(PROMPT_WORDS + HELPFUL + FILLER + TOPICS))
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>"
+    )
 
 
-def build_model(tokenizer, n_layer: int = 2, n_embd: int = 64, n_head: int = 2, n_positions: int = 64, seed: int = 0):
+def build_model(
+    tokenizer, n_layer: int = 2, n_embd: int = 64, n_head: int = 2, n_positions: int = 64, seed: int = 0
+):
     """A randomly initialised GPT-2 (pad/eos/bos ids set for the small vocabulary), dropout off."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -136,7 +140,9 @@ def build_model(tokenizer, n_layer: int = 2, n_embd: int = 64, n_head: int = 2, 
     return model
 
 
-def sft(model, tokenizer, data, steps: int = 300, batch_size: int = 16, lr: float = 3e-3, seed: int = 0) -> list[float]:
+def sft(
+    model, tokenizer, data, steps: int = 300, batch_size: int = 16, lr: float = 3e-3, seed: int = 0
+) -> list[float]:
     """Fit the base model to the behaviour policy's responses (both of each pair) by maximum likelihood."""
     from bayescrl.mopo.lm.data import collate, tokenize
     from bayescrl.mopo.lm.model import sequence_logprobs

@@ -105,9 +105,7 @@ class MOPOLMTrainer:
             raise ConfigError("peft", c.peft, "the policy has no trainable parameters")
         self.optimizer = torch.optim.Adam(params, lr=c.lr)
         self.policy = policy
-        self._has_dropout = any(
-            isinstance(mod, torch.nn.Dropout) and mod.p > 0 for mod in policy.modules()
-        )
+        self._has_dropout = any(isinstance(mod, torch.nn.Dropout) and mod.p > 0 for mod in policy.modules())
         policy.train()
         if accelerator is not None:
             self.policy, self.optimizer = accelerator.prepare(policy, self.optimizer)
@@ -175,7 +173,9 @@ class MOPOLMTrainer:
     def lag_active(self) -> bool:
         return self.config.lagged_reference and self.lag_snapshot is not None
 
-    def ref_and_lag(self, idx: list[int], batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    def ref_and_lag(
+        self, idx: list[int], batch: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``log pi_ref`` ``(2M,)`` and ``ell = log pi_lag - log pi_ref`` ``(H, 2M)`` (zero while the lag is
         ``pi_ref``); what is not cached is computed without gradients."""
         h = len(self.head_primary)
@@ -261,7 +261,11 @@ class MOPOLMTrainer:
         margin = torch.where(chosen_is_a, delta[:m] - delta[m:], delta[m:] - delta[:m])
         loss = -F.logsigmoid(margin).mean()
         self._backward(loss)
-        return {"loss": loss.item(), "margin": margin.mean().item(), "accuracy": (margin > 0).float().mean().item()}
+        return {
+            "loss": loss.item(),
+            "margin": margin.mean().item(),
+            "accuracy": (margin > 0).float().mean().item(),
+        }
 
     def _backward(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -278,7 +282,7 @@ class MOPOLMTrainer:
         self.optimizer.step()
 
     def _lag_update(self) -> None:
-        """``pi_ref <- pi_psi^(t - t0)`` and ``b <- beta * G(rho^(t - t0))`` (lines 9-11 of Algorithm `mopo`)."""
+        """``pi_ref <- pi_psi^(t - t0)``, ``b <- beta * G(rho^(t - t0))`` (Algorithm `mopo`, lines 9-11)."""
         c = self.config
         if c.lagged_reference:
             self.lag_snapshot, self.pending_snapshot = self.pending_snapshot, self.model.trainable_state()
@@ -324,7 +328,12 @@ class MOPOLMTrainer:
 
     @classmethod
     def from_checkpoint(
-        cls, path: str | Path, base_model: torch.nn.Module, tokenizer: Any, data: PreferenceData, **kwargs: Any
+        cls,
+        path: str | Path,
+        base_model: torch.nn.Module,
+        tokenizer: Any,
+        data: PreferenceData,
+        **kwargs: Any,
     ) -> MOPOLMTrainer:
         """Rebuild a trainer (policy, dual state, optimiser, data order) from :meth:`save_checkpoint`."""
         path = Path(path)
