@@ -102,9 +102,9 @@ def test_protocol_evaluator_matches_exact_average_reward():
         logits = algo.policy.distribution(torch.eye(5)).logits
     pi_det = np.eye(3)[logits.argmax(-1).numpy()]
     exact = cmdp.evaluate(pi_det)
-    ev = average_reward_evaluation(algo, n_traj=10, traj_steps=400)
-    assert ev["avg_reward"] == pytest.approx(exact.value, abs=0.04)
-    assert ev["avg_costs"][0] == pytest.approx(exact.costs[0], abs=0.04)
+    ev = average_reward_evaluation(algo, n_traj=10, traj_steps=300)
+    assert ev["avg_reward"] == pytest.approx(exact.value, abs=0.05)
+    assert ev["avg_costs"][0] == pytest.approx(exact.costs[0], abs=0.05)
     assert ev["seeds"] == list(range(10_000, 10_010))  # disjoint from the training seed
     algo.close()
 

@@ -18,7 +18,7 @@ def test_exact_acpo_reaches_lp_optimum_with_constraint(seed):
     lp = cmdp.solve()
     unconstrained = cmdp.solve(constrained=False)
     assert unconstrained.value > lp.value + 1e-3  # the constraint binds: ignoring it would not pass
-    res = run_tabular_acpo(cmdp, TabularACPOConfig(iterations=150, mode="exact", delta=0.01))
+    res = run_tabular_acpo(cmdp, TabularACPOConfig(iterations=80, mode="exact", delta=0.01))
     assert res.rewards[-1] >= 0.95 * lp.value
     assert res.costs[-1][0] <= cmdp.limits[0] * (1 + 1e-3)  # feasible up to the linearisation error
     # the LP optimum is an upper bound for any feasible policy
@@ -30,7 +30,7 @@ def test_sampled_acpo_reaches_lp_optimum(seed):
     """Estimates from 2500 samples per iteration: Ĵ's and average-reward GAE (λ = 0.95), tabular critic."""
     cmdp = make_ergodic_cmdp(num_states=5, num_actions=3, seed=seed)
     lp = cmdp.solve()
-    res = run_tabular_acpo(cmdp, TabularACPOConfig(iterations=100, mode="sampled", delta=0.01, seed=seed))
+    res = run_tabular_acpo(cmdp, TabularACPOConfig(iterations=60, mode="sampled", delta=0.01, seed=seed))
     last = slice(-20, None)
     rewards, costs = np.asarray(res.rewards[last]), np.asarray(res.costs[last])[:, 0]
     assert rewards.mean() >= 0.95 * lp.value
@@ -43,7 +43,7 @@ def test_recovery_brings_infeasible_start_back():
     """A tight limit makes the uniform start infeasible; the first updates must be recoveries."""
     cmdp = make_ergodic_cmdp(num_states=5, num_actions=3, seed=4, tightness=0.05)
     lp = cmdp.solve()
-    res = run_tabular_acpo(cmdp, TabularACPOConfig(iterations=150, mode="exact", delta=0.01))
+    res = run_tabular_acpo(cmdp, TabularACPOConfig(iterations=80, mode="exact", delta=0.01))
     assert res.costs[0][0] > cmdp.limits[0]
     assert res.branch[0] == "recovery"
     assert res.costs[-1][0] <= cmdp.limits[0] * (1 + 1e-3)

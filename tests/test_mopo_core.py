@@ -192,3 +192,28 @@ def test_normalized_ratio_from_log_ratios():
     r = O.normalized_ratio(lr)
     assert float(r.mean()) == pytest.approx(1.0)
     np.testing.assert_allclose((r[0, 1] / r[0, 0]).item(), np.e)
+
+
+def test_safety_extension_dual_meets_safety_threshold():
+    """Eq. `safe-obj`: the constraint E_{y~pi}[q(y > 0)] >= b through the same dual; active at lam* > 0."""
+    g = torch.Generator().manual_seed(3)
+    n = 40
+    pref = (torch.rand(n, generator=g) < 0.5).double()
+    safe_y = (torch.rand(n, generator=g) < 0.4).double()
+    safe_yp = (torch.rand(n, generator=g) < 0.4).double()
+    # make the primary preference favour unsafe responses, so the constraint binds
+    pref = torch.where(safe_y > safe_yp, torch.zeros_like(pref), torch.where(safe_y < safe_yp, 1.0, pref))
+    p, q = O.safety_columns(pref, safe_y, safe_yp)
+    tau, b = 0.2, torch.tensor([0.6], dtype=DT)
+    res = minimize_scalar(
+        lambda l: float(O.dual_value(torch.tensor([l], dtype=DT), p, q, b, tau)),
+        bounds=(0, 50),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    lam = torch.tensor([res.x], dtype=DT)
+    rho = O.rho_star(p, q, lam, tau)
+    safe_rate = float((rho * q[:, 0]).mean())  # E_{pi}[q(y > 0)] over the augmented atoms
+    assert res.x > 0.1
+    assert safe_rate == pytest.approx(0.6, abs=1e-5)
+    assert float((rho * q[:, 0]).mean()) > float(q[:, 0].mean())  # safer than the reference

@@ -259,3 +259,13 @@ def test_run_lm_end_to_end_small(tmp_path):
         assert (tmp_path / name).exists()
     with pytest.raises(ConfigError, match="methods"):
         run_lm({**config, "methods": ["ppo"]}, tmp_path)
+
+
+def test_implicit_accuracy_known_answer(tok, data, base):
+    from bayescrl.mopo.lm.evaluate import implicit_accuracy
+
+    pol = lora_policy(
+        copy.deepcopy(base), LORA
+    )  # = pi_ref: every implicit margin is 0, "a better" never holds
+    acc = implicit_accuracy(pol, tok, data.subset(range(12)), max_length=64)
+    assert acc == pytest.approx((data.prefs[:12] == 0).float().mean(0).tolist())

@@ -192,8 +192,8 @@ def summarise(label: str, res: Mapping[str, Any]) -> dict[str, Any]:
         "final_regret_mean": float(cum[:, -1].mean()),
         "final_regret_std": float(cum[:, -1].std(ddof=ddof)),
         "final_regret_per_seed": cum[:, -1].tolist(),
-        "regret_curve_mean": cum.mean(0).tolist(),
-        "regret_curve_std": cum.std(0, ddof=ddof).tolist(),
+        "regret_curve_mean": cum.mean(0).round(4).tolist(),  # 4 decimals keep results.json small
+        "regret_curve_std": cum.std(0, ddof=ddof).round(4).tolist(),
         "wall_time_s": res["wall_time_s"],
     }
     for k in ("map_not_converged_fraction", "queries_mean", "assumed_beta_mean"):
@@ -236,11 +236,16 @@ def _cell_name(assign: Mapping[str, Any]) -> str:
 
 
 def run_sweep(
-    config: Mapping[str, Any], seeds: int = 5, out: str | Path | None = None, progress: bool = False
+    config: Mapping[str, Any],
+    seeds: int = 5,
+    out: str | Path | None = None,
+    progress: bool = False,
+    cell_outputs: bool = True,
 ) -> dict[str, Any]:
     """Run ``config`` once per cell of its ``sweep: {dotted.key: [values], ...}`` (cartesian product).
 
-    Each cell is a full :func:`run_experiment` (written to ``out/<cell>/``); ``out/summary.json`` holds
+    Each cell is a full :func:`run_experiment` (written to ``out/<cell>/`` if ``cell_outputs``);
+    ``out/summary.json`` holds
     ``{"cells": {cell: {agent: {final_regret_mean, final_regret_std, wall_time_s}}}}`` and
     ``out/summary.png`` a grouped bar chart (mean ± 1 sd final regret).
     """
@@ -259,7 +264,8 @@ def run_sweep(
         overrides = [f"{k}={json.dumps(v)}" for k, v in assign.items()]
         cfg = apply_overrides(base, overrides)
         name = _cell_name(assign)
-        sub = None if out is None else Path(out) / name.replace("=", "_").replace(",", "__")
+        folder = name.replace("=", "_").replace(",", "__")
+        sub = None if out is None or not cell_outputs else Path(out) / folder
         res = run_experiment(cfg, seeds=seeds, out=sub, progress=progress)
         cells[name] = {
             "assign": assign,

@@ -372,17 +372,18 @@ def cop_oracle(reward_set: str, thresholds: np.ndarray, n_x: int = 101, n_y: int
 
 
 def auto_thresholds(data: Mapping[str, Tensor], n_y: int, n: int) -> list[float]:
-    """MOPO threshold sweep from the data alone: ``n`` values from 0.5 (``G`` of the uniform reference, exact
-    under the symmetric augmentation) to the best per-response empirical win rate on objective 2.
+    """MOPO threshold sweep from the data alone: ``n`` values between the worst and the best per-response
+    empirical win rate on objective 2.
 
     ``q_hat(y) = mean of I_2 over augmented records with response y`` is the tabular estimate of
-    ``E_{x, y'}[p_2(y > y')]``; the best achievable ``G`` of a context-free policy is ``max_y q_hat(y)``.
+    ``E_{x, y'}[p_2(y > y')]``; ``[min_y q_hat, max_y q_hat]`` brackets the ``G`` of context-free policies
+    (the uniform reference has ``G = 0.5`` exactly under the symmetric augmentation).
     """
     ys = torch.cat([data["iy"], data["iyp"]])
     z2 = torch.cat([data["z2"], 1 - data["z2"]])
     cnt = torch.bincount(ys, minlength=n_y).clamp(min=1)
     q_hat = torch.bincount(ys, weights=z2, minlength=n_y) / cnt
-    return np.linspace(0.5, float(q_hat.max()), n).tolist()
+    return np.linspace(float(q_hat.min()), float(q_hat.max()), n).tolist()
 
 
 def cop_thresholds(reward_set: str, n: int, n_x: int = 101, n_y: int = 1001) -> np.ndarray:

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import os
 import sys
-import importlib.util
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -88,14 +88,19 @@ def load_smollm2(dtype: torch.dtype):
     folder = Path(list(spec.submodule_search_locations)[0])
     tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=GGUF)
     model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=GGUF, dtype=dtype)
-    # the GGUF loader de-quantises but leaves a quantizer marker behind: clear it before training
-    for attr in ("hf_quantizer", "quantization_method"):
-        if getattr(model, attr, None) is not None:
-            setattr(model, attr, None)
-    if getattr(model, "is_quantized", False):
-        model.is_quantized = False
+    # the GGUF loader de-quantises to float but leaves a quantizer marker behind (checked with transformers
+    # 5.23: ``hf_quantizer`` = GgufHfQuantizer, ``is_quantized`` True, ``quantization_method`` GGUF,
+    # ``config.quantization_config`` GgufConfig); trainers/peft then treat the model as quantised: clear it
+    for attr, value in (("hf_quantizer", None), ("quantization_method", None), ("is_quantized", False)):
+        if hasattr(model, attr):
+            try:
+                setattr(model, attr, value)
+            except AttributeError:  # a read-only property derived from hf_quantizer
+                pass
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
+    if getattr(model, "is_quantized", False) or getattr(model, "hf_quantizer", None) is not None:
+        raise RuntimeError("could not clear the GGUF quantizer marker")
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     model.generation_config.pad_token_id = tok.pad_token_id
