@@ -51,12 +51,35 @@ def table(results: dict) -> tuple[str, dict]:
     return "\n".join(lines), checks
 
 
+def replot(path: Path = OUT / "motivating.json") -> None:
+    """Redraw the reward-space plots from a saved ``motivating.json`` (no training)."""
+    import json
+
+    import numpy as np
+
+    from bayescrl.mopo.synthetic import _plot_front, true_front
+
+    res = json.loads(path.read_text())
+    grid = res.get("config", {}).get("grid", {})
+    for rs, r in res["sets"].items():
+        front = true_front(
+            rs, int(grid.get("n_x", 101)), int(grid.get("n_y", 1001)), int(grid.get("n_w", 401))
+        )
+        for tag in ("", "_greedy"):
+            methods = {k: np.asarray(v["points"]) for k, v in r[f"methods{tag}"].items()}
+            _plot_front(rs, front, methods, r[f"reference_point{tag}"], OUT / f"motivating_set_{rs}{tag}.png")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "examples" / "mopo" / "motivating.yaml"))
     ap.add_argument("--sanity", action="store_true", help="also run examples/mopo/sanity.yaml")
     ap.add_argument("-s", "--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--replot", action="store_true", help="only redraw the plots from motivating.json")
     args = ap.parse_args()
+    if args.replot:
+        replot()
+        return
     set_torch_threads()
     cfg = apply_overrides(load_yaml(args.config), args.overrides)
     t = time.perf_counter()

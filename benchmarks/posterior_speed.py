@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.compare import gaussian_w2
 from bayescrl.inference.engines import fit
 from bayescrl.models.simulate import simulate
@@ -50,7 +51,7 @@ def errors(th: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
     }
 
 
-def run_cell(n_pref: int, t: int, args) -> dict:
+def make_model(n_pref: int, t: int, args):
     spec = simulate(
         {"dim": 6, "noise_sd": 1.0, "raters": [{"id": "expert", "beta": 10.0, "lam": 100.0}]},
         num_prefs=n_pref,
@@ -58,9 +59,51 @@ def run_cell(n_pref: int, t: int, args) -> dict:
         num_arms=50,
         seed=args.seed,
     )
-    model = parse_spec(spec)
+    return parse_spec(spec)
+
+
+def solver_only(model, args, n: int = 1000) -> dict:
+    """The bare batched Newton solver (no Pyro tracing): what the bandit / PSPL agents call."""
+    gen = torch.Generator().manual_seed(args.seed)
+    sec, pm = timed(lambda: perturbed_map(model.problem, n, p_offline=0.5, generator=gen), 3)
+    return {
+        "seconds_per_1000": sec / n * 1000,
+        "samples_per_second": n / sec,
+        "converged_fraction": float(pm.converged.double().mean()),
+        "newton_iters": pm.iters,
+    }
+
+
+def run_cell(n_pref: int, t: int, args) -> dict:
+    model = make_model(n_pref, t, args)
     n = 1000
-    res: dict = {"N": n_pref, "t": t, "engines": {}}
+    res: dict = {"N": n_pref, "t": t, "engines": {}, "solver_only": solver_only(model, args)}
+    if (n_pref, t) not in args.nuts_cells:
+        ref = None
+    else:
+        ref = _nuts(model, res, args)
+    for name, kw, reps in (
+        ("bootstrap", {"p_offline": 0.5}, 3),
+        ("laplace", {}, 3),
+        ("svi", {"guide": "mvn", "max_steps": 3000}, 1),
+    ):
+
+        def job(name=name, kw=kw):
+            post = fit(model, engine=name, seed=args.seed, **kw)
+            return post, post.sample(n, args.seed)["theta"]
+
+        sec, (post, th) = timed(job, reps)
+        row = {"seconds_per_1000": sec / n * 1000, **(errors(th, ref) if ref is not None else {})}
+        if name == "bootstrap":
+            row["converged_fraction"] = post.diagnostics["converged_fraction"]
+            row["newton_iters"] = post.diagnostics["newton_iters"]
+        if name == "svi":
+            row["svi_steps"] = post.diagnostics["steps"]
+        res["engines"][name] = row
+    return res
+
+
+def _nuts(model, res, args):
     nuts_t, nuts = timed(
         lambda: fit(
             model,
@@ -80,25 +123,7 @@ def run_cell(n_pref: int, t: int, args) -> dict:
         "ess_bulk_min": nuts.diagnostics["ess_bulk_min"],
         "draws": int(ref.shape[0]),
     }
-    for name, kw, reps in (
-        ("bootstrap", {"p_offline": 0.5}, 3),
-        ("laplace", {}, 3),
-        ("svi", {"guide": "mvn", "max_steps": 3000}, 1),
-    ):
-
-        def job(name=name, kw=kw):
-            post = fit(model, engine=name, seed=args.seed, **kw)
-            return post, post.sample(n, args.seed)["theta"]
-
-        sec, (post, th) = timed(job, reps)
-        row = {"seconds_per_1000": sec / n * 1000, **errors(th, ref)}
-        if name == "bootstrap":
-            row["converged_fraction"] = post.diagnostics["converged_fraction"]
-            row["newton_iters"] = post.diagnostics["newton_iters"]
-        if name == "svi":
-            row["svi_steps"] = post.diagnostics["steps"]
-        res["engines"][name] = row
-    return res
+    return ref
 
 
 def plot(cells: list[dict], path: Path) -> None:
@@ -106,10 +131,14 @@ def plot(cells: list[dict], path: Path) -> None:
     fig, axes = p.subplots(1, 2, figsize=(10, 3.8))
     labels = [f"N={c['N']}\nt={c['t']}" for c in cells]
     x = range(len(cells))
+    nan = float("nan")
     for e, mk in (("bootstrap", "o"), ("laplace", "s"), ("svi", "^"), ("nuts", "x")):
-        axes[0].semilogy(x, [c["engines"][e]["seconds_per_1000"] for c in cells], marker=mk, label=e)
+        ys = [c["engines"].get(e, {}).get("seconds_per_1000", nan) for c in cells]
+        axes[0].semilogy(x, ys, marker=mk, label=e)
         if e != "nuts":
-            axes[1].plot(x, [c["engines"][e]["w2"] for c in cells], marker=mk, label=e)
+            axes[1].plot(x, [c["engines"][e].get("w2", nan) for c in cells], marker=mk, ls="", label=e)
+    solver = [c.get("solver_only", {}).get("seconds_per_1000", nan) for c in cells]
+    axes[0].semilogy(x, solver, marker="*", ls="--", label="bootstrap solver only")
     axes[0].set_ylabel("seconds per 1,000 samples")
     axes[1].set_ylabel("W2 to NUTS (Gaussian fits of θ)")
     for ax in axes:
@@ -130,14 +159,32 @@ def main() -> None:
     ap.add_argument("--nuts-warmup", type=int, default=100)
     ap.add_argument("--nuts-chains", type=int, default=2)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--cells", default="20:300,200:300,2000:300,20:0,200:0,2000:0", help="N:t list")
+    ap.add_argument("--nuts-cells", default="20:300,200:300", help="cells with a NUTS reference")
+    ap.add_argument("--append", action="store_true", help="keep the cells already in the JSON")
     args = ap.parse_args()
+
+    def parse(text):
+        return [tuple(int(v) for v in c.split(":")) for c in text.split(",") if c]
+
+    args.nuts_cells = parse(args.nuts_cells)
     set_torch_threads(1)
     import pyro
 
     pyro.enable_validation(False)
-    grid = [(20, 300), (200, 300)] if args.quick else [(n, t) for n in (20, 200, 2000) for t in (300, 0)]
+    grid = [(20, 300), (200, 300)] if args.quick else parse(args.cells)
     cells = []
+    path = args.out / "posterior_speed.json"
+    if args.append and path.exists():
+        import json
+
+        cells = json.loads(path.read_text())["cells"]
+        for c in cells:
+            if "solver_only" not in c:
+                c["solver_only"] = solver_only(make_model(c["N"], c["t"], args), args)
     for n_pref, t in grid:
+        if any(c["N"] == n_pref and c["t"] == t for c in cells):
+            continue
         cell = run_cell(n_pref, t, args)
         cells.append(cell)
         print(
@@ -165,7 +212,7 @@ def main() -> None:
             },
             "cells": cells,
         }
-        write_json(args.out / "posterior_speed.json", report)
+        write_json(path, report)
         plot(cells, args.out / "posterior_speed.png")
 
 

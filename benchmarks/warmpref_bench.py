@@ -36,6 +36,7 @@ CONFIGS = {
     "scaling_T": "scaling_T.yaml",
     "multi_rater": "multi_rater.yaml",
     "headline_extended": "default.yaml",
+    "actionspace_extended": "actionspace.yaml",
     "trend_lambda": "ablation.yaml",
     "trend_beta": "ablation.yaml",
     "trend_N": "ablation.yaml",
@@ -46,6 +47,9 @@ OVERRIDES = {
     "headline_extended": [
         "agents=[warmpref-ps-bootstrap, warmpref-ps, naive-ps, ps, lints,"
         " {id: lints, label: lints-v0.5, lints_v: 0.5}]"
+    ],
+    "actionspace_extended": [
+        "agents=[ps, lints, {id: lints, label: lints-v0.5, lints_v: 0.5}, warmpref-ps-bootstrap, warmpref-ps]"
     ],
     # one-factor trends of figure `warmTS-ablation` (run with --seeds 20)
     "trend_lambda": [TREND_AGENTS, "offline.N=50", "offline.beta=5.0", "sweep={offline.lam: [1, 10, 1000]}"],
@@ -77,6 +81,11 @@ def checks(name: str, res: dict) -> dict[str, bool | float]:
             out[f"{agent}: regret non-increasing along the sweep"] = all(
                 b <= a for a, b in zip(f, f[1:], strict=False)
             )
+    if name == "actionspace_extended":
+        for cell, c in res["cells"].items():
+            f = {k: v["final_regret_mean"] for k, v in c["agents"].items()}
+            out[f"{cell}: warm<lints-v0.5<ps"] = f["warmpref-ps-bootstrap"] < f["lints-v0.5"] < f["ps"]
+            out[f"{cell}: warm<min(lints,ps)"] = f["warmpref-ps-bootstrap"] < min(f["lints"], f["ps"])
     if name == "actionspace":
         for cell, c in res["cells"].items():
             a = c["agents"]

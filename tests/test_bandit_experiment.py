@@ -29,6 +29,13 @@ def test_same_seed_same_results_and_other_seed_differs():
     assert a["agents"]["ps"]["regret_curve_mean"] != c["agents"]["ps"]["regret_curve_mean"]
 
 
+def test_action_sampling_distribution_mu():
+    # mu puts all mass on arms 0 and 1: every offline pair uses only those arms
+    cfg = resolve_config({"bandit": {"K": 5, "d": 2, "T": 3}, "offline": {"N": 50, "mu": [1, 1, 0, 0, 0]}})
+    _, data = make_world(cfg, 2)
+    assert set(data.i0.unique().tolist()) | set(data.i1.unique().tolist()) == {0, 1}
+
+
 def test_adding_seeds_keeps_the_first_environments():
     cfg = resolve_config(TINY)
     e2, d2 = make_world(cfg, 2)
@@ -59,6 +66,7 @@ def test_well_specified_warm_agents_beat_ps_over_seeds():
         ({"assumed": {"beta": "guess"}}, r"assumed.beta\[0\] = 'guess'"),
         ({"bandit": {"Kx": 3}}, r"bandit.Kx = 3: unknown key"),
         ({"options": {"p_offline": 1.5}}, r"options.p_offline = 1.5"),
+        ({"bandit": {"K": 3}, "offline": {"mu": [1, 2]}}, r"offline.mu = \[1, 2\]: must be null"),
     ],
 )
 def test_bad_configs_rejected_with_field_and_value(override, match):

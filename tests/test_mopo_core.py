@@ -217,3 +217,20 @@ def test_safety_extension_dual_meets_safety_threshold():
     assert res.x > 0.1
     assert safe_rate == pytest.approx(0.6, abs=1e-5)
     assert float((rho * q[:, 0]).mean()) > float(q[:, 0].mean())  # safer than the reference
+
+
+def test_batched_weights_broadcast_per_run():
+    """Per-run reference weights [R, N] with C != R constraints: each run uses its own weights."""
+    g = torch.Generator().manual_seed(4)
+    w = torch.softmax(torch.randn(3, 5, generator=g, dtype=DT), -1)
+    rho, p = torch.rand(3, 5, generator=g, dtype=DT), torch.rand(3, 5, generator=g, dtype=DT)
+    q = torch.rand(3, 5, 2, generator=g, dtype=DT)
+    _, gv = O.primal_values(rho, p, q, 0.5, w)
+    for r in range(3):
+        np.testing.assert_allclose(gv[r].numpy(), (w[r, :, None] * rho[r, :, None] * q[r]).sum(0).numpy())
+    lam = torch.rand(3, 2, generator=g, dtype=DT)
+    grad = O.dual_gradient(lam, p, q, torch.zeros(2, dtype=DT), 0.5, w)
+    for r in range(3):
+        np.testing.assert_allclose(
+            grad[r].numpy(), O.dual_gradient(lam[r], p[r], q[r], torch.zeros(2, dtype=DT), 0.5, w[r]).numpy()
+        )

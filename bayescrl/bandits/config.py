@@ -6,7 +6,8 @@ Schema (every key optional; defaults are the seed's evaluation protocol, Section
     seed: 0                      # base seed; seed s of a run uses seed + s
     device: cpu
     bandit:  {K: 50, d: 6, T: 300, noise_sd: 1.0, rho: 0.0, prior_mean: 0.0, prior_sd: 1.0}
-    offline: {N: 20, beta: 10.0, lam: 100.0, expert: bt}   # expert: bt | greedy
+    offline: {N: 20, beta: 10.0, lam: 100.0, expert: bt,   # expert: bt | greedy
+              mu: null}                                     # action-sampling weights [K] (null: uniform)
              # or several raters: raters: [{N: 10, beta: 5, lam: 10, expert: bt}, ...]
     assumed: {beta: true, lam: true}   # competence the agents assume: a number (or one per rater),
                                        # 'true', or for beta an estimator 'mle' | 'entropy' | 'bayes'
@@ -80,7 +81,7 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "device": "cpu",
     "bandit": {"K": 50, "d": 6, "T": 300, "noise_sd": 1.0, "rho": 0.0, "prior_mean": 0.0, "prior_sd": 1.0},
-    "offline": {"N": 20, "beta": 10.0, "lam": 100.0, "expert": "bt"},
+    "offline": {"N": 20, "beta": 10.0, "lam": 100.0, "expert": "bt", "mu": None},
     "assumed": {"beta": "true", "lam": "true"},
     "agents": ["warmpref-ps-bootstrap", "naive-ps", "ps", "lints"],
     "options": {},
@@ -231,6 +232,14 @@ def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     raters = raters_of(cfg["offline"])
     for k in ("beta", "lam"):
         cfg["assumed"][k] = _norm_competence(cfg["assumed"][k])
+    mu = cfg["offline"]["mu"]
+    if mu is not None:  # action-sampling distribution of D0 (None: uniform)
+        if not isinstance(mu, (list, tuple)) or len(mu) != b["K"]:
+            raise ConfigError("offline.mu", mu, f"must be null (uniform) or a list of K = {b['K']} weights")
+        w = [_num("offline.mu", x, 0.0) for x in mu]
+        if sum(w) <= 0:
+            raise ConfigError("offline.mu", mu, "weights must not all be zero")
+        cfg["offline"]["mu"] = [x / sum(w) for x in w]
     _check_competence("assumed.beta", cfg["assumed"]["beta"], len(raters), BETA_ESTIMATORS)
     _check_competence("assumed.lam", cfg["assumed"]["lam"], len(raters), ())
     cfg["agents"] = normalise_agents(config.get("agents", DEFAULTS["agents"]))

@@ -42,7 +42,9 @@ def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, Offlin
     env = LinearBandit.sample(
         seeds, b["K"], b["d"], b["T"], b["noise_sd"], b["rho"], gens, mu0=mu0, cov0=cov0, device=dev
     )
-    data = sample_offline(env.arms, env.theta, raters_of(cfg["offline"]), gens)
+    mu = cfg["offline"]["mu"]
+    mu = None if mu is None else torch.tensor(mu, dtype=torch.float64)
+    data = sample_offline(env.arms, env.theta, raters_of(cfg["offline"]), gens, mu=mu)
     return env, data
 
 

@@ -182,6 +182,12 @@ def rho_star(
     return torch.exp(log_rho_star(p, q, lam, tau, weight, normalize))
 
 
+def _expect_cols(weight: Tensor | None, rho: Tensor, q: Tensor) -> Tensor:
+    """``sum_i w_i rho_i q_ic`` for ``rho[..., N]``, ``q[..., N, C]`` (uniform when ``weight`` is None)."""
+    wr = rho / rho.shape[-1] if weight is None else weight.to(rho) * rho
+    return (wr.unsqueeze(-1) * q).sum(-2)
+
+
 def _expect(weight: Tensor | None, values: Tensor) -> Tensor:
     """``sum_i w_i values_i`` over the last (atom) dim; the uniform mean when ``weight`` is None."""
     if weight is None:
@@ -202,7 +208,7 @@ def primal_values(
         rho > 0, rho * torch.log(rho.clamp_min(torch.finfo(rho.dtype).tiny)), torch.zeros_like(rho)
     )
     f = _expect(weight, rho * p) - tau_t * _expect(weight, ent)
-    g = _expect(weight, (rho.unsqueeze(-1) * q).transpose(-1, -2))
+    g = _expect_cols(weight, rho, q)
     return f, g
 
 
@@ -240,7 +246,7 @@ def dual_gradient(
 ) -> Tensor:
     """Gradient of :func:`dual_value`: ``grad D(lam) = G(rho*_lam) - b`` (envelope theorem)."""
     rho = rho_star(p, q, lam, tau, weight, normalize)
-    return _expect(weight, (rho.unsqueeze(-1) * q).transpose(-1, -2)) - b
+    return _expect_cols(weight, rho, q) - b
 
 
 def lower_bound(x: Tensor, chi: Tensor, eps: float | Tensor, weight: Tensor | None = None) -> Tensor:
@@ -348,7 +354,7 @@ def adaptive_threshold(beta: Tensor, rho_prev: Tensor, q: Tensor, weight: Tensor
     ``rho_prev = pi_psi^(t-t0) / pi_ref`` per atom (see :func:`normalized_ratio` for log-ratios). ``beta`` is
     applied element-wise (the text's ``beta^T G`` for a vector threshold).
     """
-    return beta * _expect(weight, (rho_prev.unsqueeze(-1) * q).transpose(-1, -2))
+    return beta * _expect_cols(weight, rho_prev, q)
 
 
 def log_barrier(z: Tensor, sigma: Tensor | float, s: Tensor | float | None = None) -> Tensor:

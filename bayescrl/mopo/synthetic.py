@@ -415,7 +415,14 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
     mcfg = dict(config.get("mopo", {}) or {})
     ws = [float(w) for w in dcfg.get("w", [0.25, 0.5, 0.75])]
     grid = dict(config.get("grid", {}) or {})
-    results: dict[str, Any] = {"experiment": "motivating", "n": n, "n_y": n_y, "seed": seed, "sets": {}}
+    results: dict[str, Any] = {
+        "experiment": "motivating",
+        "n": n,
+        "n_y": n_y,
+        "seed": seed,
+        "config": dict(config),
+        "sets": {},
+    }
     for rs in sets:
         gen = torch.Generator().manual_seed(seed)
         data = make_data(rs, n, n_y, gen, ws)
@@ -476,12 +483,15 @@ def _plot_front(rs: str, front: np.ndarray, methods: Mapping[str, np.ndarray], r
     fig, ax = p.subplots(figsize=(5.2, 4.2))
     f = front[np.argsort(front[:, 0])]
     ax.plot(f[:, 0], f[:, 1], "k-", lw=1.5, label="true Pareto front")
-    markers = {"COP oracle": ("x", "gray"), "MOPO": ("o", "tab:red")}
+    markers = {"COP oracle": ("x", "gray"), "MOPO": ("*", "k")}
+    palette = iter(
+        ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
+    )
     for k, v in methods.items():
         if k == "DPO DC (all w)":
             continue
-        m, c = markers.get(k, ("s", None))
-        ax.scatter(v[:, 0], v[:, 1], marker=m, color=c, s=28, label=k, zorder=3)
+        m, c = markers.get(k) or ("s", next(palette, None))
+        ax.scatter(v[:, 0], v[:, 1], marker=m, color=c, s=60 if k == "MOPO" else 28, label=k, zorder=3)
     ax.scatter([ref[0]], [ref[1]], marker="+", color="k", s=60, label="HV reference")
     ax.set_xlabel("E r1")
     ax.set_ylabel("E r2")
