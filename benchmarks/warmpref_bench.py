@@ -84,6 +84,7 @@ def checks(name: str, res: dict) -> dict[str, bool | float]:
     if name == "actionspace_extended":
         for cell, c in res["cells"].items():
             f = {k: v["final_regret_mean"] for k, v in c["agents"].items()}
+            out[f"{cell}: warm<lints<ps"] = f["warmpref-ps-bootstrap"] < f["lints"] < f["ps"]
             out[f"{cell}: warm<lints-v0.5<ps"] = f["warmpref-ps-bootstrap"] < f["lints-v0.5"] < f["ps"]
             out[f"{cell}: warm<min(lints,ps)"] = f["warmpref-ps-bootstrap"] < min(f["lints"], f["ps"])
     if name == "actionspace":

@@ -160,3 +160,14 @@ def test_unit_scaled_lints_equals_ps_in_distribution():
     a = make_agent({"id": "lints", "label": "x"}, cfg, env, data)
     b = make_agent({"id": "ps", "label": "x"}, cfg, env, data)
     assert torch.allclose(a.post.cov, b.post.cov) and math.isclose(cfg["options"]["lints_v"], 1.0)
+
+
+def test_two_raters_keep_their_own_competence_and_records():
+    cfg, env, data = small(offline={"raters": [{"N": 4, "beta": 20.0, "lam": 1000.0}, {"N": 6, "beta": 2.0}]})
+    agent = make_agent({"id": "warmpref-ps-bootstrap", "label": "b"}, cfg, env, data)
+    p = agent.problem
+    assert p.beta.shape == (3, 2) and p.beta[0].tolist() == [20.0, 2.0]
+    assert p.lam[0].tolist() == [1000.0, 10.0]  # the second rater inherits offline.lam
+    assert p.rater[0, :10].tolist() == [0] * 4 + [1] * 6
+    arm, _ = agent.act(0)
+    assert agent.prev.vartheta.shape == (3, 1, 2, 3)  # one belief per rater

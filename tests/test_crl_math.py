@@ -62,7 +62,7 @@ def test_fisher_vector_product_matches_kl_hessian():
     v = torch.randn(n, dtype=torch.float64)
     fvp = fisher_vector_product(pol, obs, damping=0.1)
     torch.testing.assert_close(fvp(v), H @ v + 0.1 * v, rtol=1e-4, atol=1e-6)
-    assert float(kl_of(theta0)) == pytest.approx(0.0, abs=1e-12)
+    assert float(kl_of(theta0).detach()) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_discounted_gae_by_hand():
@@ -138,7 +138,7 @@ def test_ecop_penalty_closed_form_and_gradient():
     psi = torch.tensor([0.3, -1.0], requires_grad=True)
     val = ecop_penalty(psi, lam, beta)
     # i=0: 2*0.3 + 2.5*((0.3+0.4)^2 - 0.16); i=1: relu terms all 0
-    assert float(val) == pytest.approx(2 * 0.3 + 2.5 * (0.7**2 - 0.16))
+    assert float(val.detach()) == pytest.approx(2 * 0.3 + 2.5 * (0.7**2 - 0.16))
     val.backward()
     # d/dpsi_0 = lam + beta (psi + lam/beta) = 2 + 5*0.7
     torch.testing.assert_close(psi.grad, torch.tensor([2 + 5 * 0.7, 0.0]))

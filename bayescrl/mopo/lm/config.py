@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from bayescrl.utils import ConfigError
 
 METHODS = ("mopo", "mopo-lb", "dpo")
@@ -44,7 +46,9 @@ class MOPOLMConfig:
         cache_logprobs: cache reference and lagged log-probs per record (they are constant between lag
             updates); the lagged cache is cleared at every update.
         grad_clip: gradient-norm clip (``0`` = none).
-        dtype: ``"auto"`` (bf16 on CUDA with bf16 support, else fp32), ``"float32"`` or ``"bfloat16"``.
+        dtype: precision of the model built by :func:`bayescrl.mopo.lm.run.run_lm` (see :meth:`torch_dtype`):
+            ``"auto"`` (bf16 on CUDA with bf16 support, else fp32), ``"float32"`` or ``"bfloat16"``. The
+            trainer itself uses whatever dtype the policy has; log-probs are always reduced in fp32.
         peft: LoRA settings passed to ``peft.LoraConfig`` (``r``, ``lora_alpha``, ``lora_dropout``,
             ``target_modules``, ...).
         threshold_batches: mini-batches used to estimate ``G(rho^(t - t0))`` at a threshold update.
@@ -107,6 +111,15 @@ class MOPOLMConfig:
                     raise ConfigError("thresholds", v, "a win-rate threshold must be in [0, 1]", index=i)
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ConfigError("dtype", self.dtype, "must be auto, float32 or bfloat16")
+
+    def torch_dtype(self, device: str | torch.device) -> torch.dtype:
+        """The model dtype for ``device`` (``"auto"``: bf16 on a CUDA device that supports it, else fp32)."""
+        if self.dtype == "float32":
+            return torch.float32
+        if self.dtype == "bfloat16":
+            return torch.bfloat16
+        dev = torch.device(device)
+        return torch.bfloat16 if dev.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, prefix: str = "train") -> MOPOLMConfig:

@@ -4,6 +4,7 @@ Config keys (all optional; see ``examples/mopo/lm_tiny.yaml``)::
 
     seed: 0
     threads: 1
+    device: null                 # default: cuda if available, else cpu
     task: {l_low: 6, l_high: 12, max_words: 20, bt_scale: 2.0}   # bayescrl.mopo.lm.tiny.TinyTask
     data: {n_train: 512, n_eval_prompts: 64}
     model: {n_layer: 2, n_embd: 64, n_head: 2, sft_steps: 300}
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.evaluate import generate, pareto_summary
@@ -107,7 +109,10 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     base = build_model(
         tokenizer, mcfg.get("n_layer", 2), mcfg.get("n_embd", 64), mcfg.get("n_head", 2), seed=seed
     )
+    device = torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+    base.to(device)
     sft_loss = sft(base, tokenizer, data, steps=int(mcfg.get("sft_steps", 300)), seed=seed)
+    base.to(base_cfg.torch_dtype(device))  # SFT in fp32, alignment in the configured precision
     base.save_pretrained(out / "base")
     tokenizer.save_pretrained(out / "base")
 
@@ -119,7 +124,7 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
             policy, tokenizer, prompts, head=head, max_new_tokens=task.max_words + 4, seed=seed + 1
         )
         lengths[name] = [len(t.split()) for t in texts]
-        return {**task.summarise(texts), "examples": texts[:3]}
+        return {**task.summarise(texts), "lengths": lengths[name], "examples": texts[:3]}
 
     ref_policy = lora_policy(copy.deepcopy(base), base_cfg.peft)  # zero-initialised LoRA = pi_ref
     runs["reference"] = {"method": "sft reference", **evaluate("reference", ref_policy)}
@@ -174,16 +179,7 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
         names = [n for n, r in runs.items() if r["method"] == fam]
         pts = np.array([[runs[n]["primary_helpful"], runs[n]["frac_in_range"]] for n in names])
         families[fam] = {"runs": names, "points": pts.tolist(), **pareto_summary(pts, hv_ref)}
-    ref = runs["reference"]
-    verdict = {}
-    if "mopo" in runs and "dpo_joint" in runs:
-        m, d = runs["mopo"], runs["dpo_joint"]
-        verdict = {
-            "mopo_lengths_in_range": m["constraints_satisfied"],
-            "mopo_primary_gain_vs_reference": m["primary_helpful"] - ref["primary_helpful"],
-            "mopo_primary_minus_dpo_joint": m["primary_helpful"] - d["primary_helpful"],
-            "mopo_in_range_minus_dpo_joint": m["frac_in_range"] - d["frac_in_range"],
-        }
+    verdict = _verdict(runs)
     results = {
         "mode": "lm",
         "task": {"objectives": list(OBJECTIVES), "primary": "helpful", **task.__dict__},
@@ -198,6 +194,34 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     return results
 
 
+def _verdict(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """MOPO vs DPO on D_J: constraint satisfaction (mean length in range) and primary score.
+
+    Compares the adaptive-threshold run ``mopo`` and the best MOPO run of the sweep whose mean length is in
+    range (``best_feasible_mopo``) with ``dpo_joint``.
+    """
+    if "dpo_joint" not in runs:
+        return {}
+    d, ref = runs["dpo_joint"], runs["reference"]
+    out: dict[str, Any] = {"dpo_joint_lengths_in_range": d["constraints_satisfied"]}
+    mopo_runs = {n: r for n, r in runs.items() if r["method"] == "mopo"}
+    feasible = {n: r for n, r in mopo_runs.items() if r["constraints_satisfied"]}
+    picks = {"mopo": mopo_runs.get("mopo")}
+    if feasible:
+        picks["best_feasible_mopo"] = max(feasible.values(), key=lambda r: r["primary_helpful"])
+        out["best_feasible_mopo_run"] = max(feasible, key=lambda n: feasible[n]["primary_helpful"])
+    for key, m in picks.items():
+        if m is None:
+            continue
+        out[key] = {
+            "lengths_in_range": m["constraints_satisfied"],
+            "primary_gain_vs_reference": m["primary_helpful"] - ref["primary_helpful"],
+            "primary_minus_dpo_joint": m["primary_helpful"] - d["primary_helpful"],
+            "in_range_fraction_minus_dpo_joint": m["frac_in_range"] - d["frac_in_range"],
+        }
+    return out
+
+
 def _plots(out: Path, runs, lengths, families, task: TinyTask) -> None:
     import json
 
@@ -210,8 +234,9 @@ def _plots(out: Path, runs, lengths, families, task: TinyTask) -> None:
     ax.set_xticks(range(1, len(names) + 1), names, rotation=30, ha="right", fontsize=8)
     for y in (task.l_low, task.l_high):
         ax.axhline(y, ls="--", color="k", lw=1)
+    top = max(max(v, default=0) for v in lengths.values()) + 1
     for i, n in enumerate(names):
-        ax.annotate(f"{runs[n]['primary_helpful']:.1f}", (i + 1, task.max_words + 1), ha="center", fontsize=7)
+        ax.annotate(f"{runs[n]['primary_helpful']:.1f}", (i + 1, top), ha="center", fontsize=7)
     ax.set_ylabel("response length (words); helpful words above")
     ax.set_title("Tiny verbosity task: lengths must stay in [l_low, l_high]")
     fig.tight_layout()

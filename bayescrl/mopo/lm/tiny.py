@@ -156,7 +156,7 @@ def sft(
     losses = []
     for _ in range(steps):
         idx = torch.randint(len(resp), (batch_size,), generator=gen).tolist()
-        b = collate([prompts[i] for i in idx], [resp[i] for i in idx], tokenizer.pad_token_id)
+        b = collate([prompts[i] for i in idx], [resp[i] for i in idx], tokenizer.pad_token_id, model.device)
         logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
         n_tok = b["response_mask"][:, 1:].sum()
         loss = -sequence_logprobs(logits, b["input_ids"], b["response_mask"]).sum() / n_tok
