@@ -206,6 +206,8 @@ def test_config_errors_name_the_field():
         MOPOLMConfig(tau=0)
     with pytest.raises(ConfigError, match=r"thresholds\[1\]"):
         MOPOLMConfig(thresholds=[0.5, 1.5])
+    assert MOPOLMConfig().torch_dtype("cpu") == torch.float32  # auto: bf16 only on CUDA
+    assert MOPOLMConfig(dtype="bfloat16").torch_dtype("cpu") == torch.bfloat16
 
 
 def test_batch_dual_weights_are_the_closed_form():
