@@ -64,3 +64,12 @@ def test_compare_on_conjugate_model_is_calibrated(tmp_path):
     assert set(saved["engines"]) == {"exact", "laplace", "bootstrap"}
     assert (tmp_path / "marginals.png").stat().st_size > 1000
     assert "| bootstrap |" in (tmp_path / "compare.md").read_text()
+
+
+def test_compare_needs_an_observation():
+    import pytest
+
+    from bayescrl.utils import DataError
+
+    with pytest.raises(DataError, match="at least one observation"):
+        compare_engines(parse_spec({"dim": 2}), ["laplace"], progress=False)

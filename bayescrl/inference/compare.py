@@ -26,7 +26,7 @@ from bayescrl.inference.exact import GaussianLinearPosterior
 from bayescrl.inference.laplace import laplace
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.spec import SpecModel
-from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import write_json
 
 DT = torch.float64
@@ -212,6 +212,9 @@ def compare_engines(
 ) -> dict[str, Any]:
     """Run every applicable engine; return (and write, if ``out_dir``) the comparison report."""
     engine_options = engine_options or {}
+    p = model.problem
+    if not bool(p.pref_mask.any()) and not bool(p.reward_mask.any()):
+        raise DataError("preferences", [], "compare needs at least one observation (preferences or rewards)")
     ok = applicable_engines(model)
     engines = engines or ok
     for e in engines:
@@ -246,9 +249,9 @@ def compare_engines(
         )
         diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
         if e == "nuts":
-            import arviz as az
+            from bayescrl.inference.posterior import import_arviz
 
-            summ = az.summary(post.to_arviz(log_likelihood=False), var_names=["theta"])
+            summ = import_arviz().summary(post.to_arviz(log_likelihood=False), var_names=["theta"])
             diag["summary"] = summ.reset_index().to_dict(orient="list")
         row["diagnostics"] = diag
         rows[e] = row

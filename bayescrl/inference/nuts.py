@@ -90,8 +90,9 @@ def _recover(run_model, samples, rinfos, infos, latents, nesting) -> dict[str, t
 
 def rhat_ess(chains: dict[str, torch.Tensor]) -> dict[str, float]:
     """Max rank-normalised R-hat and min bulk ESS over all components (ArviZ)."""
-    import arviz as az
+    from bayescrl.inference.posterior import import_arviz
 
+    az = import_arviz()
     rhat, ess = [], []
     for v in chains.values():
         arr = v.reshape(v.shape[0], v.shape[1], -1).cpu().numpy()

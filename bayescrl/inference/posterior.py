@@ -12,6 +12,18 @@ import torch
 from bayescrl.inference.sites import SiteInfo, pointwise_log_lik
 from bayescrl.utils.errors import DataError
 
+
+def import_arviz():
+    """Import arviz without its 0.x-line "major refactor" FutureWarning banner."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+
+    return arviz
+
+
 # ArviZ dimension names of the standard model's sites (others get <site>_dim_k)
 DIMS = {
     "theta": ["theta_dim"],
@@ -73,8 +85,7 @@ class Posterior:
     def to_arviz(self, n: int = 1000, seed: int = 0, log_likelihood: bool = True):
         """``arviz.InferenceData`` with posterior (chain, draw, named dims), observed data, sample stats
         (MCMC) and a shape-checked pointwise log_likelihood group."""
-        import arviz as az
-
+        az = import_arviz()
         if self.chains is not None:
             post = {k: v for k, v in self.chains.items()}
         else:
