@@ -110,7 +110,7 @@ def sample_perturbation(
     if anchor_prior:
         chol = torch.linalg.cholesky(pb.cov0)
         anchor = pb.mu0 + torch.randn(B, M, d, **kw) @ chol.mT
-        lam = pb.lam.expand(B, R) if pb.lam.dim() == 2 else pb.lam.expand(B, R)
+        lam = pb.lam.expand(B, R)  # lam may be [R] or [B, R]
         shift = torch.randn(B, M, R, d, **kw) / lam[:, None, :, None]
     else:
         anchor = pb.mu0.expand(B, M, d).clone()

@@ -7,7 +7,8 @@ and ``output_policy()`` (the policy it would return if stopped now; scored by si
 * :class:`PSPL` — Algorithm `main_algo_theoretical`: two posterior samples of (η, θ) per episode,
   η from the exact Dirichlet posterior (Eq. `eta_informed_prior`), θ from a Laplace (Gaussian)
   approximation of the posterior of Eq. `theta_informed_prior` (MAP of lemma `chapter4mapestimatelemma`
-  and the inverse Hessian of its loss; the rater belief ϑ is marginalised within that Gaussian);
+  and the inverse Hessian of its loss; the rater belief ϑ is marginalised within that Gaussian), or a
+  Gaussian moment-matched to the core's svi / nuts draws, refitted every ``refit_every`` episodes;
   output: optimal policy of the MAP (θ_MAP, Dirichlet mode).
 * :class:`PSPLBootstrap` — Algorithm `main_algo_empirical`: two perturbed MAPs of Eq.
   `surrogate_perturbed_loss` (online Bern(0.75) weights ζ_t, offline Bern(0.6) weights ω_n, prior
@@ -39,7 +40,12 @@ from torch import Tensor
 from bayescrl.inference.exact import DirichletPosterior, GaussianLinearPosterior
 from bayescrl.pbrl.data import TrajectoryPairs
 from bayescrl.pbrl.mdp import TabularMDP, value_iteration
-from bayescrl.pbrl.posterior import TrajectoryPreferenceModel, dirichlet_mode, laplace_theta
+from bayescrl.pbrl.posterior import (
+    TrajectoryPreferenceModel,
+    dirichlet_mode,
+    engine_theta,
+    laplace_theta,
+)
 from bayescrl.utils.errors import ConfigError
 
 
@@ -145,24 +151,80 @@ class _PrefPosteriorAgent(OnlineAgent):
 
 
 class PSPL(_PrefPosteriorAgent):
-    """Top-two posterior sampling (Algorithm `main_algo_theoretical`) with a Laplace θ-posterior."""
+    """Top-two posterior sampling (Algorithm `main_algo_theoretical`); θ-posterior by a core engine.
+
+    ``agent_params.pspl``:
+
+    * ``engine`` — ``laplace`` (default: batched Newton MAP + θ-block of the inverse Hessian, refitted
+      every episode), ``svi`` or ``nuts`` (the core's :func:`bayescrl.inference.engines.fit` on the Pyro
+      model ``bt_linear_model`` of the same likelihood, one fit per seed, see
+      :func:`~bayescrl.pbrl.posterior.engine_theta`);
+    * ``refit_every`` (svi / nuts only, default 10) — refit θ's posterior after every ``refit_every``
+      online episodes (and once on D0 before episode 1). *Departure*: between refits the top-two samples
+      come from the last fit, i.e. a posterior that lags by up to ``refit_every − 1`` comparisons (a fit
+      per episode costs seconds to minutes per seed); ``refit_every: 1`` is the algorithm as written;
+    * ``samples`` (default 1000) — draws of the engine's ``Posterior`` used for the moment match;
+    * ``options`` — engine options passed to ``fit`` (e.g. ``{max_steps: 500, guide: mvn}``).
+
+    The svi / nuts posterior is moment-matched to a Gaussian N(m, C) (the warmPref-PS pattern of
+    ``bayescrl.bandits.prior``) and the two θ samples per episode are drawn from it, so all engines feed
+    the same batched sampler; for NUTS this keeps only the first two moments of its draws. η is always
+    the exact Dirichlet posterior. Output π_{K+1}: the optimal policy of (θ_MAP, Dirichlet mode) — the
+    MAP of lemma `chapter4mapestimatelemma` (batched Newton), whatever the engine, as the algorithm states.
+    """
 
     name = "pspl"
+    ENGINES = ("laplace", "svi", "nuts")
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
-        engine = ctx.params.get("engine", "laplace")
-        if engine != "laplace":
-            raise ConfigError("agents.pspl.engine", engine, "supported θ-posterior engines: ['laplace']")
+        prm = ctx.params
+        self.engine = prm.get("engine", "laplace")
+        if self.engine not in self.ENGINES:
+            raise ConfigError(
+                "agents.pspl.engine", self.engine, f"supported θ-posterior engines: {list(self.ENGINES)}"
+            )
+        self.refit_every = prm.get("refit_every", 10)
+        if (
+            isinstance(self.refit_every, bool)
+            or not isinstance(self.refit_every, int)
+            or self.refit_every < 1
+        ):
+            raise ConfigError("agent_params.pspl.refit_every", self.refit_every, "must be an integer >= 1")
+        self.num_samples = prm.get("samples", 1000)
+        if (
+            isinstance(self.num_samples, bool)
+            or not isinstance(self.num_samples, int)
+            or self.num_samples < 2
+        ):
+            raise ConfigError("agent_params.pspl.samples", self.num_samples, "must be an integer >= 2")
+        self.engine_options = prm.get("options", {}) or {}
+        if not isinstance(self.engine_options, dict):
+            raise ConfigError("agent_params.pspl.options", self.engine_options, "must be a mapping")
+        self._gauss: tuple[Tensor, Tensor] | None = None
+        self._since_fit = 0
+        self.fits = 0
         self.eta = DirichletPosterior(
             torch.full((ctx.B, self.S, self.A, self.S), float(ctx.alpha0), dtype=torch.float64)
         )
         self.eta.counts += self.model.counts()
 
+    def theta_posterior(self) -> tuple[Tensor, Tensor]:
+        """Gaussian ``(mean [B, d], cov [B, d, d])`` of θ's posterior used for the top-two samples."""
+        if self.engine == "laplace":
+            return laplace_theta(self.plain_map(hessian=True), self.model.d)
+        if self._gauss is None or self._since_fit >= self.refit_every:
+            seed = int(torch.randint(2**31 - 1, (1,), generator=self.ctx.generator))
+            self._gauss = engine_theta(
+                self.model, self.engine, num_samples=self.num_samples, seed=seed, options=self.engine_options
+            )
+            self._since_fit = 0
+            self.fits += 1
+        return self._gauss
+
     def policies(self) -> tuple[Tensor, Tensor]:
         g = self.ctx.generator
-        res = self.plain_map(hessian=True)
-        mean, cov = laplace_theta(res, self.model.d)
+        mean, cov = self.theta_posterior()
         eps = torch.randn(self.ctx.B, 2, self.model.d, generator=g, dtype=torch.float64)
         theta = mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov).mT  # [B, 2, d]
         eta = self.eta.sample(2, generator=g).movedim(0, 1)  # [B, 2, S, A, S]
@@ -173,9 +235,11 @@ class PSPL(_PrefPosteriorAgent):
         before = self.model.counts()
         super().observe(pairs)
         self.eta.counts += self.model.counts() - before
+        self._since_fit += 1
 
     def output_policy(self) -> Tensor:
-        self.plain_map(hessian=True)  # one solve per episode serves the output and the next samples
+        # laplace: one solve (with Hessian) per episode serves the output and the next samples
+        self.plain_map(hessian=self.engine == "laplace")
         return self.map_policy()
 
 

@@ -172,3 +172,50 @@ def laplace_theta(res: MAPResult, d: int) -> tuple[Tensor, Tensor]:
     Hm = res.hessian[:, 0]
     cov = torch.cholesky_inverse(torch.linalg.cholesky(Hm))[..., :d, :d]
     return res.theta[:, 0], 0.5 * (cov + cov.mT)
+
+
+def engine_theta(
+    model: TrajectoryPreferenceModel,
+    engine: str,
+    *,
+    num_samples: int = 1000,
+    seed: int = 0,
+    options: dict | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Gaussian moment-match of θ's posterior (Eq. `theta_informed_prior`, D0 + online rows) by the
+    core's ``svi`` or ``nuts`` engine on the Pyro model :func:`~bayescrl.models.pyro_models.bt_linear_model`.
+
+    Same pattern as warmPref-PS's ``bayescrl.bandits.prior.sampled_prior`` (which is bound to the bandit
+    environment, so it is not reused directly): one core ``fit`` per seed (the Pyro model holds one data
+    set — a documented exception to batching: these are the slow reference engines), then mean and
+    covariance of ``num_samples`` θ draws from ``Posterior.mean_cov``.
+    Returns ``(mean [B, d], cov [B, d, d])``.
+    """
+    from bayescrl.inference.engines import fit
+    from bayescrl.models.pyro_models import bt_linear_model
+
+    if engine not in ("svi", "nuts"):
+        raise ConfigError("agents.pspl.engine", engine, "engine_theta needs 'svi' or 'nuts'")
+    p, n = model.problem, model.n
+    means, covs = [], []
+    for s in range(model.B):
+        mask = p.pref_mask[s, :n]
+        x0, x1 = p.x0[s, :n][mask], p.x1[s, :n][mask]
+        kw = dict(
+            mu0=p.mu0 if p.mu0.dim() == 1 else p.mu0[s],
+            cov0=p.cov0 if p.cov0.dim() == 2 else p.cov0[s],
+            beta=p.beta[s].reshape(1),
+            lam=(p.lam if p.lam.dim() == 1 else p.lam[s]).reshape(1),
+            noise_sd=1.0,
+            x0=x0,
+            x1=x1,
+            y=p.y[s, :n][mask].to(torch.float64),
+            rater=torch.zeros(x0.shape[0], dtype=torch.long),
+            x=x0.new_zeros(0, model.d),
+            r=x0.new_zeros(0),
+        )
+        post = fit(bt_linear_model, kw, engine=engine, seed=seed + s, **(options or {}))
+        m, c = post.mean_cov("theta", n=num_samples, seed=seed + s)
+        means.append(m)
+        covs.append(0.5 * (c + c.mT))
+    return torch.stack(means), torch.stack(covs)
