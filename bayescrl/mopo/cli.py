@@ -16,12 +16,14 @@ from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_th
 MODES = ("tabular", "synthetic", "lm")
 
 
-def run_config(config: dict, out: Path, device: str = "cpu") -> dict:
+def run_config(config: dict, out: Path, device: str | None = None) -> dict:
     """Dispatch one config on its ``mode``; returns the results (also written to ``out/results.json``)."""
     mode = config.get("mode")
     if mode not in MODES:
         raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
     out.mkdir(parents=True, exist_ok=True)
+    if mode != "lm":
+        device = device or "cpu"
     if mode == "tabular":
         from bayescrl.mopo.tabular import plot_history, solve_config
 
@@ -42,6 +44,8 @@ def run_config(config: dict, out: Path, device: str = "cpu") -> dict:
     else:
         from bayescrl.mopo.lm import run_lm
 
+        if device is not None:  # an explicit --device wins over the config's `device:`
+            config = {**config, "device": device}
         results = run_lm(config, out)
     write_json(out / "results.json", results)
     return results
@@ -64,8 +68,12 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
 @click.argument("config_path", metavar="CONFIG.yaml", type=click.Path(dir_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @click.option("--set", "-s", "overrides", multiple=True, help="Override a config value, e.g. -s tau=0.1.")
-@click.option("--device", default="cpu", show_default=True, help="torch device (tabular/synthetic modes).")
-def mopo(config_path: str, out: str, overrides: tuple[str, ...], device: str) -> None:
+@click.option(
+    "--device",
+    default=None,
+    help="torch device (default: cpu; lm mode: the config's `device`, else cuda if available).",
+)
+def mopo(config_path: str, out: str, overrides: tuple[str, ...], device: str | None) -> None:
     """MOPO multi-objective preference optimisation (tabular exact/stochastic, synthetic, language models)."""
     set_torch_threads()
     config = apply_overrides(load_yaml(config_path), overrides)
