@@ -138,7 +138,6 @@ class _Terms:
         onehot = F.one_hot(pb.rater, R).to(dt) * pb.pref_mask.unsqueeze(-1)  # [B,N,R]
         self.onehot = onehot
         self.beta_n = (onehot * self.beta[:, None, :]).sum(-1)  # β of the row's rater [B,N]
-        self.outer = (self.delta.unsqueeze(-1) * self.delta.unsqueeze(-2)).reshape(B, -1, d * d)
         self.has_pref = pb.y.shape[1] > 0
 
     def pref_logits(self, vartheta: torch.Tensor) -> torch.Tensor:
@@ -181,7 +180,9 @@ class _Terms:
             hz = pert.pref_weight * s * (1 - s) * self.beta_n.unsqueeze(1) ** 2
             g_vt = g_vt + torch.einsum("bmn,bnr,bnd->bmrd", gz, self.onehot, self.delta)
             hr = hz.unsqueeze(-1) * self.onehot.unsqueeze(1)  # [B,M,N,R]
-            h_vt = torch.einsum("bmnr,bnk->bmrk", hr, self.outer)
+            # Σ_n w_n Δ_n Δ_nᵀ per rater as Δᵀ diag(w) Δ: no [N, d²] outer-product tensor in memory
+            wd = hr.permute(0, 1, 3, 2).unsqueeze(-1) * self.delta[:, None, None]  # [B,M,R,N,d]
+            h_vt = (wd.mT @ self.delta[:, None, None]).reshape(B, M, R, d * d)
         D = (R + 1) * d
         H = theta.new_zeros(B, M, R + 1, d, R + 1, d)
         eye = torch.eye(d, dtype=theta.dtype, device=theta.device)
