@@ -17,11 +17,20 @@ DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "warmpref" /
 
 
 @click.command(name="demo")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs/demo"),
-              show_default=True, help="Output folder for results.json and regret.png.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs/demo"),
+    show_default=True,
+    help="Output folder for results.json and regret.png.",
+)
 @click.option("--seeds", type=click.IntRange(min=1), default=5, show_default=True, help="Number of seeds.")
-@click.option("--config", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Bandit config (default: examples/warmpref/default.yaml, else built-in defaults).")
+@click.option(
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Bandit config (default: examples/warmpref/default.yaml, else built-in defaults).",
+)
 def demo(out: Path, seeds: int, config: Path | None) -> None:
     """Run the warmPref-PS headline (small default) and print/plot its result."""
     from bayescrl.bandits import run_experiment

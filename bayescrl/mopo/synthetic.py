@@ -278,6 +278,9 @@ def train_mopo(
     tau, t0, eps = float(cfg.get("tau", 1.0)), cfg.get("t0", 200), float(cfg.get("eps", 0.0))
     lr = float(cfg.get("lr", 0.01))
     use_policy_g = str(cfg.get("constraint_on", "policy")) == "policy"
+    ref_update = str(cfg.get("reference_update", "lagged"))
+    if ref_update not in ("lagged", "current"):
+        raise ConfigError("mopo.reference_update", ref_update, "must be 'lagged' or 'current'")
     net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
     opts = _optimizer(net.all(), lr, steps, cfg.get("lr_final"))
     lam = torch.zeros(runs, 1, device=device)
@@ -325,7 +328,10 @@ def train_mopo(
         lp = torch.gather(net.logp(xb), 2, yb.expand(runs, -1)[..., None])[..., 0]
         _step(opts, net.all(), O.bc_loss(lp, wbc).sum())
         if t0 and t % int(t0) == 0:
-            lag, saved = saved, net.snapshot()
+            if ref_update == "current":
+                lag = net.snapshot()
+            else:
+                lag, saved = saved, net.snapshot()
     return net, lam
 
 
