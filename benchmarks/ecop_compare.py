@@ -25,8 +25,10 @@ from bayescrl.utils.io import write_json
 from bayescrl.utils.plotting import plt
 
 OUT = Path(__file__).parent / "results" / "ecop"
+# n_envs 8 (8 episodes of 200 steps per iteration, was 4): with 4 the episodic-cost estimate that
+# drives the multipliers was bimodal (0 or 50-100 per iteration on PointCircle) -- see docs/ecop.md
 BASE_CFG = dict(
-    n_envs=4,
+    n_envs=8,
     rollout_steps=200,
     minibatch_size=200,
     update_epochs=10,

@@ -1,5 +1,7 @@
 """Known-answer tests of the constrained-RL core: CG, Fisher products, advantages, e-COP/CPO/PCPO maths."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
@@ -14,8 +16,9 @@ from bayescrl.constrained.core.optim import (
     flat_params,
     set_flat_params,
 )
+from bayescrl.constrained.core.ppo import clipped_surrogate
 from bayescrl.constrained.cpo import cpo_direction
-from bayescrl.constrained.ecop import ecop_penalty
+from bayescrl.constrained.ecop import ECOP, ecop_penalty
 
 
 def test_conjugate_gradient_matches_direct_solve():
@@ -146,6 +149,27 @@ def test_ecop_penalty_closed_form_and_gradient():
     psi2 = torch.tensor([-0.2, -1.0], requires_grad=True)
     ecop_penalty(psi2, lam, beta).backward()
     assert psi2.grad[0] == pytest.approx(5 * (-0.2 + 0.4))
+
+
+def test_ecop_cost_surrogate_scales_with_costs():
+    """``L_C + (J_C - d) / H`` must stay in cost units (per_step scale): costs and limit times k give a
+    penalty argument times k (Theorem `th:relu_solution_same`); a batch without cost must not blow the
+    critic's noise up to unit scale. Failed when cost advantages were divided by their sd."""
+    g = torch.Generator().manual_seed(0)
+    adv = torch.randn(400, 3, generator=g) * torch.tensor([1.0, 7.0, 0.01]) + 2.0
+    ratio = torch.exp(0.1 * torch.randn(400, generator=g))
+    gap = torch.tensor([0.05, -0.05])  # (J_C - d) / H per constraint
+
+    def psi(k):
+        a = ECOP.cost_advantages(SimpleNamespace(advantages=adv * torch.tensor([1.0, k, k])))
+        return clipped_surrogate(ratio, a, 0.2, "max").mean(0) + k * gap, a
+
+    (p1, a1), (p3, a3) = psi(1.0), psi(3.0)
+    torch.testing.assert_close(p3, 3 * p1)
+    torch.testing.assert_close(a3, 3 * a1)
+    torch.testing.assert_close(a1.mean(0), torch.zeros(2), atol=1e-5, rtol=0)
+    assert float(a1[:, 0].std()) == pytest.approx(7.0, rel=0.1)
+    assert float(a1[:, 1].std()) < 0.02  # critic noise of a cost-free batch stays small
 
 
 def _qcqp_reference(g, b, H, c, delta):

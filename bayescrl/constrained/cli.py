@@ -133,11 +133,17 @@ def train(
         metrics = agent.write_results(out)
     finally:
         agent.close()
-    costs = ", ".join(
-        f"{c:.2f}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True)
-    )
+    if "final_avg_costs" in metrics:  # average-reward algorithms: per-step averages against per-step limits
+        avg = metrics["final_avg_costs"]
+        costs = ", ".join(f"{c:.4g}/{d:g}" for c, d in zip(avg, metrics["cost_limits"], strict=True))
+        perf = f"avg reward {metrics['final_avg_reward']:.4g}, avg costs [{costs}]"
+    else:
+        costs = ", ".join(
+            f"{c:.2f}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True)
+        )
+        perf = f"return {metrics['final_return']:.2f}, costs [{costs}]"
     click.echo(
-        f"{agent.name} on {agent.env_id}: return {metrics['final_return']:.2f}, costs [{costs}], "
+        f"{agent.name} on {agent.env_id}: {perf}, "
         f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"
     )
 

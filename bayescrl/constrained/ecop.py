@@ -33,17 +33,17 @@ Departures (documented in ``docs/ecop.md``):
 * the cost surrogate uses the pessimistic ``max{rho A_C, clip(rho) A_C}`` (an upper bound on the cost
   change, as in P3O); the text's ``-min{...}`` would flip the sign of the cost change;
 * ``sum_h E_{s ~ rho_h}[.]`` is estimated as ``H_eff * mean over samples`` with ``H_eff`` the mean
-  episode length; cost advantages are centred but not scaled so that ``L_Ci + J_Ci - d_i`` is in cost
-  units; reward advantages are normalised (mean 0, sd 1);
+  episode length; cost advantages are centred but never scaled, so that ``L_Ci + J_Ci - d_i`` stays in
+  cost units; reward advantages are normalised (mean 0, sd 1);
 * ``constraint_scale="per_step"`` (default) divides ``J_Ci - d_i`` by ``H_eff`` and uses the per-step
-  mean of the clipped cost surrogate with cost advantages normalised (mean 0, sd 1) like the reward
-  ones (the seed's appendix: "normalizing the advantage values (for both rewards and constraints)"):
-  the constraint in per-step units, as P3O's ``(1 - gamma)`` and CPO's ``c / ep_len``
-  rescalings. A positive rescaling of a constraint leaves the feasible set and the solution unchanged
-  (Theorem `th:relu_solution_same` holds with rescaled ``beta``, ``lambda``), but keeps the multipliers
-  on the scale of the normalised reward surrogate; with episode units ``beta (J_C - d)`` moved
-  ``lambda`` by hundreds per iteration on PointCircle and training oscillated between zero cost and
-  zero return. ``constraint_scale="episode"`` gives the text's literal scale;
+  mean of the clipped cost surrogate (the constraint in per-step units, as P3O's ``(1 - gamma)`` and
+  CPO's ``c / ep_len`` rescalings). A positive rescaling of a constraint leaves the feasible set and the
+  solution unchanged (Theorem `th:relu_solution_same` holds with rescaled ``beta``, ``lambda``); with
+  episode units ``beta (J_C - d)`` moved ``lambda`` by hundreds per iteration on PointCircle.
+  ``constraint_scale="episode"`` gives the text's literal scale. (Until this was fixed, per_step also
+  divided the cost advantages by their sd, "normalising both" as the seed's appendix says; that made
+  ``L_Ci`` unitless next to ``(J_Ci - d_i) / H`` and inflated critic noise in cost-free batches to the
+  reward advantages' scale -- see :meth:`ECOP.cost_advantages`);
 * in Eq. `lagrangeupdaterule`, ``Psi(pi_{k-1}, pi_{k-1})`` is evaluated as ``J_Ci - d_i``: its advantage
   term has expectation exactly 0 under ``pi_{k-1}``, and its sample estimate is only the critic's bias
   times ``H`` (which made the multipliers explode in our first PointCircle runs);
@@ -115,16 +115,26 @@ class ECOP(OnPolicyAlgorithm):
     def load_extra_state(self, state: dict) -> None:
         self.lam, self.beta = state["lam"].clone(), float(state["beta"])
 
+    @staticmethod
+    def cost_advantages(batch: Batch) -> torch.Tensor:
+        """Cost advantages for ``L_Ci``: centred, never rescaled.
+
+        ``L_Ci + J_Ci - d_i`` must stay an estimate of ``J_Ci(theta) - d_i`` (in per-step units with
+        ``constraint_scale="per_step"``: ``mean(rho A_C)`` vs ``(J_C - d) / H``), so ``A_C`` keeps the
+        cost's units. Dividing by its sd (done before) mixed units -- the penalty switched on from the
+        surrogate alone, whatever ``J_C - d`` was -- and, in batches with no cost, blew critic noise up
+        to the reward advantages' scale (test ``test_ecop_cost_surrogate_scales_with_costs``).
+        """
+        adv = batch.advantages[:, 1:]
+        return adv - adv.mean(0)
+
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
         per_step = cfg.constraint_scale == "per_step"
-        # per_step: cost advantages normalised like the reward ones (the seed's appendix normalises both)
-        adv_c = self.normalize(
-            batch.advantages[:, 1:], center_only=not (per_step and cfg.normalize_advantages)
-        )
+        adv_c = self.cost_advantages(batch)
         scale = 1.0 / h_eff if per_step else 1.0
         gap = scale * (batch.ep_cost_est - self.cost_limits).float()  # J_Ci(pi_{k-1}) - d_i
         # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1): the advantage term

@@ -263,7 +263,9 @@ def train_mopo(
     per-example scores ``I_1 + lam I_2`` (Eq. `empirical-dual`, normalised over the batch under the lagged
     reference), the projected ``lam`` step with ``G - b`` (``eps = 0``) or the ``chi`` lower bound
     (``eps > 0``), and the weighted BC step of Eq. `policy-extraction` with the lag importance ratios.
-    Every ``t0`` steps ``pi_ref <- pi_psi^(t - t0)`` (parameter snapshot). Returns the net and ``lam``.
+    Every ``t0`` steps ``pi_ref <- pi_psi^(t - t0)`` (parameter snapshot; ``reference_update: current``
+    takes ``pi_psi^(t)`` instead, target-network style, so each update sharpens the reference once rather
+    than every other time). Returns the net and ``lam``.
 
     Departure (``constraint_on: policy``, the default): the ``lam`` step uses ``G`` of the *extracted* policy,
     ``E_{y ~ pi_psi}[I_2]`` estimated on the batch with self-normalised ratios ``pi_psi / mu``, instead of
@@ -350,6 +352,42 @@ def evaluate(net: BatchedMLP, reward_set: str, n_y: int, n_x: int = 101, greedy:
     return torch.stack([(pi * r1).sum(-1).mean(-1), (pi * r2).sum(-1).mean(-1)], -1).numpy()
 
 
+def ideal_mopo_points(
+    reward_set: str,
+    tau: float,
+    phases: int,
+    lams: np.ndarray | None = None,
+    primary: int = 0,
+    n_x: int = 101,
+    n_y: int = 41,
+) -> np.ndarray:
+    """Expected rewards ``[len(lams), 2]`` of MOPO's idealised iterates: infinite data, exact extraction.
+
+    With the exact BT win probabilities ``p_k(x, y, y')`` and independent labels, ``rho*_lam`` averaged
+    over the atoms of response ``y`` is ``m(x, y) = E_{y' ~ mu}[(1 + (e^{1/tau} - 1) p_p)(1 + (e^{lam/tau}
+    - 1) p_c)]`` up to a constant (primary ``p``, constraint ``c``), and each lagged-reference phase
+    multiplies the policy by ``m``: after ``phases`` phases ``pi(y | x) ∝ mu(y) m(x, y)^phases``. An upper
+    bound on what the neural runs of :func:`train_mopo` can reach with ``steps / t0`` phases, for every
+    threshold at once (``lam`` sweeps them; ``lam -> inf`` is the hardest constraint). Note the primary's
+    factor stays ``e^{1/tau}`` whatever ``lam``: a large ``lam`` cannot undo the tilt towards the primary.
+    """
+    lam_v = np.concatenate([[0.0], np.geomspace(1e-2, 1e3, 40)]) if lams is None else np.asarray(lams)
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
+    g = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    r = rewards(reward_set, x[:, None], g[None, :])
+    rp, rc = r[primary], r[1 - primary]
+    pp = torch.sigmoid(rp[:, :, None] - rp[:, None, :])  # [x, y, y']
+    pc = torch.sigmoid(rc[:, :, None] - rc[:, None, :])
+    lp = torch.logaddexp(torch.log1p(-pp), torch.log(pp) + 1.0 / tau)
+    out = []
+    for lam in lam_v:
+        lc = torch.logaddexp(torch.log1p(-pc), torch.log(pc) + float(lam) / tau)
+        log_m = torch.logsumexp(lp + lc, -1)
+        pi = torch.softmax(phases * (log_m - log_m.amax(-1, keepdim=True)), -1)
+        out.append([float((pi * r[0]).sum(-1).mean()), float((pi * r[1]).sum(-1).mean())])
+    return np.asarray(out)
+
+
 def true_front(reward_set: str, n_x: int = 101, n_y: int = 1001, n_w: int = 401) -> np.ndarray:
     """Supported Pareto front of expected rewards over all policies, by scalarisation on a fine grid."""
     x = torch.linspace(0, 1, n_x, dtype=torch.float64)
@@ -412,7 +450,9 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
 
     Config keys: ``reward_sets`` (default [A, B]), ``n`` (data size), ``n_y`` (response grid), ``seed``,
     ``dpo: {beta, steps, lr, batch, hidden, w: [..]}``, ``mopo: {tau, t0, steps, lr, batch, hidden, eps,
-    thresholds: [..] | auto, n_thresholds}`` (see :func:`auto_thresholds`),
+    thresholds: [..] | auto, n_thresholds, primaries: [0] | [0, 1], thresholds_r1, reference_update}``
+    (see :func:`auto_thresholds`; ``primaries: [0, 1]`` adds an r2-primary policy constrained on the r1 win
+    rate, reported as ``MOPO r2 primary`` and, with the r1-primary ones, ``MOPO both primaries``),
     ``cop: {n}``, ``grid: {n_x, n_y, n_w}`` (evaluation grids).
     """
     sets = list(config.get("reward_sets", ["A", "B"]))
@@ -453,24 +493,44 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
         if thresholds == "auto":
             thresholds = auto_thresholds(data, n_y, int(mcfg.get("n_thresholds", 9)))
         mopo, lam = train_mopo(data, n_y, [float(t) for t in thresholds], mcfg, gen, device)
+        primaries = [int(k) for k in mcfg.get("primaries", [0])]
+        if not set(primaries) <= {0, 1} or 0 not in primaries:
+            raise ConfigError("mopo.primaries", primaries, "must be [0] or [0, 1] (0 = r1 primary)")
+        mopo2 = None
+        if 1 in primaries:  # second head: r2 primary, constraint on the r1 win rate (swap the labels)
+            data2 = {**data, "z1": data["z2"], "z2": data["z1"]}
+            thr2 = mcfg.get("thresholds_r1", "auto")
+            if thr2 == "auto":
+                thr2 = auto_thresholds(data2, n_y, int(mcfg.get("n_thresholds", 9)))
+            mopo2, lam2 = train_mopo(data2, n_y, [float(t) for t in thr2], mcfg, gen, device)
         cop_pts = cop_oracle(
             rs, cop_thresholds(rs, int(dict(config.get("cop", {}) or {}).get("n", 25)), gx, gy), gx, gy
         )
         dense = pareto.densify_front(front)
         res = {"mopo_thresholds": list(thresholds), "mopo_lambda": lam[:, 0].tolist()}
+        if mopo2 is not None:
+            res |= {"mopo_r2_primary_thresholds": list(thr2), "mopo_r2_primary_lambda": lam2[:, 0].tolist()}
         for tag, greedy in (("", False), ("_greedy", True)):
             dpo_pts, mopo_pts = evaluate(dpo, rs, n_y, greedy=greedy), evaluate(mopo, rs, n_y, greedy=greedy)
             methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
             methods["DPO DC (all w)"] = dpo_pts[3:]
             methods["COP oracle"] = cop_pts
             methods["MOPO"] = mopo_pts
+            if mopo2 is not None:
+                methods["MOPO r2 primary"] = evaluate(mopo2, rs, n_y, greedy=greedy)
+                methods["MOPO both primaries"] = np.concatenate([mopo_pts, methods["MOPO r2 primary"]])
             ref = reference_point([front, *methods.values()])
             res[f"reference_point{tag}"] = ref.tolist()
             res[f"true_front_hypervolume{tag}"] = pareto.hypervolume(front, ref)
+            # second reference point: the true front's nadir minus 1% of its range (points outside the
+            # front's box count for nothing), to show how much the ratios depend on the reference
+            ref_f = reference_point([front])
+            res[f"reference_point_front_nadir{tag}"] = ref_f.tolist()
             res[f"methods{tag}"] = {
                 k: {
                     "points": v.tolist(),
                     "hypervolume": pareto.hypervolume(v, ref),
+                    "hypervolume_front_nadir_ref": pareto.hypervolume(v, ref_f),
                     "mean_distance_to_front": pareto.mean_distance(v, dense),
                 }
                 for k, v in methods.items()
@@ -489,15 +549,17 @@ def _plot_front(rs: str, front: np.ndarray, methods: Mapping[str, np.ndarray], r
     fig, ax = p.subplots(figsize=(5.2, 4.2))
     f = front[np.argsort(front[:, 0])]
     ax.plot(f[:, 0], f[:, 1], "k-", lw=1.5, label="true Pareto front")
-    markers = {"COP oracle": ("x", "gray"), "MOPO": ("*", "k")}
+    markers = {"COP oracle": ("x", "gray"), "MOPO": ("*", "k"), "MOPO r2 primary": ("*", "tab:red")}
     palette = iter(
         ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive"]
     )
     for k, v in methods.items():
-        if k == "DPO DC (all w)":
+        if k in ("DPO DC (all w)", "MOPO both primaries"):
             continue
         m, c = markers.get(k) or ("s", next(palette, None))
-        ax.scatter(v[:, 0], v[:, 1], marker=m, color=c, s=60 if k == "MOPO" else 28, label=k, zorder=3)
+        ax.scatter(
+            v[:, 0], v[:, 1], marker=m, color=c, s=60 if k.startswith("MOPO") else 28, label=k, zorder=3
+        )
     ax.scatter([ref[0]], [ref[1]], marker="+", color="k", s=60, label="HV reference")
     ax.set_xlabel("E r1")
     ax.set_ylabel("E r2")
