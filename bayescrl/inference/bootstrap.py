@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import bernoulli, draw
 
 
 @dataclass
@@ -99,19 +100,19 @@ def sample_perturbation(
     B, M, d, R = pb.y.shape[0], num_samples, pb.dim, pb.num_raters
     dev, dt = pb.device, pb.mu0.dtype
     N, T = pb.y.shape[1], pb.r.shape[1]
-    kw = {"device": dev, "dtype": dt, "generator": generator}
+    kw = {"device": dev, "dtype": dt}
     p = torch.where(pb.pref_online, torch.tensor(p_online, dtype=dt, device=dev), p_offline)
     p = p.unsqueeze(1).expand(B, M, N)
-    w = torch.bernoulli(p, generator=generator) if (p_offline < 1 or p_online < 1) else torch.ones_like(p)
+    w = bernoulli(p, generator) if (p_offline < 1 or p_online < 1) else torch.ones_like(p)
     w = w * pb.pref_mask.unsqueeze(1)
     r = pb.r.unsqueeze(1).expand(B, M, T)
     if online_reward_noise:
-        r = r + problem.noise_sd * torch.randn(B, M, T, **kw)
+        r = r + problem.noise_sd * draw(torch.randn, (B, M, T), generator, **kw)
     if anchor_prior:
         chol = torch.linalg.cholesky(pb.cov0)
-        anchor = pb.mu0 + torch.randn(B, M, d, **kw) @ chol.mT
+        anchor = pb.mu0 + draw(torch.randn, (B, M, d), generator, **kw) @ chol.mT
         lam = pb.lam.expand(B, R)  # lam may be [R] or [B, R]
-        shift = torch.randn(B, M, R, d, **kw) / lam[:, None, :, None]
+        shift = draw(torch.randn, (B, M, R, d), generator, **kw) / lam[:, None, :, None]
     else:
         anchor = pb.mu0.expand(B, M, d).clone()
         shift = torch.zeros(B, M, R, d, device=dev, dtype=dt)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from bayescrl.utils.errors import DataError
+from bayescrl.utils.seeding import draw
 
 
 class GaussianLinearPosterior:
@@ -85,11 +86,10 @@ class GaussianLinearPosterior:
     def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``n`` exact posterior draws: ``[*batch, n, d]``."""
         chol = torch.linalg.cholesky(self.cov)
-        eps = torch.randn(
-            *self.mean.shape[:-1],
-            n,
-            self.dim,
-            generator=generator,
+        eps = draw(
+            torch.randn,
+            (*self.mean.shape[:-1], n, self.dim),
+            generator,
             dtype=self.mean.dtype,
             device=self.mean.device,
         )
@@ -158,8 +158,8 @@ def _gamma(alpha: torch.Tensor, generator: torch.Generator, max_rounds: int = 64
     out = torch.zeros_like(a)
     done = torch.zeros_like(a, dtype=torch.bool)
     for _ in range(max_rounds):
-        z = torch.randn(a.shape, generator=generator, dtype=a.dtype, device=a.device)
-        u = torch.rand(a.shape, generator=generator, dtype=a.dtype, device=a.device)
+        z = draw(torch.randn, a.shape, generator, dtype=a.dtype, device=a.device)
+        u = draw(torch.rand, a.shape, generator, dtype=a.dtype, device=a.device)
         v = (1 + c * z) ** 3
         ok = (v > 0) & (
             torch.log(u.clamp_min(1e-300)) < 0.5 * z**2 + d - d * v + d * torch.log(v.clamp_min(1e-300))
@@ -169,5 +169,5 @@ def _gamma(alpha: torch.Tensor, generator: torch.Generator, max_rounds: int = 64
         done = done | ok
         if bool(done.all()):
             break
-    u = torch.rand(a.shape, generator=generator, dtype=a.dtype, device=a.device)
+    u = draw(torch.rand, a.shape, generator, dtype=a.dtype, device=a.device)
     return torch.where(small, out * u ** (1.0 / alpha), out)

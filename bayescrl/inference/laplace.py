@@ -15,6 +15,7 @@ import torch
 
 from bayescrl.inference.bootstrap import map_estimate
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.utils.seeding import draw
 
 
 @dataclass
@@ -39,11 +40,10 @@ class LaplaceResult:
     def sample(self, n: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(theta [B?,n,d], vartheta [B?,n,R,d])`` drawn from the joint Gaussian."""
         chol = torch.linalg.cholesky(self.cov)
-        eps = torch.randn(
-            *self.mean.shape[:-1],
-            n,
-            self.mean.shape[-1],
-            generator=generator,
+        eps = draw(
+            torch.randn,
+            (*self.mean.shape[:-1], n, self.mean.shape[-1]),
+            generator,
             dtype=self.mean.dtype,
             device=self.mean.device,
         )

@@ -172,8 +172,16 @@ class BTLinearProblem:
         x0_t, x1_t, x_t = mat(x0, "preferences.x0"), mat(x1, "preferences.x1"), mat(x, "rewards.x")
         n, t_len = x0_t.shape[0], x_t.shape[0]
         y_t = torch.as_tensor([] if y is None else y, dtype=dtype, device=device).reshape(-1)
-        rat = torch.zeros(n, dtype=torch.long, device=device) if rater is None else torch.as_tensor(rater)
-        onl = torch.zeros(n, dtype=torch.bool) if pref_online is None else torch.as_tensor(pref_online)
+        rat = (
+            torch.zeros(n, dtype=torch.long, device=device)
+            if rater is None
+            else torch.as_tensor(rater, device=device)
+        )
+        onl = (
+            torch.zeros(n, dtype=torch.bool, device=device)
+            if pref_online is None
+            else torch.as_tensor(pref_online, device=device)
+        )
         r_t = torch.as_tensor([] if r is None else r, dtype=dtype, device=device).reshape(-1)
         for name, v, want in (
             ("preferences.x1", x1_t.shape[0], n),

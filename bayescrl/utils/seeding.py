@@ -39,3 +39,23 @@ def set_torch_threads(n: int | None = None) -> int:
 
     torch.set_num_threads(n)
     return n
+
+
+def draw(fn, shape, generator: torch.Generator | None, *, dtype, device) -> torch.Tensor:
+    """``fn(shape)`` (``torch.randn`` / ``torch.rand``) on ``device``, drawn on ``generator``'s device.
+
+    The package's generators are CPU ``torch.Generator``s (one stream per seed/agent, reproducible across
+    devices); a CPU generator cannot feed a CUDA sampler, so the draw is made where the generator lives and
+    moved (a no-op when both agree, so CPU results are unchanged and CUDA runs use the same numbers).
+    """
+    gdev = device if generator is None else generator.device
+    return fn(shape, generator=generator, dtype=dtype, device=gdev).to(device)
+
+
+def bernoulli(p: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """``torch.bernoulli(p)`` drawn on ``generator``'s device (see :func:`draw`), returned on ``p.device``."""
+    import torch
+
+    if generator is None or generator.device == p.device:
+        return torch.bernoulli(p, generator=generator)
+    return torch.bernoulli(p.to(generator.device), generator=generator).to(p.device)
