@@ -34,6 +34,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--eval-steps", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="benchmarks/results/acpo")
+    ap.add_argument(
+        "--cost-estimate",
+        choices=["phase", "batch"],
+        default=None,
+        help="ACPO's J_C estimate (default: ACPOConfig's 'phase'; 'batch' = plain batch mean, the old one)",
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     jobs = []
@@ -47,7 +53,14 @@ def main(argv: list[str] | None = None) -> dict:
                         "algo": algo,
                         "seed": seed,
                         "steps": args.steps,
-                        "config": algo_config(algo, args.delta),
+                        "config": {
+                            **algo_config(algo, args.delta),
+                            **(
+                                {"cost_estimate": args.cost_estimate}
+                                if algo == "acpo" and args.cost_estimate
+                                else {}
+                            ),
+                        },
                         "eval_every": args.eval_every,
                         "eval_traj": args.eval_traj,
                         "eval_steps": args.eval_steps,

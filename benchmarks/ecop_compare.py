@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +71,17 @@ def one_run(algo: str, env: str, limit: float | None, steps: int, seed: int, ext
     }
 
 
+def _init_worker() -> None:
+    torch.set_num_threads(1)
+
+
+def _job(args: tuple) -> dict:
+    label, algo, env, limit, steps, seed, extra = args
+    r = one_run(algo, env, limit, steps, seed, extra)
+    r["label"] = label
+    return r
+
+
 def ci95(x) -> float:
     x = np.asarray(x, float)
     return float(1.96 * x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
@@ -88,7 +101,11 @@ def main() -> None:
     p.add_argument("--limit", type=float, default=None)
     p.add_argument("--steps", type=int, default=60_000)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--jobs", type=int, default=1, help="runs in parallel (one process, one thread each)")
+    p.add_argument("--out-dir", type=Path, default=OUT)
+    p.add_argument("--machine", default="shared 2-core machine, other engineers' jobs running")
     args = p.parse_args()
+    out_dir = args.out_dir
     torch.set_num_threads(1)
     jobs = [(a, a, {}) for a in args.algos]
     for v in args.ecop_variants:
@@ -100,25 +117,39 @@ def main() -> None:
                 {"beta": beta, "adaptive_beta": v.endswith("adaptive"), "beta_max": max(20.0, beta)},
             )
         )
-    OUT.mkdir(parents=True, exist_ok=True)
-    partial = OUT / f"{args.name}.runs.jsonl"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = out_dir / f"{args.name}.runs.jsonl"
     done = {}
     if partial.exists():  # resume an interrupted benchmark
         for ln in partial.read_text().splitlines():
             r = json.loads(ln)
             done[(r["label"], r["seed"])] = r
     runs: dict[str, list[dict]] = {label: [] for label, _, _ in jobs}
+    todo = []
     for seed in args.seeds:
         for label, algo, extra in jobs:
             if (label, seed) in done:
                 runs[label].append(done[(label, seed)])
-                continue
-            r = one_run(algo, args.env, args.limit, args.steps, seed, extra)
-            r["label"] = label
-            runs[label].append(r)
-            with open(partial, "a") as fh:
-                fh.write(json.dumps(r) + "\n")
-            print(f"{label} seed {seed}: R={r['return']:.1f} C={r['costs']} ({r['wall_s']:.0f}s)", flush=True)
+            else:
+                todo.append((label, algo, args.env, args.limit, args.steps, seed, extra))
+
+    def record(r: dict) -> None:
+        runs[r["label"]].append(r)
+        with open(partial, "a") as fh:
+            fh.write(json.dumps(r) + "\n")
+        msg = f"{r['label']} seed {r['seed']}: R={r['return']:.1f} C={r['costs']} ({r['wall_s']:.0f}s)"
+        print(msg, flush=True)
+
+    if args.jobs > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        with ProcessPoolExecutor(args.jobs, initializer=_init_worker) as pool:
+            for fut in as_completed([pool.submit(_job, t) for t in todo]):
+                record(fut.result())
+    else:
+        for t in todo:
+            record(_job(t))
+    for rs in runs.values():
+        rs.sort(key=lambda r: r["seed"])
     table = {}
     for label, rs in runs.items():
         rets, costs = [r["return"] for r in rs], [r["costs"][0] for r in rs]
@@ -142,9 +173,11 @@ def main() -> None:
         "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); 95% CI "
         "= 1.96 sd/sqrt(n)",
         "config": BASE_CFG,
-        "machine": "shared 2-core machine, other engineers' jobs running",
+        "machine": args.machine,
+        "jobs": args.jobs,
+        "torch": torch.__version__,
     }
-    write_json(OUT / f"{args.name}.json", out)
+    write_json(out_dir / f"{args.name}.json", out)
     pl = plt()
     fig, axes = pl.subplots(1, 2, figsize=(10, 3.6))
     for label, rs in runs.items():
@@ -162,7 +195,7 @@ def main() -> None:
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(OUT / f"{args.name}.png", dpi=80)
+    fig.savefig(out_dir / f"{args.name}.png", dpi=80)
     print(json.dumps(table, indent=1))
 
 

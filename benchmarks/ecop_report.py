@@ -55,6 +55,7 @@ def table(name: str, seed: dict) -> str:
 
 def main() -> None:
     print(table("table_pointcircle", SEED_TABLE))
+    print(table("table_pointcircle_100k", SEED_TABLE))
     print(table("pointcircle_limit10_60k", SEED_TABLE))
     print(table("pointcircle_limit10_100k", SEED_TABLE))
     print(table("beta_sensitivity_pointcircle", SEED_SENS))

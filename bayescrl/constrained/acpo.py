@@ -32,7 +32,12 @@ Departures (see also ``docs/acpo.md``):
   constraint ``c_i + a_iᵀx ≤ 0``;
 * several constraints: the text's recovery step is for one; we recover along the sum of the violated
   constraints' gradients;
-* ``H`` is damped (``cg_damping · I``, TRPO/CPO codes) so CG solves a positive-definite system.
+* ``H`` is damped (``cg_damping · I``, TRPO/CPO codes) so CG solves a positive-definite system;
+* ``Ĵ_{C_i}`` is the *phase-stratified* batch mean (``cost_estimate="phase"``, :func:`phase_stratified_rate`):
+  every within-episode time index weighted equally, which is the average cost of the reset chain.  The
+  plain batch mean (``"batch"``, the text's "batch mean") is biased when a batch is not a whole number of
+  episodes per env (2500 = 5 × 500 steps, 200-step episodes): on Point-Circle it alternated between
+  under- and over-estimating ``J_C`` on successive iterations.
 """
 
 from __future__ import annotations
@@ -59,8 +64,9 @@ from bayescrl.constrained.core.rollout import Batch
 from bayescrl.utils.errors import ConfigError
 
 DUAL_CHECKS = ("kl", "full", "none")
+COST_ESTIMATES = ("phase", "batch")
 
-__all__ = ["ACPO", "ACPOConfig", "TrustRegionTerms", "trust_region_terms"]
+__all__ = ["ACPO", "ACPOConfig", "TrustRegionTerms", "phase_stratified_rate", "trust_region_terms"]
 
 
 @dataclass
@@ -86,6 +92,7 @@ class ACPOConfig(TrainConfig):
     backtrack_iters: int = 10
     recovery_t: float = 0.75
     dual_check: str = "kl"
+    cost_estimate: str = "phase"
 
     def validate(self) -> None:
         super().validate()
@@ -105,6 +112,8 @@ class ACPOConfig(TrainConfig):
             raise ConfigError("recovery_t", self.recovery_t, "must lie in [0, 1]")
         if self.dual_check not in DUAL_CHECKS:
             raise ConfigError("dual_check", self.dual_check, f"must be one of {DUAL_CHECKS}")
+        if self.cost_estimate not in COST_ESTIMATES:
+            raise ConfigError("cost_estimate", self.cost_estimate, f"must be one of {COST_ESTIMATES}")
 
 
 @dataclass
@@ -124,6 +133,26 @@ class TrustRegionTerms:
     old_logp: torch.Tensor
     adv_r: torch.Tensor
     adv_c: torch.Tensor
+
+
+def phase_stratified_rate(costs: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """``Ĵ_C`` with every within-episode time index ``h`` weighted equally: ``mean_h mean_{t: h_t = h} C_t``.
+
+    With episodic resets every ``H`` steps the stationary distribution of the (reset) chain is uniform over
+    ``h``, so ``J_C(π) = (1/H) Σ_h E[C | h]``.  The plain batch mean weights ``h`` by how often it occurs
+    in the batch; when the batch is not a whole number of episodes per env (5 envs × 500 steps with
+    ``H = 200``: alternately phases ``[0, 200) ∪ [0, 200) ∪ [0, 100)`` and ``[100, 200) ∪ [0, 200) ∪
+    [0, 200)``) it over-weights early or late phases on alternate iterations -- on Point-Circle, where
+    costs are incurred late in an episode, the batch mean alternates between ≈ 0.5× and ≈ 1.5× the true
+    rate.  Equals the batch mean when every ``h`` occurs equally often.  ``costs``: (B, m), ``h``: (B,).
+    """
+    costs = costs.double()
+    hi = h.long()
+    n_h = int(hi.max()) + 1 if hi.numel() else 0
+    sums = torch.zeros(n_h, costs.shape[1], dtype=costs.dtype).index_add_(0, hi, costs)
+    counts = torch.zeros(n_h, dtype=costs.dtype).index_add_(0, hi, torch.ones_like(hi, dtype=costs.dtype))
+    seen = counts > 0
+    return (sums[seen] / counts[seen, None]).mean(0)
 
 
 def fisher_vector_product(policy, x: torch.Tensor, damping: float, params: list) -> Callable:
@@ -234,17 +263,24 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg: ACPOConfig = self.config  # type: ignore[assignment]
         tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping)
-        j_c = (
-            batch.avg_rates[1:].double()
-            if batch.avg_rates is not None
-            else batch.rewards[:, 1:].double().mean(0)
-        )
+        if cfg.cost_estimate == "phase":
+            j_c = phase_stratified_rate(batch.rewards[:, 1:], batch.h)
+        else:
+            j_c = (
+                batch.avg_rates[1:].double()
+                if batch.avg_rates is not None
+                else batch.rewards[:, 1:].double().mean(0)
+            )
         c = (j_c - self.cost_limits).numpy()
         logs: dict = {
             "c": c.tolist(),
             "q": tr.q,
             "avg_reward": float(batch.rewards[:, 0].mean()),
             "avg_costs": j_c.tolist(),
+            "batch_mean_costs": batch.rewards[:, 1:].double().mean(0).tolist(),
+            "ep_cost_sd": (
+                np.std(batch.ep_costs, 0) if len(batch.ep_costs) > 1 else np.zeros(self.m)
+            ).tolist(),
         }
         if tr.q <= 1e-16:
             logs.update(branch="none", backtracks=-1)
@@ -280,7 +316,15 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
             ok, j = backtracking_line_search(
                 self.policy, step.float(), accept, cfg.backtrack_iters + 1, cfg.backtrack_coef
             )
-        kl, _, _ = surrogate_changes(self, batch, tr)
+        kl, d_c, _ = surrogate_changes(self, batch, tr)
         self._last = {"mu": mu}
-        logs.update(branch=branch if ok else "none", backtracks=j if ok else -1, kl=kl)
+        frac = cfg.backtrack_coef**j if ok else 0.0
+        logs.update(
+            branch=branch if ok else "none",
+            backtracks=j if ok else -1,
+            kl=kl,
+            mu=mu,
+            lin_dc=(frac * (tr.A.T @ step)).tolist(),  # linearised cost change a_iᵀx of the taken step
+            surr_dc=d_c.tolist() if ok else [0.0] * self.m,  # importance-weighted cost surrogate change
+        )
         return logs
