@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="benchmarks/results/acpo")
     ap.add_argument(
+        "--n-envs", type=int, default=None, help="envs per batch (default 5; batch = n_envs × 500)"
+    )
+    ap.add_argument(
         "--cost-estimate",
         choices=["phase", "batch"],
         default=None,
@@ -55,6 +58,7 @@ def main(argv: list[str] | None = None) -> dict:
                         "steps": args.steps,
                         "config": {
                             **algo_config(algo, args.delta),
+                            **({"n_envs": args.n_envs} if args.n_envs else {}),
                             **(
                                 {"cost_estimate": args.cost_estimate}
                                 if algo == "acpo" and args.cost_estimate
