@@ -18,7 +18,7 @@ from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.core.config import TrainConfig
 from bayescrl.constrained.core.optim import backtracking_line_search, flat_params, set_flat_params
 from bayescrl.constrained.core.rollout import Batch
-from bayescrl.constrained.core.trust_region import old_distribution, surrogates, trust_region_quantities
+from bayescrl.constrained.core.trust_region import single_constraint_step_inputs, surrogates
 
 EPS = 1e-8
 
@@ -77,12 +77,9 @@ class CPO(OnPolicyAlgorithm):
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         delta = cfg.target_kl or 0.01
-        adv_r = self.normalize(batch.advantages[:, 0])
-        adv_c = self.normalize(batch.advantages[:, 1], center_only=True) if self.m else adv_r * 0
-        h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
-        c = float(batch.ep_cost_est[0] - self.cost_limits[0]) / h_eff if self.m else -1.0
-        tq, x = trust_region_quantities(self, batch, adv_r, adv_c, cfg.cg_iters, cfg.cg_damping)
-        old = old_distribution(self, x)
+        adv_r, adv_c, c, tq, x, old = single_constraint_step_inputs(
+            self, batch, cfg.cg_iters, cfg.cg_damping, c_unconstrained=-1.0
+        )
         r0, c0, _ = surrogates(self, x, batch, adv_r, adv_c, old)
         if self.m == 0:
             lam, nu, case = math.sqrt(tq.q / (2 * delta)), 0.0, 4

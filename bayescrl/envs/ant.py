@@ -71,15 +71,7 @@ class AntTaskEnv(AntEnv):
         reward, costs, terms = self.task.step(xy_prev, xy, v)
         terms.pop("changed", None)
         terminated = bool(self.task.done) or ((not self.is_healthy) and self._terminate_when_unhealthy)
-        info = {
-            "cost": float(costs[0]) if self.num_costs == 1 else costs.astype(float),
-            "costs": {name: float(c) for name, c in zip(self.task.cost_names, costs, strict=True)},
-            "x_position": xy[0],
-            "y_position": xy[1],
-            "x_velocity": v[0],
-            "y_velocity": v[1],
-            **terms,
-        }
+        info = self.task.step_info(costs, xy, v, terms)
         if self.render_mode == "human":
             self.render()
         return self._get_obs(), float(reward), terminated, False, info

@@ -158,15 +158,7 @@ class PointTaskEnv(MujocoEnv, utils.EzPickle):
         reward, costs, terms = self.task.step(xy_prev, xy, v)
         if terms.pop("changed", False):
             self._sync_markers()
-        info = {
-            "cost": float(costs[0]) if self.num_costs == 1 else costs.astype(float),
-            "costs": {name: float(c) for name, c in zip(self.task.cost_names, costs, strict=True)},
-            "x_position": xy[0],
-            "y_position": xy[1],
-            "x_velocity": v[0],
-            "y_velocity": v[1],
-            **terms,
-        }
+        info = self.task.step_info(costs, xy, v, terms)
         if self.render_mode == "human":
             self.render()
         return self._get_obs(), float(reward), bool(self.task.done), False, info

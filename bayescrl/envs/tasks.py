@@ -154,6 +154,18 @@ class Task:
     def markers(self) -> list[Marker]:
         return []
 
+    def step_info(self, costs: np.ndarray, xy: np.ndarray, v: np.ndarray, terms: dict) -> dict:
+        """Step ``info``: ``cost`` (float, or a vector when m > 1), named ``costs``, position and velocity."""
+        return {
+            "cost": float(costs[0]) if self.num_costs == 1 else costs.astype(float),
+            "costs": {name: float(c) for name, c in zip(self.cost_names, costs, strict=True)},
+            "x_position": xy[0],
+            "y_position": xy[1],
+            "x_velocity": v[0],
+            "y_velocity": v[1],
+            **terms,
+        }
+
 
 class CircleTask(Task):
     """Circle of radius ``radius`` inside the strip ``|x| <= x_lim`` (defaults per robot in the envs)."""

@@ -49,3 +49,18 @@ def surrogates(algo, x: torch.Tensor, batch: Batch, adv_r: torch.Tensor, adv_c: 
 def old_distribution(algo, x: torch.Tensor):
     with torch.no_grad():
         return _detach_dist(algo.policy.distribution(x))
+
+
+def single_constraint_step_inputs(
+    algo, batch: Batch, cg_iters: int, cg_damping: float, c_unconstrained: float
+):
+    """What CPO and PCPO linearise around (one constraint): normalised reward advantages, centred cost
+    advantages, the per-step constraint value ``c = (Ĵ_C - d) / H``, the trust-region quantities, the step
+    direction ``x`` and the old policy distribution. ``c_unconstrained`` is used when the task has no cost.
+    """
+    adv_r = algo.normalize(batch.advantages[:, 0])
+    adv_c = algo.normalize(batch.advantages[:, 1], center_only=True) if algo.m else adv_r * 0
+    h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(algo.horizon)
+    c = float(batch.ep_cost_est[0] - algo.cost_limits[0]) / h_eff if algo.m else c_unconstrained
+    tq, x = trust_region_quantities(algo, batch, adv_r, adv_c, cg_iters, cg_damping)
+    return adv_r, adv_c, c, tq, x, old_distribution(algo, x)
