@@ -42,6 +42,8 @@ def test_ecop_reaches_lp_optimum_on_tabular_cmdp():
         beta=1.0,
         kappa=1.02,
         beta_max=10.0,
+        advantage="finite_horizon",  # the text's time-indexed, undiscounted A_h
+        gamma=1.0,
     )
     algo = get_algorithm("ecop")(cmdp.make_env, [3.0], seed=0, config=cfg)
     algo.learn(30_000, progress=False)

@@ -271,3 +271,99 @@ def test_implicit_accuracy_known_answer(tok, data, base):
     )  # = pi_ref: every implicit margin is 0, "a better" never holds
     acc = implicit_accuracy(pol, tok, data.subset(range(12)), max_length=64)
     assert acc == pytest.approx((data.prefs[:12] == 0).float().mean(0).tolist())
+
+
+def test_response_positions_only_match_full_logits(tok, data, base):
+    b = batch_of(tok, data, [0, 3, 5])
+    full = {k: v for k, v in b.items() if k != "response_pos"}  # without the positions: every one scored
+    t = b["input_ids"].shape[1]
+    want = [
+        r * t + j - 1 for r in range(b["input_ids"].shape[0]) for j in range(1, t) if b["response_mask"][r, j]
+    ]
+    assert b["response_pos"].tolist() == want
+    for heads in (1, 3):
+        pol = lora_policy(copy.deepcopy(base), LORA, num_heads=heads)
+        perturb_lora(pol)
+        assert torch.allclose(pol.logprobs(b), pol.logprobs(full), atol=1e-5)
+        assert torch.allclose(pol.reference_logprobs(b), pol.reference_logprobs(full), atol=1e-5)
+    lp = pol.logprobs(b)
+    lp.sum().backward()  # gradients flow through the gathered positions
+    assert all(p.grad is not None for p in pol.heads)
+
+
+def test_fast_adapter_disable_equals_peft_disable_adapter(tok, data, base):
+    b = batch_of(tok, data, [1, 2])
+    pol = lora_policy(copy.deepcopy(base), LORA)
+    perturb_lora(pol)
+    with torch.no_grad(), pol.lm.disable_adapter():
+        want = pol.logprobs(b)
+    grads = {n: p.requires_grad for n, p in pol.named_parameters()}
+    assert torch.equal(pol.reference_logprobs(b), want[0])
+    assert all(not m._disable_adapters for m in pol._tuner_layers())  # restored
+    assert grads == {n: p.requires_grad for n, p in pol.named_parameters()}  # untouched
+
+
+def test_merged_lag_pass_equals_lora_pass(tok, data, base):
+    b = batch_of(tok, data, [4, 5, 6])
+    pol = lora_policy(copy.deepcopy(base), LORA, num_heads=2)
+    perturb_lora(pol, seed=1)
+    snap, before = pol.trainable_state(), pol.logprobs(b).detach()
+    perturb_lora(pol, seed=2)
+    live = pol.logprobs(b).detach()
+    weights = [p.detach().clone() for p in pol.parameters()]
+    merged = pol.merge_snapshot(snap)
+    assert merged is not None and len(merged) == 8  # c_attn, c_proj, c_fc, mlp c_proj in 2 layers
+    got = pol.snapshot_logprobs(snap, b, merged)
+    assert torch.allclose(got, before, atol=1e-4) and not torch.allclose(got, live, atol=1e-2)
+    assert all(torch.equal(p, w) for p, w in zip(pol.parameters(), weights, strict=True))  # restored
+    assert torch.equal(pol.logprobs(b).detach(), live)
+    assert pol.merge_snapshot(snap, max_mb=0) is None  # off
+    assert pol.merge_snapshot(snap, max_mb=1e-3) is None  # copy larger than the limit
+    bf16 = lora_policy(copy.deepcopy(base).to(torch.bfloat16), LORA)
+    assert bf16.merge_snapshot(bf16.trainable_state()) is None  # would round the deltas away
+    dora = lora_policy(copy.deepcopy(base), {**LORA, "use_dora": True})
+    assert dora.merge_snapshot(dora.trainable_state()) is None  # LoRA variants keep the plain swap
+
+
+def test_chi_step_gradient_matches_autograd():
+    from bayescrl.mopo import objective as obj
+    from bayescrl.mopo.lm import dual
+
+    g = torch.Generator().manual_seed(0)
+    p, q = dual.split_heads(dual.augment((torch.rand(6, 3, generator=g) > 0.5).long()), torch.tensor([2, 0]))
+    d = dual.batch_dual(p, q, torch.randn(2, 12, generator=g), torch.rand(2, 2, generator=g), 0.5)
+    chi = torch.tensor([[0.3, 1.0], [2.0, float("inf")]])
+    x = torch.exp(d.log_rho).unsqueeze(-1) * q
+    c = chi.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(obj.chi_loss(x, c, 0.2, weight=d.w_lag).sum(), c)
+    want = (chi - 0.1 * grad).clamp_min(1e-3)
+    assert torch.allclose(dual.chi_step(chi, d, q, 0.2, 0.1), want, atol=1e-6)
+    assert torch.isinf(dual.chi_step(chi, d, q, 0.2, 0.1)[1, 1])  # chi = inf: constant LB, no step
+
+
+def test_threshold_batches_are_trained_next_and_reuse_their_passes(tok, data, base):
+    tr = MOPOLMTrainer(
+        lora_policy(copy.deepcopy(base), LORA),
+        tok,
+        data,
+        cfg(t0=3, threshold_batches=2, cache_logprobs=False),
+    )
+    drawn, passes = [], {"ref": 0, "lag": 0}
+    draw, ref_fn, lag_fn = tr._draw, tr.model.reference_logprobs, tr.model.snapshot_logprobs
+
+    def count(key, fn):
+        def wrapped(*a, **k):
+            passes[key] += 1
+            return fn(*a, **k)
+
+        return wrapped
+
+    tr._draw = lambda: drawn.append(draw()) or drawn[-1]
+    tr.model.reference_logprobs = count("ref", ref_fn)
+    tr.model.snapshot_logprobs = count("lag", lag_fn)
+    tr.train(12)  # one epoch: 48 records, batch 4
+    assert sorted(i for d in drawn for i in d.idx) == list(range(48))  # threshold batches are not skipped
+    assert len(tr._ahead) == 2  # drawn at the update of step 12 for steps 13-14
+    assert passes["ref"] == 12 + 2  # one pi_ref pass per drawn batch, none repeated
+    # lag active from the update at step 6: steps 7-12 and the 2 batches drawn ahead at step 12
+    assert passes["lag"] == 6 + 2

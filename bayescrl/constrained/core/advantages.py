@@ -83,12 +83,15 @@ def finite_horizon_advantages(
     terminated: torch.Tensor,
     ended: torch.Tensor,
     lam: float = 1.0,
+    gamma: float | torch.Tensor = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Time-indexed episodic advantages ``A_h(s_h, a_h)`` (undiscounted, ``V_{H+1} = 0``).
+    """Time-indexed episodic advantages ``A_h(s_h, a_h)`` (``V_{H+1} = 0``).
 
     ``values``/``next_values`` must come from time-conditioned critics ``V_h(s)``. ``at_horizon`` marks
-    steps with ``h = H`` (the last step of the episode): their bootstrap is 0. With ``lam = 1`` this is
-    the Monte-Carlo ``R_{h:H} - V_h(s_h)``; ``lam < 1`` trades variance for bias as in GAE.
+    steps with ``h = H`` (the last step of the episode): their bootstrap is 0. With ``lam = 1`` and
+    ``gamma = 1`` this is the Monte-Carlo ``R_{h:H} - V_h(s_h)`` of the text; ``lam < 1`` trades variance
+    for bias as in GAE, and ``gamma < 1`` (per channel, shape ``(k,)``) discounts inside the horizon as
+    the safety-starter-agents code base does (see ``ECOPConfig.gamma``).
     """
     term = torch.logical_or(terminated.bool(), at_horizon.bool())
-    return discounted_gae(rewards, values, next_values, term, ended, 1.0, lam)
+    return discounted_gae(rewards, values, next_values, term, ended, gamma, lam)

@@ -211,7 +211,14 @@ class OnPolicyAlgorithm:
             adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda)
         else:
             adv, ret = finite_horizon_advantages(
-                rewards, values, next_values, torch.from_numpy(roll["at_horizon"]), term, end, cfg.gae_lambda
+                rewards,
+                values,
+                next_values,
+                torch.from_numpy(roll["at_horizon"]),
+                term,
+                end,
+                cfg.gae_lambda,
+                self.gammas,
             )
         T, n = roll["h"].shape
         B = T * n

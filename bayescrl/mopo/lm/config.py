@@ -45,6 +45,10 @@ class MOPOLMConfig:
         max_length: maximal prompt + response tokens (longer records are rejected, never truncated).
         cache_logprobs: cache reference and lagged log-probs per record (they are constant between lag
             updates); the lagged cache is cleared at every update.
+        merge_lagged_mb: merge the lagged snapshot's LoRA deltas into a copy of the adapted base weights at
+            each lag update when that copy takes at most this many MB (``0`` = never): the lagged pass then
+            costs a ``pi_ref`` pass instead of a LoRA pass (:meth:`bayescrl.mopo.lm.model.Policy.
+            merge_snapshot`; vanilla LoRA on float32 weights only, equal up to float rounding).
         grad_clip: gradient-norm clip (``0`` = none).
         dtype: precision of the model built by :func:`bayescrl.mopo.lm.run.run_lm` (see :meth:`torch_dtype`):
             ``"auto"`` (bf16 on CUDA with bf16 support, else fp32), ``"float32"`` or ``"bfloat16"``. The
@@ -76,6 +80,7 @@ class MOPOLMConfig:
     dpo_beta: float = 0.1
     max_length: int = 128
     cache_logprobs: bool = True
+    merge_lagged_mb: float = 512.0
     grad_clip: float = 1.0
     dtype: str = "auto"
     peft: dict[str, Any] = field(default_factory=lambda: {"r": 8, "lora_alpha": 16, "lora_dropout": 0.0})
@@ -88,7 +93,7 @@ class MOPOLMConfig:
         for name in ("tau", "lr", "dpo_beta"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, getattr(self, name), "must be > 0")
-        for name in ("epsilon", "lr_lambda", "lr_chi", "lambda_init", "grad_clip"):
+        for name in ("epsilon", "lr_lambda", "lr_chi", "lambda_init", "grad_clip", "merge_lagged_mb"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, getattr(self, name), "must be >= 0")
         for name in ("t0", "steps", "batch_size", "max_length", "threshold_batches"):

@@ -361,14 +361,33 @@ def tokenize(data: PreferenceData, tokenizer: Any, max_length: int) -> Tokenized
 def collate(
     prompt_ids: Sequence[list[int]], response_ids: Sequence[list[int]], pad_id: int, device: Any = "cpu"
 ) -> dict[str, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``response_mask`` (1 on response tokens)."""
+    """Right-padded ``input_ids``, ``attention_mask`` and ``response_mask`` (1 on response tokens).
+
+    Also ``response_pos``: the flat indices ``row * T + t - 1`` (row-major over ``(B, T)``) of the
+    positions whose logits score the response tokens ``(row, t)`` (``t >= 1``, as ``response_mask[:, 1:]``),
+    so that a policy can apply its output head to those positions only
+    (:meth:`bayescrl.mopo.lm.model.Policy.logprobs`). They are built here, on the CPU, from the lengths:
+    selecting them on the device needs no host synchronisation (a boolean mask would).
+    """
     seqs = [p + r for p, r in zip(prompt_ids, response_ids, strict=True)]
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    att = torch.zeros((len(seqs), width), dtype=torch.long)
-    resp = torch.zeros((len(seqs), width), dtype=torch.bool)
-    for i, (p, s) in enumerate(zip(prompt_ids, seqs, strict=True)):
-        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-        att[i, : len(s)] = 1
-        resp[i, len(p) : len(s)] = True
-    return {"input_ids": ids.to(device), "attention_mask": att.to(device), "response_mask": resp.to(device)}
+    lens = [len(s) for s in seqs]
+    width = max(lens)
+    ids = torch.tensor(
+        [s + [pad_id] * (width - n) for s, n in zip(seqs, lens, strict=True)], dtype=torch.long
+    )
+    ar = torch.arange(width)
+    end = torch.tensor(lens).unsqueeze(1)
+    start = torch.tensor([len(p) for p in prompt_ids]).unsqueeze(1)
+    att = (ar < end).long()
+    resp = (ar >= start) & (ar < end)
+    pos = [
+        row * width + t - 1
+        for row, (p, n) in enumerate(zip(prompt_ids, lens, strict=True))
+        for t in range(max(len(p), 1), n)
+    ]
+    return {
+        "input_ids": ids.to(device),
+        "attention_mask": att.to(device),
+        "response_mask": resp.to(device),
+        "response_pos": torch.tensor(pos, dtype=torch.long).to(device),
+    }

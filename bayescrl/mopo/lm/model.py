@@ -1,16 +1,27 @@
 """Policies for MOPO on language models: LoRA policy, multi-head policy, reference and lagged reference.
 
 * The policy is a causal LM wrapped by ``peft`` (LoRA on the backbone). The reference ``pi_ref`` of
-  Eq. `main-obj` is the *same* module with its adapters disabled (``PeftModel.disable_adapter()``) and the
-  base output head, so no second copy of the model is held in memory.
+  Eq. `main-obj` is the *same* module with its adapters disabled and the base output head, so no second
+  copy of the model is held in memory. Adapters are disabled by flipping the flag that
+  ``PeftModel.disable_adapter()`` sets on every tuner layer, on a list of those layers gathered once
+  (:meth:`Policy.adapters_disabled`): peft's context manager walks the whole module tree twice and checks
+  the adapter status on every call (~1.3 ms per no-grad pass on the tiny benchmark model, a few % of a step).
 * The multi-head architecture of figure `multiplepolicyheads`: one shared (LoRA-adapted) backbone and one
   output matrix ``theta_k`` per objective (``K`` policies, parameter count ``m - dL + dKL``). Head ``k`` is
   the policy whose primary objective is ``k``; at inference the user picks ``primary`` and decoding uses
   ``theta_primary``. Heads start as copies of the base output head, so at step 0 every head equals the
   reference.
 * The lagged reference ``pi_psi^(t - t0)`` of Algorithm `mopo` is a *snapshot of the trainable tensors*
-  (adapter weights and heads, a few MB); its log-probabilities are computed by swapping the snapshot into
-  the live parameters under ``torch.no_grad`` and swapping back (:meth:`Policy.swapped`).
+  (adapter weights and heads, a few MB); its log-probabilities are computed by pointing the live
+  parameters at the snapshot's tensors under ``torch.no_grad`` and back (:meth:`Policy.swapped`; no copy).
+  For plain LoRA on float32/float64 weights the snapshot's adapters can also be merged into a copy of the
+  adapted base weights once per lag update (:meth:`Policy.merge_snapshot`, what ``merge_and_unload`` does):
+  the lagged pass then runs the base layers with those weights and the adapters disabled, as fast as a
+  ``pi_ref`` pass (~35 % less than a LoRA pass on the tiny benchmark model). It costs one copy of the adapted
+  weights, so the trainer does it only below a size limit (``MOPOLMConfig.merge_lagged_mb``).
+* Sequence log-probabilities apply the output head to the response positions only (``response_pos`` of
+  :func:`bayescrl.mopo.lm.data.collate`) and reduce in float32 there: no ``(B, T, V)`` logits, let alone a
+  float32 copy of them, for prompt and padding positions.
 """
 
 from __future__ import annotations
@@ -77,6 +88,7 @@ class Policy(nn.Module):
         else:
             self.heads = nn.ParameterList()
         self._trainable_cache: list[tuple[str, nn.Parameter]] | None = None
+        self._adapter_layers: list[nn.Module] | None = None
 
     # -------------------------------------------------------------------------------------- log-probs
     def forward(self, batch: dict[str, torch.Tensor], heads: Sequence[int] | None = None) -> torch.Tensor:
@@ -94,17 +106,88 @@ class Policy(nn.Module):
         w = torch.stack([self.heads[k] for k in idx])  # (H, V, d)
         return torch.einsum("btd,hvd->hbtv", h, w.to(h.dtype))
 
+    def _seq_logprobs(
+        self, h: torch.Tensor, batch: dict[str, torch.Tensor], heads: Sequence[int] | None, base: bool
+    ) -> torch.Tensor:
+        """Response log-probs from hidden states ``h`` ``(B, T, d)``: ``(H, B)``, or ``(B,)`` with the base
+        head (``base=True``). With ``batch["response_pos"]`` only those positions go through the head (same
+        values as :func:`sequence_logprobs` up to float rounding); without it, every position does."""
+        pos = batch.get("response_pos")
+        if pos is None:
+            logits = self.base_head(h) if base else self._logits(h, heads)
+            return sequence_logprobs(logits, batch["input_ids"], batch["response_mask"])
+        b, t, d = h.shape
+        hs = h.reshape(b * t, d).index_select(0, pos)  # (N, d): states that score response tokens
+        if base:
+            logits = self.base_head(hs)  # (N, V)
+        elif self.num_heads == 1:
+            logits = self.base_head(hs).unsqueeze(0)  # (1, N, V)
+        else:
+            idx = range(self.num_heads) if heads is None else heads
+            w = torch.stack([self.heads[k] for k in idx])  # (H, V, d)
+            logits = torch.einsum("nd,hvd->hnv", hs, w.to(hs.dtype))
+        logits = logits.float()
+        target = batch["input_ids"].reshape(-1).index_select(0, pos + 1).expand(logits.shape[:-1])
+        tok = torch.gather(logits, -1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+        # scatter back to (.., B, T) and sum per row: index_copy with distinct indices is deterministic on
+        # every device (an index_add over rows would use atomics on CUDA)
+        full = tok.new_zeros(*tok.shape[:-1], b * t).index_copy(-1, pos, tok)
+        return full.view(*tok.shape[:-1], b, t).sum(-1)
+
     def logprobs(self, batch: dict[str, torch.Tensor], heads: Sequence[int] | None = None) -> torch.Tensor:
         """``log pi_k(y | x)`` for every head ``k`` (or the listed ones): shape ``(H, B)``."""
-        h = self._hidden(batch)
-        return sequence_logprobs(self._logits(h, heads), batch["input_ids"], batch["response_mask"])
+        return self._seq_logprobs(self._hidden(batch), batch, heads, base=False)
 
     @torch.no_grad()
     def reference_logprobs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """``log pi_ref(y | x)``: adapters disabled, base output head; shape ``(B,)``."""
-        with self.lm.disable_adapter():
+        with self.adapters_disabled():
             h = self._hidden(batch)
-        return sequence_logprobs(self.base_head(h), batch["input_ids"], batch["response_mask"])
+        return self._seq_logprobs(h, batch, None, base=True)
+
+    def _tuner_layers(self) -> list[nn.Module]:
+        """The peft layers whose ``_disable_adapters`` flag ``PeftModel.disable_adapter()`` sets (LoRA & co.),
+        gathered once; empty for prompt-learning methods, which peft disables differently."""
+        if self._adapter_layers is None:
+            from peft.tuners.tuners_utils import BaseTunerLayer
+
+            kinds: tuple[type, ...] = (BaseTunerLayer,)
+            try:  # modules_to_save / trainable-token wrappers (peft >= 0.14)
+                from peft.utils.other import AuxiliaryTrainingWrapper
+
+                kinds = (BaseTunerLayer, AuxiliaryTrainingWrapper)
+            except ImportError:  # pragma: no cover - older peft
+                pass
+            cfg = getattr(self.lm, "active_peft_config", None)
+            flag_based = cfg is not None and not (
+                getattr(cfg, "is_prompt_learning", False) or getattr(cfg, "is_adaption_prompt", False)
+            )
+            self._adapter_layers = (
+                [m for m in self.lm.modules() if isinstance(m, kinds) and hasattr(m, "_disable_adapters")]
+                if flag_based
+                else []
+            )
+        return self._adapter_layers
+
+    @contextlib.contextmanager
+    def adapters_disabled(self) -> Iterator[None]:
+        """Run the base model (``pi_ref``): what ``PeftModel.disable_adapter()`` does for LoRA-type adapters
+        (set ``_disable_adapters`` on every tuner layer, restore the previous flags after), without peft's
+        per-call module walks and status check. Gradients of the adapters are not toggled: use it for
+        no-grad passes. Falls back to peft's context manager for prompt-learning adapters."""
+        layers = self._tuner_layers()
+        if not layers:
+            with self.lm.disable_adapter():
+                yield
+            return
+        flags = [m._disable_adapters for m in layers]
+        for m in layers:
+            m._disable_adapters = True
+        try:
+            yield
+        finally:
+            for m, f in zip(layers, flags, strict=True):
+                m._disable_adapters = f
 
     # ------------------------------------------------------------------------------ lagged reference
     def _trainable(self) -> list[tuple[str, nn.Parameter]]:
@@ -118,35 +201,89 @@ class Policy(nn.Module):
 
     @contextlib.contextmanager
     def swapped(self, snapshot: dict[str, torch.Tensor]) -> Iterator[None]:
-        """Temporarily load ``snapshot`` into the live trainable parameters (no autograd, restored after).
+        """Temporarily point the live trainable parameters at ``snapshot``'s tensors (restored after).
 
-        Swapping a few LoRA tensors costs far less than a forward pass and holds no second model. (Measured
-        alternatives on the tiny benchmark model: peft's mixed-adapter batches and one pass over a doubled
-        batch with the adapter output masked on the reference rows were both slower than two plain passes.)
+        A pointer swap of ``Parameter.data``: nothing is copied (the old version cloned and copied every
+        trainable tensor twice per pass, which for ``K`` output heads of a real vocabulary is hundreds of
+        MB), and no second model is held. For no-grad passes only; the snapshot must not be modified inside.
+        Tensors on another device or dtype (a snapshot loaded from a checkpoint) are converted first.
+        (Measured alternatives on the tiny benchmark model: peft's mixed-adapter batches and one pass over a
+        doubled batch with the adapter output masked on the reference rows were both slower than two plain
+        passes. Not used: a second named peft adapter, whose ``set_adapter`` walks the modules at every
+        switch.)
         """
         pairs = [(p, snapshot[n]) for n, p in self._trainable() if n in snapshot]
         if len(pairs) != len(snapshot):
             raise ConfigError(
                 "snapshot", sorted(snapshot)[:3], "does not match the policy's trainable tensors"
             )
-        with torch.no_grad():
-            saved = [p.detach().clone() for p, _ in pairs]
-            for p, t in pairs:
-                p.copy_(t)
+        for p, t in pairs:
+            if t.shape != p.shape:
+                raise ConfigError("snapshot", tuple(t.shape), f"parameter has shape {tuple(p.shape)}")
+        saved = [p.data for p, _ in pairs]
+        for p, t in pairs:
+            p.data = t.to(device=p.device, dtype=p.dtype)
         try:
             yield
         finally:
-            with torch.no_grad():
-                for (p, _), t in zip(pairs, saved, strict=True):
-                    p.copy_(t)
+            for (p, _), d in zip(pairs, saved, strict=True):
+                p.data = d
+
+    @torch.no_grad()
+    def merge_snapshot(
+        self, snapshot: dict[str, torch.Tensor], max_mb: float = float("inf")
+    ) -> list[tuple[nn.Parameter, torch.Tensor]] | None:
+        """The adapted base weights with ``snapshot``'s LoRA deltas merged in, ``[(base_weight, W + dW)]``,
+        for :meth:`snapshot_logprobs`; ``None`` (use the plain swap) unless every tuner layer is a vanilla
+        LoRA ``Linear`` with one active, unmerged adapter (no DoRA or other variant, no LoRA bias) on
+        float32/float64 weights (merging into bf16 weights would round the small deltas away) and the copy
+        takes at most ``max_mb`` MB. ``dW`` is peft's ``get_delta_weight``, as in ``merge_and_unload``."""
+        if not max_mb > 0:
+            return None
+        from peft.tuners.lora.layer import Linear as LoraLinear
+
+        layers, items, size = self._tuner_layers(), [], 0
+        if not layers:
+            return None
+        for m in layers:
+            if type(m) is not LoraLinear or m.merged or len(m.active_adapters) != 1:
+                return None
+            a = m.active_adapters[0]
+            if a not in m.lora_A or a in m.lora_variant or m.lora_bias.get(a, False):
+                return None
+            w = m.get_base_layer().weight
+            if w.dtype not in (torch.float32, torch.float64) or m.lora_A[a].weight.dtype != w.dtype:
+                return None
+            size += w.numel() * w.element_size()
+            items.append((m, a, w))
+        if size > max_mb * 2**20:
+            return None
+        with self.swapped(snapshot):
+            return [(w, w + m.get_delta_weight(a)) for m, a, w in items]
 
     @torch.no_grad()
     def snapshot_logprobs(
-        self, snapshot: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]
+        self,
+        snapshot: dict[str, torch.Tensor],
+        batch: dict[str, torch.Tensor],
+        merged: list[tuple[nn.Parameter, torch.Tensor]] | None = None,
     ) -> torch.Tensor:
-        """``log pi_snapshot_k(y | x)`` for every head, shape ``(H, B)`` (the lagged reference)."""
+        """``log pi_snapshot_k(y | x)`` for every head, shape ``(H, B)`` (the lagged reference).
+
+        ``merged`` (from :meth:`merge_snapshot` of the same snapshot): run the base layers with the merged
+        weights and the adapters disabled instead of the LoRA layers (equal up to float rounding)."""
         with self.swapped(snapshot):
-            return self.logprobs(batch)
+            if merged is None:
+                return self.logprobs(batch)
+            saved = [w.data for w, _ in merged]
+            for w, m in merged:
+                w.data = m
+            try:
+                with self.adapters_disabled():
+                    return self.logprobs(batch)
+            finally:
+                for (w, _), d in zip(merged, saved, strict=True):
+                    w.data = d
 
     # --------------------------------------------------------------------------------- generation
     @torch.no_grad()
