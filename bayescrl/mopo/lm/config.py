@@ -64,7 +64,7 @@ class MOPOLMConfig:
     multi_head: bool = False
     tau: float = 0.1
     epsilon: float = 0.0
-    beta: float | list[float] = 0.95
+    beta: float | list[float] = 0.9995  # table `exp_details_text_generation`
     thresholds: list[float] | None = None
     t0: int = 50
     lagged_reference: bool = True
