@@ -46,9 +46,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     out = Path(args.out)
     jobs = []
-    for task in args.tasks:
-        for algo in args.algos:
-            for seed in range(args.seeds):
+    # seed-major order: an interrupted study has every algorithm on its first seeds (runs resume per file)
+    for seed in range(args.seeds):
+        for task in args.tasks:
+            for algo in args.algos:
                 tag = f"compare_{task}_{algo}_s{seed}_n{args.steps}_d{args.delta:g}"
                 jobs.append(
                     {

@@ -9,16 +9,78 @@ import json
 from pathlib import Path
 
 OUT = Path(__file__).parent / "results" / "ecop"
-# Table `rewards_costs_comparison`, row PointCircle (limit 10): (R, R ci, C, C ci)
-SEED_TABLE = {
-    "ecop": (110.5, 9.3, 9.8, 0.9),
-    "focops": (81.6, 8.4, 10.0, 0.4),
-    "ppo-lag": (57.2, 9.2, 9.8, 0.5),
-    "pcpo": (68.2, 9.1, 9.9, 0.4),
-    "p3o": (89.1, 7.1, 9.9, 0.3),
-    "cpo": (65.3, 5.3, 9.5, 0.9),
-    "ipo": (68.7, 15.2, 9.3, 0.5),
+ALGOS = ("ecop", "focops", "ppo-lag", "pcpo", "p3o", "cpo", "appo", "ipo")  # the seed's column order
+
+
+def _row(*cells: tuple[float, float, float, float] | None) -> dict:
+    return {a: c for a, c in zip(ALGOS, cells, strict=True) if c is not None}
+
+
+# Table `rewards_costs_comparison` of chapter `ecop`: per task, algorithm -> (R, R ci, C, C ci)
+# (Navigation: the first cost; Grid and Bottleneck are traffic tasks, not in this suite)
+SEED_ROWS = {
+    "HumanoidRun": _row(
+        (1652.5, 13.4, 17.3, 0.3),
+        (1734.1, 27.4, 19.7, 0.6),
+        (1431.2, 25.2, 18.8, 1.5),
+        (1602.3, 10.1, 16.3, 1.4),
+        (1669.4, 13.7, 20.1, 3.3),
+        (1465.1, 55.3, 18.5, 2.9),
+        (1488.2, 29.3, 20.0, 1.3),
+        (1578.6, 25.2, 19.1, 2.5),
+    ),
+    "PointCircle": _row(
+        (110.5, 9.3, 9.8, 0.9),
+        (81.6, 8.4, 10.0, 0.4),
+        (57.2, 9.2, 9.8, 0.5),
+        (68.2, 9.1, 9.9, 0.4),
+        (89.1, 7.1, 9.9, 0.3),
+        (65.3, 5.3, 9.5, 0.9),
+        (91.2, 9.6, 10.2, 0.6),
+        (68.7, 15.2, 9.3, 0.5),
+    ),
+    "AntCircle": _row(
+        (198.6, 7.4, 9.8, 0.6),
+        (161.9, 22.2, 9.9, 0.5),
+        (134.4, 10.3, 9.6, 1.6),
+        (168.3, 13.3, 9.5, 0.6),
+        (182.6, 18.7, 9.8, 0.2),
+        (127.1, 12.1, 10.1, 0.7),
+        (155.5, 19.4, 10.0, 0.5),
+        (149.3, 33.6, 9.5, 1.0),
+    ),
+    "PointReach": _row(
+        (81.5, 10.2, 24.5, 6.1),
+        (65.1, 9.6, 24.8, 7.6),
+        (46.1, 14.8, 25.1, 6.1),
+        (73.2, 7.4, 24.9, 5.6),
+        (76.3, 6.4, 26.3, 6.9),
+        (89.2, 8.1, 33.3, 10.7),
+        (74.3, 6.7, 26.3, 8.1),
+        (49.1, 10.6, 24.7, 11.3),
+    ),
+    "AntReach": _row(
+        (70.8, 14.6, 24.2, 8.4),
+        (48.3, 5.6, 25.1, 11.9),
+        (54.2, 9.5, 21.9, 10.7),
+        (39.4, 5.3, 27.9, 12.2),
+        (73.6, 5.1, 24.8, 7.3),
+        (102.3, 7.1, 35.1, 10.9),
+        (61.5, 10.4, 24.5, 6.4),
+        (45.2, 13.3, 24.9, 9.2),
+    ),
+    "PointNavigation": _row(
+        (217.6, 11.5, 9.6, 1.5),
+        None,
+        (175.1, 3.7, 9.9, 1.9),
+        None,
+        (153.5, 25.2, 9.9, 1.7),
+        None,
+        (135.7, 19.2, 9.9, 2.1),
+        (164.1, 12.8, 10.0, 0.5),
+    ),
 }
+SEED_TABLE = SEED_ROWS["PointCircle"]
 # Table `ecop-sensitivity`, row PointCircle (limit 20)
 SEED_SENS = {
     "ecop[beta5-fixed]": (150.5, 11.1, 17.3, 1.3),
@@ -58,7 +120,21 @@ def main() -> None:
     print(table("table_pointcircle_100k", SEED_TABLE))
     print(table("pointcircle_limit10_60k", SEED_TABLE))
     print(table("pointcircle_limit10_100k", SEED_TABLE))
+    print(table("pointcircle_limit10_100k_v2", SEED_TABLE))
+    for name, task in [
+        ("table_humanoidrun_100k", "HumanoidRun"),
+        ("table_antcircle_100k", "AntCircle"),
+        ("table_antcircle_100k_v2", "AntCircle"),
+        ("table_pointreach_100k", "PointReach"),
+        ("table_pointreach_100k_ecop_v2", "PointReach"),
+        ("table_antreach_100k", "AntReach"),
+        ("table_pointnavigation_100k", "PointNavigation"),
+        ("table_pointnavigation_100k_ecop_v2", "PointNavigation"),
+    ]:
+        print(table(name, SEED_ROWS[task]))
     print(table("beta_sensitivity_pointcircle", SEED_SENS))
+    print(table("beta_sensitivity_pointcircle_100k", SEED_SENS))
+    print(table("beta_sensitivity_pointcircle_100k_v2", SEED_SENS))
     p = OUT / "throughput.json"
     if p.exists():
         d = json.loads(p.read_text())
