@@ -367,3 +367,26 @@ def test_threshold_batches_are_trained_next_and_reuse_their_passes(tok, data, ba
     assert passes["ref"] == 12 + 2  # one pi_ref pass per drawn batch, none repeated
     # lag active from the update at step 6: steps 7-12 and the 2 batches drawn ahead at step 12
     assert passes["lag"] == 6 + 2
+
+
+@pytest.mark.parametrize("num_heads", [1, 2])
+def test_left_padded_generation_matches_unpadded(tok, base, num_heads):
+    """evaluate.generate left-pads prompts: positions and masks must make that invisible (a transformers /
+    peft version that stops deriving position ids from the mask would shift every shorter prompt)."""
+    pol = lora_policy(copy.deepcopy(base), LORA, num_heads=num_heads)
+    perturb_lora(pol)
+    pol.eval()
+    long, short = tok("q : how do i bake ? a :")["input_ids"], tok("q : bake ? a :")["input_ids"]
+    pad, n = tok.pad_token_id, len(long) - len(short)
+    ids = torch.tensor([long, [pad] * n + short])
+    mask = torch.tensor([[1] * len(long), [0] * n + [1] * len(short)])
+    kw = dict(max_new_tokens=3, do_sample=False, output_scores=True, return_dict_in_generate=True)
+    kw |= dict(pad_token_id=pad, eos_token_id=tok.eos_token_id)
+    head = num_heads - 1
+    both = pol.generate(ids, mask, head=head, **kw)
+    for row, prompt in enumerate([long, short]):
+        p = torch.tensor([prompt])
+        solo = pol.generate(p, torch.ones_like(p), head=head, **kw)
+        for s_both, s_solo in zip(both.scores, solo.scores, strict=True):
+            assert torch.allclose(s_both[row], s_solo[0], atol=1e-4)
+        assert both.sequences[row, ids.shape[1] :].tolist() == solo.sequences[0, p.shape[1] :].tolist()
