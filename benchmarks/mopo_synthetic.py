@@ -62,7 +62,7 @@ def table(results: dict) -> tuple[str, dict]:
     return "\n".join(lines), checks
 
 
-def replot(path: Path = OUT / "motivating.json") -> None:
+def replot(path: Path = OUT / "motivating.json", out: Path = OUT) -> None:
     """Redraw the reward-space plots from a saved ``motivating.json`` (no training)."""
     import json
 
@@ -78,7 +78,7 @@ def replot(path: Path = OUT / "motivating.json") -> None:
         )
         for tag in ("", "_greedy"):
             methods = {k: np.asarray(v["points"]) for k, v in r[f"methods{tag}"].items()}
-            _plot_front(rs, front, methods, r[f"reference_point{tag}"], OUT / f"motivating_set_{rs}{tag}.png")
+            _plot_front(rs, front, methods, r[f"reference_point{tag}"], out / f"motivating_set_{rs}{tag}.png")
 
 
 def main() -> None:
@@ -87,26 +87,28 @@ def main() -> None:
     ap.add_argument("--sanity", action="store_true", help="also run examples/mopo/sanity.yaml")
     ap.add_argument("-s", "--set", dest="overrides", action="append", default=[])
     ap.add_argument("--replot", action="store_true", help="only redraw the plots from motivating.json")
+    ap.add_argument("--out", default=str(OUT), help="results folder (default benchmarks/results/mopo)")
     args = ap.parse_args()
+    out = Path(args.out)
     if args.replot:
-        replot()
+        replot(out / "motivating.json", out)
         return
     set_torch_threads()
     cfg = apply_overrides(load_yaml(args.config), args.overrides)
     t = time.perf_counter()
-    res = run_motivating(cfg, OUT)
+    res = run_motivating(cfg, out)
     res["wall_s"] = time.perf_counter() - t
     text, checks = table(res)
     res["checks"] = checks
-    write_json(OUT / "motivating.json", res)
+    write_json(out / "motivating.json", res)
     print(text)
     print("\nchecks:", checks)
     if args.sanity:
         scfg = load_yaml(ROOT / "examples" / "mopo" / "sanity.yaml")
         t = time.perf_counter()
-        san = run_sanity(scfg, OUT)
+        san = run_sanity(scfg, out)
         san["wall_s"] = time.perf_counter() - t
-        write_json(OUT / "sanity.json", san)
+        write_json(out / "sanity.json", san)
         for key, r in san["runs"].items():
             pol = {a: round(v, 4) for a, v in r["policy_mean"].items()}
             print(

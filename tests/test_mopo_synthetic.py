@@ -7,7 +7,19 @@ import pytest
 import torch
 
 from bayescrl.mopo import pareto
-from bayescrl.mopo.synthetic import cop_oracle, ideal_mopo_points, run_motivating, run_sanity, true_front
+from bayescrl.mopo.synthetic import (
+    cop_oracle,
+    cop_thresholds,
+    fit_win_rates,
+    ideal_mopo_points,
+    make_data,
+    reference_point,
+    rewards,
+    run_motivating,
+    run_sanity,
+    train_mopo_pooled,
+    true_front,
+)
 from bayescrl.utils import ConfigError
 
 # short protocol: the text's Adam/batch 12 with fewer steps and a decaying learning rate
@@ -67,7 +79,8 @@ def test_pareto_filter_and_hypervolume_known_values():
     assert dense.shape == (5, 2) and np.allclose(dense.sum(1), 1.0)
 
 
-def test_motivating_pipeline_smoke(tmp_path):
+@pytest.mark.parametrize("scores", ["pooled", "per_example"])
+def test_motivating_pipeline_smoke(tmp_path, scores):
     cfg = {
         "reward_sets": ["B"],
         "n": 400,
@@ -82,6 +95,8 @@ def test_motivating_pipeline_smoke(tmp_path):
             "thresholds_r1": [0.6],
             "primaries": [0, 1],
             "reference_update": "current",
+            "scores": scores,
+            "score_model": {"steps": 20, "hidden": 8},
         },
         "cop": {"n": 5},
         "grid": {"n_x": 21, "n_y": 101, "n_w": 21},
@@ -107,6 +122,8 @@ def test_motivating_rejects_bad_reference_update_and_primaries(tmp_path):
         run_motivating(cfg | {"mopo": mopo | {"reference_update": "bogus"}})
     with pytest.raises(ConfigError, match="primaries"):
         run_motivating(cfg | {"mopo": mopo | {"primaries": [1]}})
+    with pytest.raises(ConfigError, match="mopo.scores"):
+        run_motivating(cfg | {"mopo": mopo | {"scores": "bogus"}})
 
 
 def test_ideal_mopo_r1_primary_cannot_reach_the_r2_end_of_set_b():
@@ -120,3 +137,68 @@ def test_ideal_mopo_r1_primary_cannot_reach_the_r2_end_of_set_b():
     assert a1000[0, 0] > a30[0, 0] > 2.0  # COP's r1 end: 2.335
     # zero phases: the uniform reference, E r1 = E (x + y)^2 = 7/6 on the grids (tol for the grid means)
     assert ideal_mopo_points("B", 1.0, 0, lams)[0, 0] == pytest.approx(7 / 6, abs=0.01)
+
+
+def _true_win_rates(rs: str, x: torch.Tensor, n_y: int) -> torch.Tensor:
+    """Exact ``E_{y' ~ U(grid minus y)} sigmoid(r_k(x, y) - r_k(x, y'))``, ``[B, n_y, 2]``."""
+    g = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    r = rewards(rs, x.double()[:, None], g[None, :])
+    out = [(torch.sigmoid(rk[:, :, None] - rk[:, None, :]).sum(-1) - 0.5) / (n_y - 1) for rk in r]
+    return torch.stack(out, -1).float()
+
+
+def test_ideal_pooled_scores_reach_the_cop_hypervolume_per_example_scores_do_not():
+    """Eq. `empirical-dual` sums the indicators inside the exponential: with exact win rates the iterates
+    reach >= 90% of the COP oracle's hypervolume on both sets (both heads, tau 0.3, 15 phases), while
+    exponentiating each record's indicators caps the r1-primary family on B (Jensen, ideal_mopo_points)."""
+    for rs in "AB":
+        cop = cop_oracle(rs, cop_thresholds(rs, 25))
+        pooled = np.vstack([ideal_mopo_points(rs, 0.3, 15, primary=k, scores="pooled") for k in (0, 1)])
+        per_ex = ideal_mopo_points(rs, 0.3, 15)
+        ref = reference_point([true_front(rs, 51, 501, 101), cop, pooled, per_ex])
+        hv_cop = pareto.hypervolume(cop, ref)
+        assert pareto.hypervolume(pooled, ref) >= 0.9 * hv_cop
+        if rs == "B":
+            assert pareto.hypervolume(per_ex, ref) < 0.5 * hv_cop
+            lam_big = ideal_mopo_points(rs, 0.3, 15, lams=[1e3], scores="pooled")
+            assert lam_big[0, 1] > 0.35  # the r2 end (COP: 0.386); per-example stays below 0 (test above)
+    with pytest.raises(ConfigError, match="scores"):
+        ideal_mopo_points("A", 1.0, 1, scores="bogus")
+
+
+def test_bt_win_rate_model_recovers_the_true_win_rates():
+    gen = torch.Generator().manual_seed(0)
+    data = make_data("B", 4000, 11, gen, [0.5])
+    win = fit_win_rates(data, 11, {"score_model": {"steps": 300}}, gen)
+    x = torch.linspace(0, 1, 51)
+    err = (win(x) - _true_win_rates("B", x, 11)).abs().mean((0, 1))
+    assert err.shape == (2,) and float(err.max()) < 0.03
+    with pytest.raises(ConfigError, match="score_model.kind"):
+        fit_win_rates(data, 11, {"score_model": {"kind": "bogus"}}, gen)
+
+
+def test_pooled_mopo_reaches_the_exact_per_context_solution():
+    """With oracle win rates and a fixed reference, Algorithm `mopo` (pooled scores, exact grid extraction)
+    converges to ``pi*(y|x) ∝ exp((s_1 + lam* s_2) / tau)`` with ``lam*`` solving ``G = b`` (bisection)."""
+    n_y, tau, b = 11, 0.2, 0.55
+    x = torch.linspace(0, 1, 51)
+    s = _true_win_rates("B", x, n_y).double()
+
+    def policy(lam: float) -> torch.Tensor:
+        return torch.softmax((s[..., 0] + lam * s[..., 1]) / tau, -1)
+
+    lo, hi = 0.0, 100.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if float((policy(mid) * s[..., 1]).sum(-1).mean()) < b else (lo, mid)
+    lam_star = (lo + hi) / 2
+    assert 1.0 < lam_star < 50.0  # the constraint binds
+    gen = torch.Generator().manual_seed(1)
+    data = make_data("B", 500, n_y, gen, [0.5])
+    cfg = {"steps": 600, "t0": None, "tau": tau, "lr": 0.01, "lr_lambda": 0.05, "batch": 256, "hidden": 32}
+    net, lam = train_mopo_pooled(data, n_y, [b], cfg, gen, win=lambda xb: _true_win_rates("B", xb, n_y))
+    with torch.no_grad():
+        pi = torch.exp(net.logp(x))[0].double()
+    assert float(lam[0, 0]) == pytest.approx(lam_star, rel=0.02)
+    assert float(0.5 * (pi - policy(lam_star)).abs().sum(-1).mean()) < 0.01
+    assert float((pi * s[..., 1]).sum(-1).mean()) == pytest.approx(b, abs=2e-3)

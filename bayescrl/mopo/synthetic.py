@@ -16,13 +16,14 @@ grid of ``n_y`` points so that neural policies are softmax networks ``pi_psi(y |
 scalar), with ``pi_ref = mu`` uniform on the grid; the data draw ``x ~ U[0, 1]`` and ``y, y' ~ mu``.
 Methods: DPO on D1, D2, D_J, D_C(w) for each ``w``; the COP oracle ``argmax_y r1(x, y) s.t. r2(x, y) >= b``
 (fine grid) over a sweep of ``b``; MOPO (primary ``r1``, constraint on the preference for ``r2``) over a
-sweep of thresholds. Each policy is one point ``(E_x E_{y~pi} r1, E_x E_{y~pi} r2)``. The true Pareto front
-of such points is computed on a fine ``(x, y)`` grid by scalarisation (every front point of the convex
-achievable set is supported) and densified linearly (mixtures). Hypervolumes use moocore with the
-reference point = the component-wise minimum over all methods' points and the true front, minus 1% of
-the range (stated in the results), so that every method's points count. Policies are evaluated by
-their expected rewards under sampling (``methods``) and at their mode (``methods_greedy``, like the
-deterministic COP oracle).
+sweep of thresholds, by default with pooled scores (Eq. `empirical-dual`: win rates inside the exponential,
+from a Bradley-Terry model of the records, :func:`fit_win_rates`, :func:`train_mopo_pooled`). Each policy is
+one point ``(E_x E_{y~pi} r1, E_x E_{y~pi} r2)``. The true Pareto front of such points is computed on a fine
+``(x, y)`` grid by scalarisation (every front point of the convex achievable set is supported) and densified
+linearly (mixtures). Hypervolumes use moocore with the reference point = the component-wise minimum over all
+methods' points and the true front, minus 1% of the range (stated in the results), so that every method's
+points count. Policies are evaluated by their expected rewards under sampling (``methods``) and at their
+mode (``methods_greedy``, like the deterministic COP oracle).
 """
 
 from __future__ import annotations
@@ -194,8 +195,8 @@ class BatchedMLP:
     def features(x: Tensor) -> Tensor:
         return torch.stack([x, torch.sin(math.pi * x), torch.cos(math.pi * x)], -1)
 
-    def logp(self, x: Tensor, weights: list[Tensor] | None = None) -> Tensor:
-        """Log-probabilities ``[R, B, n_y]`` for contexts ``x[B]`` (or ``x[R, B]``)."""
+    def logits(self, x: Tensor, weights: list[Tensor] | None = None) -> Tensor:
+        """Output layer ``[R, B, n_out]`` for contexts ``x[B]`` (or ``x[R, B]``)."""
         ws = self.all() if weights is None else weights
         w1, w2, w3, b1, b2, b3 = ws
         h = self.features(x.float())
@@ -203,7 +204,42 @@ class BatchedMLP:
             h = h.expand(w1.shape[0], -1, -1)
         h = torch.tanh(h @ w1 + b1)
         h = torch.tanh(h @ w2 + b2)
-        return torch.log_softmax(h @ w3 + b3, -1)
+        return h @ w3 + b3
+
+    def logp(self, x: Tensor, weights: list[Tensor] | None = None) -> Tensor:
+        """Log-probabilities ``[R, B, n_y]`` for contexts ``x[B]`` (or ``x[R, B]``)."""
+        return torch.log_softmax(self.logits(x, weights), -1)
+
+    def snapshot(self) -> list[Tensor]:
+        return [p.detach().clone() for p in self.all()]
+
+
+class PairMLP:
+    """``R`` independent MLPs ``(x, y) -> scalar`` (response as an input, so smooth in ``y``)."""
+
+    def __init__(self, runs: int, hidden: int, gen: torch.Generator, device="cpu"):
+        def init(fan_in: int, fan_out: int) -> Tensor:
+            bound = 1.0 / math.sqrt(fan_in)
+            w = (torch.rand(runs, fan_in, fan_out, generator=gen) * 2 - 1) * bound
+            return w.to(device).requires_grad_(True)
+
+        self.params = [init(6, hidden), init(hidden, hidden), init(hidden, 1)]
+        self.biases = [
+            torch.zeros(runs, 1, d, device=device, requires_grad=True) for d in (hidden, hidden, 1)
+        ]
+
+    def all(self) -> list[Tensor]:
+        return self.params + self.biases
+
+    def __call__(self, x: Tensor, y: Tensor, weights: list[Tensor] | None = None) -> Tensor:
+        """Outputs ``[R, *shape]`` for ``x``, ``y`` of one shape."""
+        w1, w2, w3, b1, b2, b3 = self.all() if weights is None else weights
+        h = torch.cat([BatchedMLP.features(x.float()), BatchedMLP.features(y.float())], -1)
+        shape = h.shape[:-1]
+        h = h.reshape(1, -1, 6)
+        h = torch.tanh(h @ w1 + b1)
+        h = torch.tanh(h @ w2 + b2)
+        return (h @ w3 + b3)[..., 0].reshape(-1, *shape)
 
     def snapshot(self) -> list[Tensor]:
         return [p.detach().clone() for p in self.all()]
@@ -249,6 +285,169 @@ def train_dpo(
     return net
 
 
+SCORES = ("pooled", "per_example")
+
+
+SCORE_MODELS = ("bt", "direct")
+
+
+def fit_win_rates(
+    data: Mapping[str, Tensor], n_y: int, cfg: Mapping[str, Any], gen: torch.Generator, device="cpu"
+):
+    """Preference-probability model ``s_k(x, y) ≈ E_{y' ~ mu}[I_k(y > y') | x, y]`` for the two objectives.
+
+    The inner sum of Eq. `empirical-dual`, ``(1/N) sum_i I_k(y, y')`` over the records of response ``y``,
+    is the empirical win rate of ``y``; with a continuous context it needs smoothing across ``x``.  Two
+    estimators (``mopo.score_model.kind``), one small MLP per objective, Bernoulli log-likelihood, Adam.
+
+    The network takes the response as an input (:class:`PairMLP`), so the estimate is smooth in ``y``
+    as well as in ``x``.
+
+    * ``bt`` (default): a Bradley-Terry model ``P(I_k = 1) = sigmoid(r_k(x, y) - r_k(x, y'))`` of each record
+      -- the generative model of the data (appendix `motivating_example`; DPO's implicit reward is the same
+      model) -- then ``s_k(x, y) = mean_{y' != y} sigmoid(r_k(x, y) - r_k(x, y'))`` exactly on the grid
+      (``y' ~ mu`` uniform over the other responses, as the data are drawn);
+    * ``direct``: logistic regression of the indicators on ``(x, y)`` alone (``y'`` marginalised), which
+      assumes nothing about the labels but learns from each record only whether ``y`` won.
+
+    Config (``mopo.score_model``): ``kind``, ``steps`` (2000), ``batch`` (1024), ``lr`` (0.01, decayed to
+    ``lr_final`` 1e-3), ``hidden`` (64).  Returns ``win(x[B]) -> [B, n_y, 2]`` (objective last).
+    """
+    sm = dict(cfg.get("score_model", {}) or {})
+    kind = str(sm.get("kind", "bt"))
+    if kind not in SCORE_MODELS:
+        raise ConfigError("mopo.score_model.kind", kind, f"must be one of {list(SCORE_MODELS)}")
+    steps, batch = int(sm.get("steps", 2000)), int(sm.get("batch", 1024))
+    lr, lr_final = float(sm.get("lr", 0.01)), sm.get("lr_final", 1e-3)
+    ys, yps, ind = O.augment_symmetric(
+        data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float()
+    )
+    grid = torch.linspace(0, 1, n_y, device=device)
+    xs = torch.cat([data["x"], data["x"]]).float().to(device)
+    ys, yps, ind = ys.to(device), yps.to(device), ind.to(device)
+    net = PairMLP(2, int(sm.get("hidden", 64)), gen, device)
+    opts = _optimizer(net.all(), lr, steps, None if lr_final is None else float(lr_final))
+    n = len(xs)
+    for _ in range(steps):
+        idx = torch.randint(n, (batch,), generator=gen).to(device)
+        z = net(xs[idx], grid[ys[idx]])  # [2, B]
+        if kind == "bt":
+            z = z - net(xs[idx], grid[yps[idx]])
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(z, ind[idx].T, reduction="none")
+        _step(opts, net.all(), loss.mean(-1).sum())
+    snap = net.snapshot()
+    off_diag = 1.0 - torch.eye(n_y, device=device)
+
+    def win(x: Tensor) -> Tensor:
+        with torch.no_grad():
+            out = net(x[:, None].expand(-1, n_y), grid.expand(len(x), -1), snap)  # [2, B, n_y]
+            if kind == "direct":
+                return torch.sigmoid(out).permute(1, 2, 0)
+            p = torch.sigmoid(out[..., :, None] - out[..., None, :])  # [2, B, y, y']
+            return ((p * off_diag).sum(-1) / (n_y - 1)).permute(1, 2, 0)
+
+    return win
+
+
+def pooled_thresholds(win, n: int, n_x: int = 101, device="cpu") -> list[float]:
+    """Threshold sweep for pooled scores: ``n`` values of ``G`` from the primary optimum's constraint win
+    rate ``E_x s_2(x, argmax_y s_1(x, y))`` (below it the constraint is slack, ``lam = 0``) to the best
+    achievable ``E_x max_y s_2(x, y)``, both under the fitted model of :func:`fit_win_rates`."""
+    s = win(torch.linspace(0, 1, n_x, device=device))
+    lo = s[..., 1].gather(1, s[..., 0].argmax(1, keepdim=True)).mean()
+    hi = s[..., 1].amax(1).mean()
+    return np.linspace(float(lo), float(hi), n).tolist()
+
+
+def train_mopo_pooled(
+    data: dict[str, Tensor],
+    n_y: int,
+    thresholds: list[float],
+    cfg: Mapping[str, Any],
+    gen: torch.Generator,
+    device="cpu",
+    win=None,
+) -> tuple[BatchedMLP, Tensor]:
+    """Algorithm `mopo` with pooled scores (``mopo.scores: pooled``), one run per threshold (vectorised).
+
+    Eq. `empirical-dual` writes ``rho*_lam(y) = exp((tau N)^{-1} sum_i [I_p(y, y') + lam^T I_q(y, y')] - 1)``:
+    the indicators are averaged over the data *inside* the exponential, i.e. ``rho*`` tilts by the
+    empirical win rates.  Exponentiating each record's own indicators and averaging afterwards
+    (``scores: per_example``, :func:`train_mopo`) gives, in expectation over the labels, the tilt
+    ``E[(1 + (e^{1/tau} - 1) I_p)(1 + (e^{lam/tau} - 1) I_q)]`` instead (Jensen), in which no ``lam`` removes
+    the primary's factor (:func:`ideal_mopo_points`).  Here the win rates ``s(x, y)`` come from
+    :func:`fit_win_rates` and, per mini-batch of contexts, everything is exact on the response grid:
+
+    * ``pi*(y | x) ∝ pi_lag(y | x) exp((s_p(x, y) + lam s_q(x, y)) / tau)`` (Prop. `main_dual`, normalised
+      per context as in the tabular extraction of section `Policy Extraction`);
+    * ``lam`` step with ``G(rho*) - b``, ``G = E_x sum_y pi*(y | x) s_q(x, y)`` (``constraint_on: rho``, the
+      default here; ``policy`` uses ``pi_psi`` instead), or with the ``chi`` lower bound when ``eps > 0``
+      (atoms = batch contexts × grid responses under ``pi_lag``);
+    * Eq. `policy-extraction` ``max E_{y ~ pi_ref}[rho* log pi_psi]`` with the expectation over the grid
+      taken exactly (cross-entropy to ``pi*``) instead of over the sampled records;
+    * lagged reference every ``t0`` steps exactly as :func:`train_mopo`.
+    """
+    runs = len(thresholds)
+    steps, batch = int(cfg.get("steps", 3000)), int(cfg.get("batch", 256))
+    tau, t0, eps = float(cfg.get("tau", 1.0)), cfg.get("t0", 200), float(cfg.get("eps", 0.0))
+    lr = float(cfg.get("lr", 0.01))
+    use_policy_g = str(cfg.get("constraint_on", "rho")) == "policy"
+    ref_update = str(cfg.get("reference_update", "lagged"))
+    if ref_update not in ("lagged", "current"):
+        raise ConfigError("mopo.reference_update", ref_update, "must be 'lagged' or 'current'")
+    if win is None:
+        win = fit_win_rates(data, n_y, cfg, gen, device)
+    net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
+    opts = _optimizer(net.all(), lr, steps, cfg.get("lr_final"))
+    lam = torch.zeros(runs, 1, device=device)
+    chi = torch.ones(runs, 1, device=device)
+    opt_lam, opt_chi = Adam(lam, float(cfg.get("lr_lambda", lr)), None, steps), Adam(chi, lr, None, steps)
+    b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
+    xs = data["x"].float().to(device)
+    s_all = torch.cat([win(c) for c in xs.split(4096)])  # win rates of every data context [N, n_y, 2]
+    lag: list[Tensor] | None = None  # None = the uniform pi_ref
+    saved = net.snapshot()
+    n = len(xs)
+    for t in range(1, steps + 1):
+        idx = torch.randint(n, (batch,), generator=gen).to(device)
+        xb = xs[idx]
+        with torch.no_grad():
+            sp, sq = s_all[idx, :, 0], s_all[idx, :, 1]
+            if lag is None:
+                log_lag = torch.full((runs, batch, n_y), -math.log(n_y), device=device)
+            else:
+                log_lag = net.logp(xb, lag)
+
+            def target(lam_: Tensor, log_lag=log_lag, sp=sp, sq=sq) -> Tensor:
+                return torch.log_softmax(log_lag + (sp + lam_[:, :, None] * sq) / tau, -1)
+
+            log_t = target(lam)
+            if use_policy_g:
+                g = (torch.exp(net.logp(xb)) * sq).sum(-1).mean(-1, keepdim=True)
+            elif eps > 0:
+                w_atoms = (torch.exp(log_lag) / batch).reshape(runs, -1)
+                x_lb = (torch.exp(log_t - log_lag) * sq).reshape(runs, -1, 1)  # rho q per atom
+                chi_v = chi.clone().requires_grad_(True)
+                with torch.enable_grad():
+                    (g_chi,) = torch.autograd.grad(O.chi_loss(x_lb, chi_v, eps, w_atoms).sum(), chi_v)
+                opt_chi.step(g_chi)
+                chi.clamp_(min=1e-4)
+                g = O.lower_bound(x_lb, chi, eps, w_atoms)
+            else:
+                g = (torch.exp(log_t) * sq).sum(-1).mean(-1, keepdim=True)
+            opt_lam.step(g - b)
+            lam.clamp_(min=0.0)
+            tgt = torch.exp(target(lam))
+        loss = -(tgt * net.logp(xb)).sum(-1).mean(-1).sum()
+        _step(opts, net.all(), loss)
+        if t0 and t % int(t0) == 0:
+            if ref_update == "current":
+                lag = net.snapshot()
+            else:
+                lag, saved = saved, net.snapshot()
+    return net, lam
+
+
 def train_mopo(
     data: dict[str, Tensor],
     n_y: int,
@@ -257,15 +456,17 @@ def train_mopo(
     gen: torch.Generator,
     device="cpu",
 ) -> tuple[BatchedMLP, Tensor]:
-    """Algorithm `mopo` with a neural policy, one run per threshold ``b`` (vectorised).
+    """Algorithm `mopo` with per-example scores (``mopo.scores: per_example``), one run per threshold ``b``.
 
-    Per step, on a mini-batch of the symmetrically augmented data (atoms = examples): ``rho*_lam`` from the
-    per-example scores ``I_1 + lam I_2`` (Eq. `empirical-dual`, normalised over the batch under the lagged
-    reference), the projected ``lam`` step with ``G - b`` (``eps = 0``) or the ``chi`` lower bound
-    (``eps > 0``), and the weighted BC step of Eq. `policy-extraction` with the lag importance ratios.
-    Every ``t0`` steps ``pi_ref <- pi_psi^(t - t0)`` (parameter snapshot; ``reference_update: current``
-    takes ``pi_psi^(t)`` instead, target-network style, so each update sharpens the reference once rather
-    than every other time). Returns the net and ``lam``.
+    Each record's own indicators are exponentiated; :func:`train_mopo_pooled` (the default) averages them
+    inside the exponential as Eq. `empirical-dual` writes it -- see there for why that matters.  Per step, on
+    a mini-batch of the symmetrically augmented data (atoms = examples): ``rho*_lam`` from the per-example
+    scores ``I_1 + lam I_2`` (Eq. `empirical-dual`, normalised over the batch under the lagged reference), the
+    projected ``lam`` step with ``G - b`` (``eps = 0``) or the ``chi`` lower bound (``eps > 0``), and the
+    weighted BC step of Eq. `policy-extraction` with the lag importance ratios. Every ``t0`` steps ``pi_ref <-
+    pi_psi^(t - t0)`` (parameter snapshot; ``reference_update: current`` takes ``pi_psi^(t)`` instead, target-
+    network style, so each update sharpens the reference once rather than every other time). Returns the net
+    and ``lam``.
 
     Departure (``constraint_on: policy``, the default): the ``lam`` step uses ``G`` of the *extracted* policy,
     ``E_{y ~ pi_psi}[I_2]`` estimated on the batch with self-normalised ratios ``pi_psi / mu``, instead of
@@ -360,6 +561,7 @@ def ideal_mopo_points(
     primary: int = 0,
     n_x: int = 101,
     n_y: int = 41,
+    scores: str = "per_example",
 ) -> np.ndarray:
     """Expected rewards ``[len(lams), 2]`` of MOPO's idealised iterates: infinite data, exact extraction.
 
@@ -370,7 +572,13 @@ def ideal_mopo_points(
     bound on what the neural runs of :func:`train_mopo` can reach with ``steps / t0`` phases, for every
     threshold at once (``lam`` sweeps them; ``lam -> inf`` is the hardest constraint). Note the primary's
     factor stays ``e^{1/tau}`` whatever ``lam``: a large ``lam`` cannot undo the tilt towards the primary.
+
+    ``scores="pooled"`` (:func:`train_mopo_pooled`, Eq. `empirical-dual` with the win rates inside the
+    exponential): ``m(x, y) = exp((E_{y'}[p_p] + lam E_{y'}[p_c]) / tau)``, which tends to ``argmax_y
+    E_{y'}[p_c]`` as ``lam -> inf``.
     """
+    if scores not in SCORES:
+        raise ConfigError("scores", scores, f"must be one of {list(SCORES)}")
     lam_v = np.concatenate([[0.0], np.geomspace(1e-2, 1e3, 40)]) if lams is None else np.asarray(lams)
     x = torch.linspace(0, 1, n_x, dtype=torch.float64)
     g = torch.linspace(0, 1, n_y, dtype=torch.float64)
@@ -381,8 +589,11 @@ def ideal_mopo_points(
     lp = torch.logaddexp(torch.log1p(-pp), torch.log(pp) + 1.0 / tau)
     out = []
     for lam in lam_v:
-        lc = torch.logaddexp(torch.log1p(-pc), torch.log(pc) + float(lam) / tau)
-        log_m = torch.logsumexp(lp + lc, -1)
+        if scores == "pooled":
+            log_m = (pp.mean(-1) + float(lam) * pc.mean(-1)) / tau
+        else:
+            lc = torch.logaddexp(torch.log1p(-pc), torch.log(pc) + float(lam) / tau)
+            log_m = torch.logsumexp(lp + lc, -1)
         pi = torch.softmax(phases * (log_m - log_m.amax(-1, keepdim=True)), -1)
         out.append([float((pi * r[0]).sum(-1).mean()), float((pi * r[1]).sum(-1).mean())])
     return np.asarray(out)
@@ -445,6 +656,36 @@ def reference_point(point_sets: list[np.ndarray], margin: float = 0.01) -> np.nd
     return lo - margin * (hi - lo)
 
 
+def _train_head(d, thr, swap: bool, mcfg, n_y: int, n_thr: int, gen, device, win):
+    """One MOPO head over a threshold sweep (``thr``: list or ``"auto"``); ``swap``: objectives swapped."""
+    if win is None:  # per-example scores
+        thr = auto_thresholds(d, n_y, n_thr) if thr == "auto" else thr
+        net, lam = train_mopo(d, n_y, [float(t) for t in thr], mcfg, gen, device)
+        return net, lam, thr
+    head_win = (lambda xb: win(xb).flip(-1)) if swap else win
+    thr = pooled_thresholds(head_win, n_thr, device=device) if thr == "auto" else thr
+    net, lam = train_mopo_pooled(d, n_y, [float(t) for t in thr], mcfg, gen, device, head_win)
+    return net, lam, thr
+
+
+def _check_mopo_config(mcfg: Mapping[str, Any]) -> None:
+    """Reject bad ``mopo`` options of the motivating example before anything is trained."""
+    primaries = [int(k) for k in mcfg.get("primaries", [0])]
+    if not set(primaries) <= {0, 1} or 0 not in primaries:
+        raise ConfigError("mopo.primaries", primaries, "must be [0] or [0, 1] (0 = r1 primary)")
+    checks = [
+        ("scores", "pooled", SCORES),
+        ("reference_update", "lagged", ("lagged", "current")),
+        ("constraint_on", "rho", ("rho", "policy")),
+    ]
+    for key, default, allowed in checks:
+        if str(mcfg.get(key, default)) not in allowed:
+            raise ConfigError(f"mopo.{key}", mcfg.get(key), f"must be one of {list(allowed)}")
+    kind = str(dict(mcfg.get("score_model", {}) or {}).get("kind", "bt"))
+    if kind not in SCORE_MODELS:
+        raise ConfigError("mopo.score_model.kind", kind, f"must be one of {list(SCORE_MODELS)}")
+
+
 def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
     """The motivating example on one or more reward sets; returns Pareto points, hypervolume, distance.
 
@@ -453,7 +694,10 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
     thresholds: [..] | auto, n_thresholds, primaries: [0] | [0, 1], thresholds_r1, reference_update}``
     (see :func:`auto_thresholds`; ``primaries: [0, 1]`` adds an r2-primary policy constrained on the r1 win
     rate, reported as ``MOPO r2 primary`` and, with the r1-primary ones, ``MOPO both primaries``),
-    ``cop: {n}``, ``grid: {n_x, n_y, n_w}`` (evaluation grids).
+    ``cop: {n}``, ``grid: {n_x, n_y, n_w}`` (evaluation grids). ``mopo.scores``: ``pooled`` (default,
+    :func:`train_mopo_pooled` with the win-rate model of :func:`fit_win_rates`, options under
+    ``mopo.score_model``; automatic thresholds from :func:`pooled_thresholds`) or ``per_example``
+    (:func:`train_mopo`, automatic thresholds from :func:`auto_thresholds`).
     """
     sets = list(config.get("reward_sets", ["A", "B"]))
     n, n_y, seed = int(config.get("n", 4000)), int(config.get("n_y", 41)), int(config.get("seed", 0))
@@ -469,6 +713,7 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
         "config": dict(config),
         "sets": {},
     }
+    _check_mopo_config(mcfg)
     for rs in sets:
         gen = torch.Generator().manual_seed(seed)
         data = make_data(rs, n, n_y, gen, ws)
@@ -489,25 +734,22 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
         dpo = train_dpo(list(dsets.values()), n_y, dcfg, gen, device)
         gx, gy = int(grid.get("n_x", 101)), int(grid.get("n_y", 1001))
         front = true_front(rs, gx, gy, int(grid.get("n_w", 401)))
-        thresholds = mcfg.get("thresholds", "auto")
-        if thresholds == "auto":
-            thresholds = auto_thresholds(data, n_y, int(mcfg.get("n_thresholds", 9)))
-        mopo, lam = train_mopo(data, n_y, [float(t) for t in thresholds], mcfg, gen, device)
         primaries = [int(k) for k in mcfg.get("primaries", [0])]
-        if not set(primaries) <= {0, 1} or 0 not in primaries:
-            raise ConfigError("mopo.primaries", primaries, "must be [0] or [0, 1] (0 = r1 primary)")
+        scores = str(mcfg.get("scores", "pooled"))
+        n_thr = int(mcfg.get("n_thresholds", 9))
+        data2 = {**data, "z1": data["z2"], "z2": data["z1"]}  # r2 primary: swap the labels
+
+        win = fit_win_rates(data, n_y, mcfg, gen, device) if scores == "pooled" else None
+        head = {"mcfg": mcfg, "n_y": n_y, "n_thr": n_thr, "gen": gen, "device": device, "win": win}
+        mopo, lam, thresholds = _train_head(data, mcfg.get("thresholds", "auto"), swap=False, **head)
         mopo2 = None
-        if 1 in primaries:  # second head: r2 primary, constraint on the r1 win rate (swap the labels)
-            data2 = {**data, "z1": data["z2"], "z2": data["z1"]}
-            thr2 = mcfg.get("thresholds_r1", "auto")
-            if thr2 == "auto":
-                thr2 = auto_thresholds(data2, n_y, int(mcfg.get("n_thresholds", 9)))
-            mopo2, lam2 = train_mopo(data2, n_y, [float(t) for t in thr2], mcfg, gen, device)
+        if 1 in primaries:  # second head: r2 primary, constraint on the r1 win rate
+            mopo2, lam2, thr2 = _train_head(data2, mcfg.get("thresholds_r1", "auto"), swap=True, **head)
         cop_pts = cop_oracle(
             rs, cop_thresholds(rs, int(dict(config.get("cop", {}) or {}).get("n", 25)), gx, gy), gx, gy
         )
         dense = pareto.densify_front(front)
-        res = {"mopo_thresholds": list(thresholds), "mopo_lambda": lam[:, 0].tolist()}
+        res = {"mopo_scores": scores, "mopo_thresholds": list(thresholds), "mopo_lambda": lam[:, 0].tolist()}
         if mopo2 is not None:
             res |= {"mopo_r2_primary_thresholds": list(thr2), "mopo_r2_primary_lambda": lam2[:, 0].tolist()}
         for tag, greedy in (("", False), ("_greedy", True)):
