@@ -43,6 +43,12 @@ def main(argv: list[str] | None = None) -> dict:
         default=None,
         help="ACPO's J_C estimate (default: ACPOConfig's 'phase'; 'batch' = plain batch mean, the old one)",
     )
+    ap.add_argument(
+        "--error-correction",
+        type=float,
+        default=None,
+        help="ACPO's model-error correction rate (ACPOConfig.error_correction; default 0 = off, the text)",
+    )
     args = ap.parse_args(argv)
     out = Path(args.out)
     jobs = []
@@ -51,6 +57,8 @@ def main(argv: list[str] | None = None) -> dict:
         for task in args.tasks:
             for algo in args.algos:
                 tag = f"compare_{task}_{algo}_s{seed}_n{args.steps}_d{args.delta:g}"
+                if algo == "acpo" and args.error_correction:
+                    tag += f"_ec{args.error_correction:g}"
                 jobs.append(
                     {
                         "task": task,
@@ -59,6 +67,11 @@ def main(argv: list[str] | None = None) -> dict:
                         "steps": args.steps,
                         "config": {
                             **algo_config(algo, args.delta),
+                            **(
+                                {"error_correction": args.error_correction}
+                                if algo == "acpo" and args.error_correction
+                                else {}
+                            ),
                             **({"n_envs": args.n_envs} if args.n_envs else {}),
                             **(
                                 {"cost_estimate": args.cost_estimate}

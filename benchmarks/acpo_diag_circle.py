@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set", nargs="*", default=[], help="extra ACPOConfig key=value (json values)")
     ap.add_argument("--out", default=None)
+    ap.add_argument(
+        "--eval-every-iters",
+        type=int,
+        default=0,
+        help="also evaluate the deterministic and the stochastic policy (5 × 10³ steps) every N iterations",
+    )
     args = ap.parse_args(argv)
     set_torch_threads(1)
     task = TASKS["PointCircle"]
@@ -64,6 +70,20 @@ def main(argv: list[str] | None = None) -> dict:
                 "ep_cost_sd",
             )
         }
+        row["log_std"] = a.policy.log_std.detach().cpu().tolist()
+        if args.eval_every_iters and int(row["iteration"]) % args.eval_every_iters == 0:
+            d = average_reward_evaluation(a, 5, 1000)
+            s_ = average_reward_evaluation(a, 5, 1000, deterministic=False)
+            row["eval"] = {
+                "det_reward": d["avg_reward"],
+                "det_cost": float(d["avg_costs"][0]),
+                "sto_reward": s_["avg_reward"],
+                "sto_cost": float(s_["avg_costs"][0]),
+            }
+            print(
+                f"  eval det R {d['avg_reward']:.4f} C {row['eval']['det_cost']:.4f}  "
+                f"sto R {s_['avg_reward']:.4f} C {row['eval']['sto_cost']:.4f}  log_std {row['log_std']}"
+            )
         rows.append(row)
         print(
             f"it {int(row['iteration']):3d} ep {int(row['episodes']):3d} JC {row['avg_costs'][0]:.4f} "

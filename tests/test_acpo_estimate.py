@@ -37,3 +37,31 @@ def test_bad_cost_estimate_is_rejected():
         assert "cost_estimate" in str(e)
     else:  # pragma: no cover
         raise AssertionError("cost_estimate='median' was accepted")
+
+
+def test_model_error_correction_tracks_realised_minus_predicted_change():
+    """``b <- (1 - α) b + α (ΔĴ_C − predicted)``, only tightening: known sequence, α = 0.5."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from bayescrl.constrained.acpo import ACPO
+
+    algo = ACPO.__new__(ACPO)  # the correction needs no environment
+    algo.m, algo.config = 1, SimpleNamespace(error_correction=0.5)
+    algo.setup()
+    np.testing.assert_allclose(algo._corrected(np.array([0.05])), [0.0])  # first iteration: no comparison
+    algo._prev_pred = np.array([-0.02])  # the step predicted a decrease of 0.02 ...
+    # ... and the cost rose by 0.01: error 0.03
+    np.testing.assert_allclose(algo._corrected(np.array([0.06])), [0.5 * 0.03])
+    algo._prev_pred = np.array([0.01])
+    np.testing.assert_allclose(algo._corrected(np.array([0.02])), [0.0])  # b = 0.015/2 - 0.025 < 0: off
+    np.testing.assert_allclose(algo._bias, [0.5 * 0.015 + 0.5 * (0.02 - 0.06 - 0.01)])
+    algo.config.error_correction = 0.0
+    np.testing.assert_allclose(algo._corrected(np.array([0.5])), [0.0])  # off: the text's constraint
+    try:
+        ACPOConfig(error_correction=1.5).validate()
+    except ConfigError as e:
+        assert "error_correction" in str(e)
+    else:  # pragma: no cover
+        raise AssertionError("error_correction=1.5 was accepted")
