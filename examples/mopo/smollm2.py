@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--prompts", type=int, default=20, help="training prompts (the rest are held out)")
-    ap.add_argument("--pairs-per-prompt", type=int, default=2)
+    ap.add_argument("--pairs-per-prompt", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
@@ -146,6 +146,8 @@ def main(argv: list[str] | None = None) -> dict:
     train_topics, test_topics = TOPICS[: a.prompts], TOPICS[a.prompts :]
 
     # 1. offline preference data from the model's own samples, labelled by the two proxies
+    n_ans = 2 * a.pairs_per_prompt
+    print(f"[1/3] sampling {n_ans} answers for each of {len(train_topics)} prompts", flush=True)
     probe = lora_policy(copy.deepcopy(base), {"r": 1, "target_modules": ["q_proj"]})
     recs = []
     for rep in range(a.pairs_per_prompt):
@@ -154,8 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
         yb = generate(probe, tok, prompts, max_new_tokens=a.max_new_tokens, seed=a.seed + 2 * rep + 1)
         sa, sb = scores(train_topics, ya), scores(train_topics, yb)
         for i, p in enumerate(prompts):
-            if not ya[i].strip() or not yb[i].strip():
-                continue
+            if not ya[i].strip() or not yb[i].strip() or sa[i, 1] == sb[i, 1]:
+                continue  # a tie on the primary carries no preference: skip the pair
             prefs = [int(sa[i, k] > sb[i, k]) if sa[i, k] != sb[i, k] else rep % 2 for k in range(2)]
             recs.append({"prompt": p, "response_a": ya[i], "response_b": yb[i], "prefs": prefs})
     data = validate_records(recs, 2, ("positive", "on_topic"), source="smollm2")
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
     del probe
 
     # 2. MOPO with LoRA on the attention projections
+    print(f"[2/3] {len(data)} preference records; training MOPO for {a.steps} steps", flush=True)
     cfg = MOPOLMConfig(
         method="mopo",
         primary=1,
@@ -172,7 +175,7 @@ def main(argv: list[str] | None = None) -> dict:
         t0=10,
         steps=a.steps,
         batch_size=4,
-        lr=2e-4,
+        lr=1e-4,
         max_length=512,
         peft={
             "r": 16,
@@ -184,11 +187,21 @@ def main(argv: list[str] | None = None) -> dict:
     )
     policy = lora_policy(base, cfg.peft).to(device)
     test_prompts = [chat_prompt(tok, t) for t in test_topics]
-    before = scores(test_topics, generate(policy, tok, test_prompts, max_new_tokens=a.max_new_tokens, seed=7))
+
+    def held_out_scores(model) -> tuple[torch.Tensor, list[str]]:
+        """Both proxies of two fresh answers per held-out prompt (fixed sampling seeds)."""
+        answers = [
+            ans
+            for seed in (7, 8)
+            for ans in generate(model, tok, test_prompts, max_new_tokens=a.max_new_tokens, seed=seed)
+        ]
+        return scores(test_topics * 2, answers), answers
+
+    before, _ = held_out_scores(policy)
     tr = MOPOLMTrainer(policy, tok, data, cfg, log_path=a.out / "train_log.jsonl")
     log = tr.train()
-    answers = generate(tr.model, tok, test_prompts, max_new_tokens=a.max_new_tokens, seed=7)
-    after = scores(test_topics, answers)
+    print("[3/3] scoring fresh answers on the held-out prompts", flush=True)
+    after, answers = held_out_scores(tr.model)
     tr.save_checkpoint(a.out / "checkpoint")
     res = {
         "model": "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised)",
