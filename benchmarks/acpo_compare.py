@@ -12,6 +12,7 @@ over CPO in final average reward (the seed reports +52.5 % on Point-Gather after
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -49,7 +50,21 @@ def main(argv: list[str] | None = None) -> dict:
         default=None,
         help="ACPO's model-error correction rate (ACPOConfig.error_correction; default 0 = off, the text)",
     )
+    ap.add_argument(
+        "--acpo-set",
+        nargs="*",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra ACPOConfig entries for ACPO runs (JSON values), e.g. log_std_init=-0.5",
+    )
     args = ap.parse_args(argv)
+    acpo_extra = {}
+    for kv in args.acpo_set:
+        key, _, val = kv.partition("=")
+        try:
+            acpo_extra[key] = json.loads(val)
+        except json.JSONDecodeError:
+            acpo_extra[key] = val
     out = Path(args.out)
     jobs = []
     # seed-major order: an interrupted study has every algorithm on its first seeds (runs resume per file)
@@ -59,6 +74,8 @@ def main(argv: list[str] | None = None) -> dict:
                 tag = f"compare_{task}_{algo}_s{seed}_n{args.steps}_d{args.delta:g}"
                 if algo == "acpo" and args.error_correction:
                     tag += f"_ec{args.error_correction:g}"
+                if algo == "acpo" and acpo_extra:
+                    tag += "_" + "_".join(f"{k}{v}" for k, v in sorted(acpo_extra.items()))
                 jobs.append(
                     {
                         "task": task,
@@ -72,6 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
                                 if algo == "acpo" and args.error_correction
                                 else {}
                             ),
+                            **(acpo_extra if algo == "acpo" else {}),
                             **({"n_envs": args.n_envs} if args.n_envs else {}),
                             **(
                                 {"cost_estimate": args.cost_estimate}
