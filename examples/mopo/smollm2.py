@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--pairs-per-prompt", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tau", type=float, default=0.5, help="KL regularisation of MOPO")
+    ap.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
     a = ap.parse_args(argv)
     set_torch_threads()
     seed_everything(a.seed)
@@ -169,13 +171,13 @@ def main(argv: list[str] | None = None) -> dict:
     cfg = MOPOLMConfig(
         method="mopo",
         primary=1,
-        tau=0.5,
+        tau=a.tau,
         epsilon=0.1,
         beta=0.95,
         t0=10,
         steps=a.steps,
         batch_size=4,
-        lr=1e-4,
+        lr=a.lr,
         max_length=512,
         peft={
             "r": 16,
