@@ -137,6 +137,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tau", type=float, default=0.5, help="KL regularisation of MOPO")
     ap.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
+    ap.add_argument(
+        "--eval-on",
+        choices=["held-out", "train"],
+        default="held-out",
+        help="score fresh answers on the held-out prompts (default) or on the training prompts",
+    )
     a = ap.parse_args(argv)
     set_torch_threads()
     seed_everything(a.seed)
@@ -188,6 +194,8 @@ def main(argv: list[str] | None = None) -> dict:
         seed=a.seed,
     )
     policy = lora_policy(base, cfg.peft).to(device)
+    if a.eval_on == "train":  # in-distribution check: does the optimisation move the proxies at all?
+        test_topics = train_topics
     test_prompts = [chat_prompt(tok, t) for t in test_topics]
 
     def held_out_scores(model) -> tuple[torch.Tensor, list[str]]:
@@ -209,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict:
         "model": "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised)",
         "dtype": str(dtype),
         "records": len(data),
+        "eval_on": f"{a.eval_on} prompts ({len(test_topics)}), two sampled answers each",
         "objectives": {
             "0 (constraint)": "positive (VADER compound)",
             "1 (primary)": "on_topic (prompt words)",
