@@ -285,6 +285,28 @@ def train_dpo(
     return net
 
 
+class _MopoRun:
+    """Settings and state shared by :func:`train_mopo` and :func:`train_mopo_pooled` (a run per threshold)."""
+
+    def __init__(self, thresholds, n_y: int, cfg: Mapping[str, Any], gen, device, constraint_default: str):
+        self.runs = len(thresholds)
+        self.steps, self.batch = int(cfg.get("steps", 3000)), int(cfg.get("batch", 256))
+        self.tau, self.t0 = float(cfg.get("tau", 1.0)), cfg.get("t0", 200)
+        self.eps = float(cfg.get("eps", 0.0))
+        lr = float(cfg.get("lr", 0.01))
+        self.use_policy_g = str(cfg.get("constraint_on", constraint_default)) == "policy"
+        self.ref_update = str(cfg.get("reference_update", "lagged"))
+        if self.ref_update not in ("lagged", "current"):
+            raise ConfigError("mopo.reference_update", self.ref_update, "must be 'lagged' or 'current'")
+        self.net = BatchedMLP(self.runs, n_y, int(cfg.get("hidden", 64)), gen, device)
+        self.opts = _optimizer(self.net.all(), lr, self.steps, cfg.get("lr_final"))
+        self.lam = torch.zeros(self.runs, 1, device=device)
+        self.chi = torch.ones(self.runs, 1, device=device)
+        self.opt_lam = Adam(self.lam, float(cfg.get("lr_lambda", lr)), None, self.steps)
+        self.opt_chi = Adam(self.chi, lr, None, self.steps)
+        self.b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
+
+
 SCORES = ("pooled", "per_example")
 
 
@@ -387,22 +409,12 @@ def train_mopo_pooled(
       taken exactly (cross-entropy to ``pi*``) instead of over the sampled records;
     * lagged reference every ``t0`` steps exactly as :func:`train_mopo`.
     """
-    runs = len(thresholds)
-    steps, batch = int(cfg.get("steps", 3000)), int(cfg.get("batch", 256))
-    tau, t0, eps = float(cfg.get("tau", 1.0)), cfg.get("t0", 200), float(cfg.get("eps", 0.0))
-    lr = float(cfg.get("lr", 0.01))
-    use_policy_g = str(cfg.get("constraint_on", "rho")) == "policy"
-    ref_update = str(cfg.get("reference_update", "lagged"))
-    if ref_update not in ("lagged", "current"):
-        raise ConfigError("mopo.reference_update", ref_update, "must be 'lagged' or 'current'")
     if win is None:
         win = fit_win_rates(data, n_y, cfg, gen, device)
-    net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
-    opts = _optimizer(net.all(), lr, steps, cfg.get("lr_final"))
-    lam = torch.zeros(runs, 1, device=device)
-    chi = torch.ones(runs, 1, device=device)
-    opt_lam, opt_chi = Adam(lam, float(cfg.get("lr_lambda", lr)), None, steps), Adam(chi, lr, None, steps)
-    b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
+    st = _MopoRun(thresholds, n_y, cfg, gen, device, constraint_default="rho")
+    runs, steps, batch, tau, t0, eps = st.runs, st.steps, st.batch, st.tau, st.t0, st.eps
+    net, opts, lam, chi, opt_lam, opt_chi, b = st.net, st.opts, st.lam, st.chi, st.opt_lam, st.opt_chi, st.b
+    use_policy_g, ref_update = st.use_policy_g, st.ref_update
     xs = data["x"].float().to(device)
     s_all = torch.cat([win(c) for c in xs.split(4096)])  # win rates of every data context [N, n_y, 2]
     lag: list[Tensor] | None = None  # None = the uniform pi_ref
@@ -476,20 +488,10 @@ def train_mopo(
     realise that ``G``. In the tabular case both coincide at the fixed point. ``constraint_on: rho`` gives
     the literal update.
     """
-    runs = len(thresholds)
-    steps, batch = int(cfg.get("steps", 3000)), int(cfg.get("batch", 256))
-    tau, t0, eps = float(cfg.get("tau", 1.0)), cfg.get("t0", 200), float(cfg.get("eps", 0.0))
-    lr = float(cfg.get("lr", 0.01))
-    use_policy_g = str(cfg.get("constraint_on", "policy")) == "policy"
-    ref_update = str(cfg.get("reference_update", "lagged"))
-    if ref_update not in ("lagged", "current"):
-        raise ConfigError("mopo.reference_update", ref_update, "must be 'lagged' or 'current'")
-    net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
-    opts = _optimizer(net.all(), lr, steps, cfg.get("lr_final"))
-    lam = torch.zeros(runs, 1, device=device)
-    chi = torch.ones(runs, 1, device=device)
-    opt_lam, opt_chi = Adam(lam, float(cfg.get("lr_lambda", lr)), None, steps), Adam(chi, lr, None, steps)
-    b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
+    st = _MopoRun(thresholds, n_y, cfg, gen, device, constraint_default="policy")
+    runs, steps, batch, tau, t0, eps = st.runs, st.steps, st.batch, st.tau, st.t0, st.eps
+    net, opts, lam, chi, opt_lam, opt_chi, b = st.net, st.opts, st.lam, st.chi, st.opt_lam, st.opt_chi, st.b
+    use_policy_g, ref_update = st.use_policy_g, st.ref_update
     ys, yps, ind = O.augment_symmetric(
         data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float()
     )
