@@ -103,7 +103,7 @@ PRIMARY = 0  # objective 0 (sentiment) is primary; objective 1 (coverage) is con
 PEFT = {
     "r": 16,
     "lora_alpha": 32,
-    "lora_dropout": 0.05,
+    "lora_dropout": 0.0,
     "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
 }
 STOP = {"how", "to", "a", "the", "why", "what", "we", "is", "does", "do", "an"}
@@ -254,9 +254,7 @@ def main(argv: list[str] | None = None) -> dict:
     train_topics, test_topics = TOPICS[: a.prompts], TOPICS[a.prompts :]
     train_prompts = [chat_prompt(tok, t) for t in train_topics]
     test_prompts = [chat_prompt(tok, t) for t in test_topics]
-    policy = lora_policy(base, {**PEFT, "lora_dropout": 0.0}).to(
-        device
-    )  # adapters start at zero: pi = pi_ref
+    policy = lora_policy(base, PEFT).to(device)  # LoRA starts at zero: pi = pi_ref before training
 
     def evaluate(model) -> dict:
         """Both proxies of fresh answers (fixed sampling seeds): held-out prompts and training prompts."""
@@ -283,10 +281,11 @@ def main(argv: list[str] | None = None) -> dict:
     data = validate_records(pair_records(data_prompts, answers, sc, rng), 2, NAMES, source="smollm2")
     data.to_jsonl(a.out / "train.jsonl")
 
+    # 2. both proxies of the reference model's fresh answers
     print("[2/4] scoring the reference model", flush=True)
     before = evaluate(policy)
 
-    # 2. MOPO with LoRA on the attention projections
+    # 3. MOPO with LoRA on the attention projections
     print(f"[3/4] {len(data)} preference records; training MOPO for {a.steps} steps", flush=True)
     cfg = MOPOLMConfig(
         method="mopo",
