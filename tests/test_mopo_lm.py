@@ -390,3 +390,19 @@ def test_left_padded_generation_matches_unpadded(tok, base, num_heads):
         for s_both, s_solo in zip(both.scores, solo.scores, strict=True):
             assert torch.allclose(s_both[row], s_solo[0], atol=1e-4)
         assert both.sequences[row, ids.shape[1] :].tolist() == solo.sequences[0, p.shape[1] :].tolist()
+
+
+def test_generate_temperature(tok, base):
+    """A vanishing temperature samples the argmax (greedy decoding); temperature 1 is the policy itself."""
+    from bayescrl.mopo.lm.evaluate import generate
+
+    pol = lora_policy(copy.deepcopy(base), LORA)
+    perturb_lora(pol)
+    prompts = ["q : how do i bake ? a :", "q : bake ? a :"]
+    greedy = generate(pol, tok, prompts, max_new_tokens=6, do_sample=False)
+    cold = [generate(pol, tok, prompts, max_new_tokens=6, seed=s, temperature=1e-4) for s in range(3)]
+    assert all(c == greedy for c in cold)
+    hot = {tuple(generate(pol, tok, prompts, max_new_tokens=6, seed=s)) for s in range(6)}
+    assert len(hot) > 1  # temperature 1 does sample
+    with pytest.raises(ValueError, match="temperature = 0"):
+        generate(pol, tok, prompts, temperature=0.0)

@@ -7,6 +7,7 @@ import torch
 
 from bayescrl.mopo.lm.data import (
     collate,
+    from_scored_samples,
     from_trl_rows,
     load_data,
     load_hh_rlhf,
@@ -140,3 +141,44 @@ def test_tokenize_rejects_over_long_records_and_collate_masks():
     assert b["response_mask"][0].sum() == len(t.a_ids[0]) and not b["response_mask"][0, :n_p].any()
     assert b["attention_mask"][0].sum() == n_p + len(t.a_ids[0])
     assert torch.all(b["input_ids"][0, n_p + len(t.a_ids[0]) :] == tok.pad_token_id)
+
+
+def test_from_scored_samples_pairs_best_with_worst():
+    """Ranked by the primary, paired outside-in; prefs follow each objective; primary ties are skipped."""
+    answers = [["w", "x", "y", "z"], ["u", "v"]]
+    scores = [
+        [[0.1, 5.0, 1.0], [0.9, 1.0, 1.0], [0.5, 3.0, 0.0], [0.3, 2.0, 2.0]],  # ranks: x > y > z > w
+        [[0.7, 0.0, 0.0], [0.7, 1.0, 1.0]],  # tie on the primary: no record
+    ]
+    for seed in range(4):
+        d = from_scored_samples(["p0", "p1"], answers, scores, primary=0, names=("h", "s", "t"), seed=seed)
+        assert d.names == ("h", "s", "t") and len(d) == 2 and d.prompts == ("p0", "p0")
+        pairs = {
+            frozenset((a, b)): (a, q.tolist())
+            for a, b, q in zip(d.responses_a, d.responses_b, d.prefs, strict=True)
+        }
+        assert set(pairs) == {frozenset("xw"), frozenset("yz")}
+        a, q = pairs[frozenset("xw")]  # x: (0.9, 1, 1) vs w: (0.1, 5, 1): x wins h, loses s, ties t
+        assert q[:2] == ([1, 0] if a == "x" else [0, 1])
+        a, q = pairs[frozenset("yz")]  # y: (0.5, 3, 0) vs z: (0.3, 2, 2)
+        assert q == ([1, 1, 0] if a == "y" else [0, 0, 1])
+    ties = [from_scored_samples(["p0"], answers[:1], scores[:1], seed=s) for s in range(40)]
+    # primary = -1 (objective t): z > w = x > y, pairs (z, y) and (w, x); the second ties and is skipped
+    assert {tuple(sorted((d.responses_a[0], d.responses_b[0]))) for d in ties} == {("y", "z")}
+    # a tie on a constraint is a fair coin, independent of which sample is response_a
+    flips = set()
+    for s in range(20):
+        d = from_scored_samples(["p"], [["a", "b"]], [[[1.0, 0.0], [0.0, 0.0]]], primary=0, seed=s)
+        flips.add((d.prefs[0, 0].item(), d.prefs[0, 1].item()))
+    assert flips == {(0, 0), (0, 1), (1, 0), (1, 1)}
+
+
+def test_from_scored_samples_rejects_bad_shapes():
+    with pytest.raises(DataError, match=r"samples.scores\[1\]"):
+        from_scored_samples(["p", "q"], [["a", "b"], ["c", "d"]], [[[1.0], [0.0]], [[1.0], [0.0], [2.0]]])
+    with pytest.raises(DataError, match="expected K = 2"):
+        from_scored_samples(["p", "q"], [["a", "b"], ["c", "d"]], [[[1, 0], [0, 1]], [[1], [0]]])
+    with pytest.raises(DataError, match="primary = 3"):
+        from_scored_samples(["p"], [["a", "b"]], [[[1, 0], [0, 1]]], primary=3)
+    with pytest.raises(DataError, match="no pair with a strict preference"):
+        from_scored_samples(["p"], [["a", "b"]], [[[1, 0], [1, 1]]], primary=0)

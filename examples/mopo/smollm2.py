@@ -13,9 +13,9 @@ What it does:
    mis-handles a model flagged as quantised;
 2. builds an offline preference data set from the model's own answers: ``--answers-per-prompt`` sampled
    answers per training prompt (``--templates`` phrasings of each training topic), ranked by the primary proxy
-   and paired best-with-worst (:func:`pair_records`), labelled by two offline proxies -- objective 0
-   (primary) ``positive``: VADER compound sentiment (``vaderSentiment`` ships its lexicon), objective 1
-   (constraint) ``on_topic``: fraction of the topic's content words the answer uses;
+   and paired best-with-worst (:func:`bayescrl.mopo.lm.data.from_scored_samples`), labelled by two offline
+   proxies -- objective 0 (primary) ``positive``: VADER compound sentiment (``vaderSentiment`` ships its
+   lexicon), objective 1 (constraint) ``on_topic``: fraction of the topic's content words the answer uses;
 3. trains MOPO (LoRA on the attention projections; adaptive threshold ``b = beta * G`` on the constraint,
    ``epsilon = 0`` by default: with 4 records per step the KL-ball lower bound of `lbop` is so pessimistic
    that ``lambda`` grows without end and the constraint drowns the primary) and scores both proxies of fresh
@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import random
 import sys
 from pathlib import Path
 
@@ -41,7 +40,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 
 from bayescrl.mopo.lm.config import MOPOLMConfig  # noqa: E402
-from bayescrl.mopo.lm.data import validate_records  # noqa: E402
+from bayescrl.mopo.lm.data import from_scored_samples  # noqa: E402
 from bayescrl.mopo.lm.evaluate import generate  # noqa: E402
 from bayescrl.mopo.lm.model import lora_policy  # noqa: E402
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer  # noqa: E402
@@ -162,39 +161,12 @@ def scores(topics: list[str], answers: list[str]) -> torch.Tensor:
     return torch.tensor(out)
 
 
-def pair_records(prompts, answers, sc, rng) -> list[dict]:
-    """Preference records from ``n`` sampled answers per prompt.
-
-    The answers of one prompt are ranked by the primary proxy and paired outside-in (best with worst, second
-    with second-worst, ...), the usual binarisation of ranked samples; a pair that ties on the primary
-    carries no preference and is skipped; a tie on the constraint is broken by a coin flip (``rng``).
-    Which answer is ``response_a`` is randomised, so ``prefs`` is not constant.
-    """
-    recs = []
-    for i, p in enumerate(prompts):
-        order = sorted(range(len(answers[i])), key=lambda j: -float(sc[i][j, PRIMARY]))
-        for r in range(len(order) // 2):
-            hi, lo = order[r], order[-1 - r]
-            if (
-                sc[i][hi, PRIMARY] == sc[i][lo, PRIMARY]
-                or not answers[i][hi].strip()
-                or not answers[i][lo].strip()
-            ):
-                continue
-            a, b = (hi, lo) if rng.random() < 0.5 else (lo, hi)
-            prefs = []
-            for k in range(2):
-                sa, sb = float(sc[i][a, k]), float(sc[i][b, k])
-                prefs.append(int(sa > sb) if sa != sb else int(rng.random() < 0.5))
-            recs.append(
-                {"prompt": p, "response_a": answers[i][a], "response_b": answers[i][b], "prefs": prefs}
-            )
-    return recs
-
-
-def sample_answers(model, tok, prompts, n, max_new_tokens, seed0) -> list[list[str]]:
+def sample_answers(model, tok, prompts, n, max_new_tokens, seed0, temperature) -> list[list[str]]:
     """``n`` sampled answers per prompt (seeds ``seed0 .. seed0 + n - 1``), as ``[prompt][sample]``."""
-    draws = [generate(model, tok, prompts, max_new_tokens=max_new_tokens, seed=seed0 + s) for s in range(n)]
+    draws = [
+        generate(model, tok, prompts, max_new_tokens=max_new_tokens, seed=seed0 + s, temperature=temperature)
+        for s in range(n)
+    ]
     return [[draws[s][i] for s in range(n)] for i in range(len(prompts))]
 
 
@@ -220,6 +192,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--answers-per-prompt", type=int, default=6, help="sampled answers per training prompt")
     ap.add_argument("--eval-samples", type=int, default=6, help="sampled answers per held-out prompt")
     ap.add_argument("--max-new-tokens", type=int, default=40)
+    ap.add_argument(
+        "--temperature", type=float, default=1.0, help="sampling temperature of the data and of the scoring"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tau", type=float, default=0.5, help="KL regularisation of MOPO")
     ap.add_argument("--lr", type=float, default=2e-4, help="LoRA learning rate")
@@ -245,7 +220,6 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit("--answers-per-prompt must be >= 2 and --eval-samples >= 1")
     set_torch_threads(a.threads)
     seed_everything(a.seed)
-    rng = random.Random(a.seed)
     cuda = torch.cuda.is_available()
     dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
     base, tok = load_smollm2(dtype)
@@ -263,7 +237,7 @@ def main(argv: list[str] | None = None) -> dict:
             ("held_out", test_topics, test_prompts, a.eval_samples),
             ("train", train_topics, train_prompts, 2),
         ):
-            ans = sample_answers(model, tok, prompts, n, a.max_new_tokens, 10_000)
+            ans = sample_answers(model, tok, prompts, n, a.max_new_tokens, 10_000, a.temperature)
             sc = torch.cat([scores([t] * n, ans[i]) for i, t in enumerate(topics)])
             res[name] = summarise(sc)
             res[name]["examples"] = [ans[i][0] for i in range(min(3, len(prompts)))]
@@ -276,9 +250,11 @@ def main(argv: list[str] | None = None) -> dict:
     )
     data_topics = [t for k in range(a.templates) for t in train_topics]
     data_prompts = [chat_prompt(tok, t, k) for k in range(a.templates) for t in train_topics]
-    answers = sample_answers(policy, tok, data_prompts, a.answers_per_prompt, a.max_new_tokens, a.seed * 1000)
+    answers = sample_answers(
+        policy, tok, data_prompts, a.answers_per_prompt, a.max_new_tokens, a.seed * 1000, a.temperature
+    )
     sc = [scores([t] * a.answers_per_prompt, answers[i]) for i, t in enumerate(data_topics)]
-    data = validate_records(pair_records(data_prompts, answers, sc, rng), 2, NAMES, source="smollm2")
+    data = from_scored_samples(data_prompts, answers, sc, PRIMARY, NAMES, seed=a.seed, source="smollm2")
     data.to_jsonl(a.out / "train.jsonl")
 
     # 2. both proxies of the reference model's fresh answers

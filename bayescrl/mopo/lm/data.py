@@ -6,11 +6,12 @@ A record is one prompt with two responses and one preference bit per objective,
 section `appendix:samplingbasedcop`). Any number of objectives K >= 1 is accepted; K is fixed by the
 first record (or by the caller) and every record must agree.
 
-Three sources are read:
+Four sources are read:
 
 * JSONL in the native form above (:func:`load_jsonl`);
 * TRL-style rows ``prompt`` / ``chosen`` / ``rejected`` plus one 0/1 column per objective
   (:func:`from_trl_rows`; ``chosen`` becomes ``response_a``), e.g. a ``datasets.Dataset`` or a JSONL file;
+* ``n`` sampled responses per prompt scored by programmatic objectives (:func:`from_scored_samples`);
 * HH-RLHF-style ``chosen`` / ``rejected`` transcripts whose shared prefix up to the last
   ``"\\n\\nAssistant:"`` is the prompt (:func:`load_hh_rlhf`).
 
@@ -21,6 +22,7 @@ the value; nothing is silently dropped, clipped or truncated.
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,6 +250,57 @@ def from_trl_rows(
             }
         )
     return validate_records(native, len(cols), cols, source=source)
+
+
+def from_scored_samples(
+    prompts: Sequence[str],
+    answers: Sequence[Sequence[str]],
+    scores: Sequence[Any],
+    primary: int = -1,
+    names: Sequence[str] = (),
+    seed: int = 0,
+    source: str = "samples",
+) -> PreferenceData:
+    """Preference records from ``n`` scored samples per prompt (``K`` programmatic objectives).
+
+    ``answers[i]`` are the samples of ``prompts[i]`` and ``scores[i]`` their ``(n, K)`` objective values
+    (higher is better). The samples of a prompt are ranked by the ``primary`` objective and paired
+    outside-in -- best with worst, second with second-worst, ... (``n // 2`` pairs; the usual binarisation of
+    ranked samples, which keeps the primary margins large). ``prefs[k] = 1`` where ``response_a`` scores
+    higher on objective ``k``; a tie on a non-primary objective is a fair coin flip (``seed``); which sample
+    is ``response_a`` is a coin flip too. Pairs that tie on the primary carry no preference and pairs with an
+    empty sample cannot be validated: both are skipped, which is the only filtering done.
+    """
+    if not (len(prompts) == len(answers) == len(scores)):
+        raise DataError(
+            f"{source}.answers", (len(prompts), len(answers), len(scores)), "prompts, answers, scores differ"
+        )
+    rng = random.Random(seed)
+    recs, k_all = [], None
+    for i, (prompt, ans) in enumerate(zip(prompts, answers, strict=True)):
+        sc = torch.as_tensor(scores[i], dtype=torch.float64)
+        if sc.ndim != 2 or sc.shape[0] != len(ans) or sc.shape[1] < 1:
+            raise DataError(f"{source}.scores", tuple(sc.shape), f"must be ({len(ans)}, K)", index=i)
+        if k_all is None:
+            k_all = sc.shape[1]
+        if sc.shape[1] != k_all:
+            raise DataError(f"{source}.scores", tuple(sc.shape), f"expected K = {k_all} objectives", index=i)
+        if not -k_all <= primary < k_all:
+            raise DataError("primary", primary, f"not an objective index for K = {k_all}")
+        order = torch.argsort(-sc[:, primary], stable=True).tolist()
+        for r in range(len(order) // 2):
+            hi, lo = order[r], order[-1 - r]
+            if sc[hi, primary] == sc[lo, primary] or not ans[hi].strip() or not ans[lo].strip():
+                continue
+            a, b = (hi, lo) if rng.random() < 0.5 else (lo, hi)
+            prefs = [
+                int(sc[a, k] > sc[b, k]) if sc[a, k] != sc[b, k] else int(rng.random() < 0.5)
+                for k in range(k_all)
+            ]
+            recs.append({"prompt": prompt, "response_a": ans[a], "response_b": ans[b], "prefs": prefs})
+    if not recs:
+        raise DataError(f"{source}.answers", len(prompts), "no pair with a strict preference on the primary")
+    return validate_records(recs, k_all, names, source=source)
 
 
 HH_SEP = "\n\nAssistant:"

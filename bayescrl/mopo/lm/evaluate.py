@@ -27,8 +27,14 @@ def generate(
     seed: int = 0,
     batch_size: int = 64,
     do_sample: bool = True,
+    temperature: float = 1.0,
 ) -> list[str]:
-    """Sample one response per prompt with head ``head`` (ancestral sampling, temperature 1, seeded)."""
+    """Sample one response per prompt with head ``head`` (ancestral sampling at ``temperature``, seeded).
+
+    ``temperature = 1`` samples the policy itself; smaller values sharpen it (``do_sample=False``: greedy).
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature = {temperature}: must be > 0")
     torch.manual_seed(seed)
     policy.eval()
     out: list[str] = []
@@ -49,6 +55,7 @@ def generate(
             do_sample=do_sample,
             top_k=0,
             top_p=1.0,
+            temperature=temperature if do_sample else None,
             pad_token_id=pad,
             eos_token_id=tokenizer.eos_token_id,
         )
