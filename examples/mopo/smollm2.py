@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> dict:
         action="store_true",
         help="regularise towards the lagged policy (Algorithm `mopo`); default: towards pi_ref throughout",
     )
+    ap.add_argument(
+        "--method", choices=["mopo", "dpo"], default="mopo", help="mopo, or the DPO-on-D_J baseline"
+    )
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
     a = ap.parse_args(argv)
     if not 0 < a.prompts < len(TOPICS):
@@ -262,9 +265,12 @@ def main(argv: list[str] | None = None) -> dict:
     before = evaluate(policy)
 
     # 3. MOPO with LoRA on the attention projections
-    print(f"[3/4] {len(data)} preference records; training MOPO for {a.steps} steps", flush=True)
+    if a.method == "dpo":  # baseline: DPO on the jointly preferred subset D_J of the same records
+        data = data.dpo_pairs().as_preference_data()
+    label = {"mopo": "MOPO", "dpo": "DPO on D_J"}[a.method]
+    print(f"[3/4] {len(data)} preference records; training {label} for {a.steps} steps", flush=True)
     cfg = MOPOLMConfig(
-        method="mopo",
+        method=a.method,
         primary=PRIMARY,
         tau=a.tau,
         epsilon=a.epsilon,
@@ -286,6 +292,7 @@ def main(argv: list[str] | None = None) -> dict:
     res = {
         "model": "SmolLM2-135M-Instruct (GGUF Q4_1, de-quantised)",
         "dtype": str(dtype),
+        "method": label,
         "records": len(data),
         "objectives": {
             "0 (primary)": "positive (VADER compound)",
@@ -304,7 +311,7 @@ def main(argv: list[str] | None = None) -> dict:
     p = plt()
     fig, axes = p.subplots(1, 2, figsize=(8.4, 3.6))
     for ax, split in zip(axes, ("held_out", "train"), strict=True):
-        for label, r in (("before (reference)", before), ("MOPO", after)):
+        for name, r in (("before (reference)", before), (label, after)):
             s = r[split]
             ax.errorbar(
                 s["on_topic"],
@@ -312,7 +319,7 @@ def main(argv: list[str] | None = None) -> dict:
                 xerr=s["on_topic_se"],
                 yerr=s["positive_se"],
                 fmt="o",
-                label=label,
+                label=name,
             )
         ax.set_title(f"{split.replace('_', '-')} prompts (mean ± 1 se)")
         ax.set_xlabel("constraint: on-topic coverage")
