@@ -15,6 +15,7 @@ import torch
 
 from bayescrl.mopo.lm.data import PreferenceData, collate, tokenize
 from bayescrl.mopo.lm.model import Policy
+from bayescrl.utils import ConfigError
 
 
 @torch.no_grad()
@@ -34,7 +35,7 @@ def generate(
     ``temperature = 1`` samples the policy itself; smaller values sharpen it (``do_sample=False``: greedy).
     """
     if not temperature > 0:
-        raise ValueError(f"temperature = {temperature}: must be > 0")
+        raise ConfigError("temperature", temperature, "must be > 0")
     torch.manual_seed(seed)
     policy.eval()
     out: list[str] = []
