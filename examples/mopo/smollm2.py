@@ -29,6 +29,7 @@ takes ~25 min. On a GPU the model runs in bf16. docs/mopo.md reports what the ru
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import sys
@@ -146,11 +147,17 @@ def chat_prompt(tok, topic: str, template: int = 0) -> str:
     return tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
 
 
-def scores(topics: list[str], answers: list[str]) -> torch.Tensor:
-    """``(n, 2)``: VADER compound sentiment (objective 0) and prompt-word coverage (objective 1, primary)."""
+@functools.cache
+def _vader():
+    """One VADER analyser per process (building it reads the lexicon file)."""
     from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-    vader = SentimentIntensityAnalyzer()
+    return SentimentIntensityAnalyzer()
+
+
+def scores(topics: list[str], answers: list[str]) -> torch.Tensor:
+    """``(n, 2)``: VADER compound sentiment (objective 0, primary) and topic-word coverage (objective 1)."""
+    vader = _vader()
     out = []
     for topic, ans in zip(topics, answers, strict=True):
         words = {w for w in topic.lower().split() if w not in STOP}
