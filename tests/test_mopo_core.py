@@ -187,6 +187,46 @@ def test_bc_weights_recover_optimal_policy_and_lagged_reweighting():
     np.testing.assert_allclose(b.numpy(), (torch.tensor([0.9, 0.5], dtype=DT) * (lag @ q)).numpy())
 
 
+def test_pairwise_extraction_recovers_optimal_policy_over_all_pairs():
+    """The pairwise loss over every pair of 4 actions is minimised by pi_psi = pi_lag * rho* (a softmax)."""
+    p, q, w, lam = _instance(12, n=4)
+    lag = torch.softmax(torch.randn(4, dtype=DT), 0)
+    log_rho = O.log_rho_star(p, q, lam, 0.5, lag)
+    i, j = torch.triu_indices(4, 4, 1)  # 6 records (a, b) = (i, j)
+    rows = torch.cat([i, j])
+
+    def loss(z):
+        logp = torch.log_softmax(torch.as_tensor(z), 0)[rows]
+        return float(O.pairwise_extraction_loss(logp, torch.log(lag)[rows], log_rho[rows]))
+
+    res = minimize(loss, np.zeros(4), method="BFGS", options={"gtol": 1e-12})
+    target = lag * torch.exp(log_rho)
+    np.testing.assert_allclose(torch.softmax(torch.as_tensor(res.x), 0).numpy(), target.numpy(), atol=1e-5)
+
+
+def test_pairwise_extraction_hand_values_and_contrastive_gradient():
+    """z = (la - ba) - (lb - bb); loss = BCE(z, sigmoid(rho_a - rho_b)); DPO (beta 1) for a hard target."""
+    logp = torch.tensor([-3.0, -5.0], dtype=DT, requires_grad=True)  # rows [a ; b], one record
+    base = torch.tensor([-4.0, -4.0], dtype=DT)
+    log_rho = torch.tensor([1.0, 0.0], dtype=DT)
+    t, z = torch.sigmoid(torch.tensor(1.0, dtype=DT)), torch.tensor(2.0, dtype=DT)
+    want = -(t * torch.log(torch.sigmoid(z)) + (1 - t) * torch.log(torch.sigmoid(-z)))
+    out = O.pairwise_extraction_loss(logp, base, log_rho)
+    assert out.item() == pytest.approx(want.item(), rel=1e-12)
+    out.backward()
+    s = float(torch.sigmoid(z) - t)  # d loss / dz
+    np.testing.assert_allclose(logp.grad.numpy(), [s, -s])
+    # at the target (z = log rho_a - log rho_b) the gradient vanishes; below it, the loser is pushed down
+    lp = torch.tensor([-4.0, -4.0], dtype=DT, requires_grad=True)
+    O.pairwise_extraction_loss(lp, base, log_rho).backward()
+    assert lp.grad[0] < 0 < lp.grad[1]  # raise a, lower b (weighted BC would raise both)
+    assert O.bc_weights(log_rho.unsqueeze(0)).min() > 0
+    hard = O.pairwise_extraction_loss(logp.detach(), base, torch.tensor([60.0, 0.0], dtype=DT))
+    assert float(hard) == pytest.approx(float(-torch.nn.functional.logsigmoid(z)), rel=1e-9)
+    with pytest.raises(ValueError, match="rows"):
+        O.pairwise_extraction_loss(torch.zeros(3), torch.zeros(3), torch.zeros(3))
+
+
 def test_normalized_ratio_from_log_ratios():
     lr = torch.tensor([[0.0, 1.0, -1.0]], dtype=DT)
     r = O.normalized_ratio(lr)

@@ -2,10 +2,13 @@
 
 import copy
 import json
+import math
 
 import pytest
 import torch
 
+from bayescrl.mopo import objective as O
+from bayescrl.mopo.lm import dual
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import collate, tokenize
 from bayescrl.mopo.lm.model import Policy, lora_policy, sequence_logprobs
@@ -150,6 +153,29 @@ def test_mopo_training_decreases_loss_and_logs_dual_state(tok, data, base, tmp_p
     assert tr.lag_snapshot is not None and tr.pending_snapshot is not None  # two lag updates happened
 
 
+def test_pairwise_extraction_moves_log_ratios_towards_rho_star(tok, data, base):
+    """extraction="pairwise": the policy's log-ratio gap within each pair moves towards log rho*'s."""
+    pol = lora_policy(copy.deepcopy(base), LORA)
+    tr = MOPOLMTrainer(
+        pol, tok, data, cfg(extraction="pairwise", steps=40, thresholds=[0.0, 0.0], lagged_reference=False)
+    )
+    idx = list(range(len(data)))
+    b = tr.batch(idx)
+    p, q = tr._pq(idx)
+    log_rho = dual.batch_dual(p, q, torch.zeros(1, 2 * len(idx)), tr.lam, 0.5, with_g=False).log_rho
+
+    def gap_loss():
+        with torch.no_grad():
+            logp = tr.model.logprobs(b)
+            ref = tr.model.reference_logprobs(b)
+        return O.pairwise_extraction_loss(logp, ref.unsqueeze(0), log_rho).item()
+
+    start = gap_loss()
+    assert start == pytest.approx(math.log(2), abs=1e-5)  # LoRA starts at zero: pi_psi = pi_ref, z = 0
+    log = tr.train()
+    assert gap_loss() < start - 0.05 and all(r["lambda"] == [[0.0, 0.0]] for r in log)
+
+
 def test_lambda_responds_to_thresholds(tok, data, base):
     strict = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(thresholds=[1.0, 1.0]))
     loose = MOPOLMTrainer(lora_policy(copy.deepcopy(base), LORA), tok, data, cfg(thresholds=[0.0, 0.0]))
@@ -206,6 +232,8 @@ def test_config_errors_name_the_field():
         MOPOLMConfig(tau=0)
     with pytest.raises(ConfigError, match=r"thresholds\[1\]"):
         MOPOLMConfig(thresholds=[0.5, 1.5])
+    with pytest.raises(ConfigError, match="extraction.*'ratio'"):
+        MOPOLMConfig(extraction="ratio")
     assert MOPOLMConfig().torch_dtype("cpu") == torch.float32  # auto: bf16 only on CUDA
     assert MOPOLMConfig(dtype="bfloat16").torch_dtype("cpu") == torch.bfloat16
 
@@ -235,7 +263,7 @@ def test_batch_dual_weights_are_the_closed_form():
     assert torch.allclose(lam2, (lam - 0.1 * (d.g - 0.9)).clamp_min(0))
 
 
-def test_run_lm_end_to_end_small(tmp_path):
+def test_run_lm_end_to_end_small(tmp_path, monkeypatch):
     from bayescrl.mopo.lm import run_lm
 
     config = {
@@ -259,6 +287,22 @@ def test_run_lm_end_to_end_small(tmp_path):
         "base/config.json",
     ):
         assert (tmp_path / name).exists()
+    # a run does not depend on which runs came before it in the same process (sampling may stop early at
+    # EOS, so an evaluation consumes a model-dependent number of random draws: simulated here)
+    from bayescrl.mopo.lm import run as run_mod
+
+    real, calls = run_mod.generate, []
+
+    def generate_then_draw(*args, **kwargs):
+        calls.append(1)
+        out = real(*args, **kwargs)
+        torch.rand(17 * len(calls))
+        return out
+
+    monkeypatch.setattr(run_mod, "generate", generate_then_draw)
+    after = run_lm({**config, "methods": ["mopo", "dpo_joint"]}, tmp_path / "after")["runs"]["dpo_joint"]
+    alone = run_lm({**config, "methods": ["dpo_joint"]}, tmp_path / "alone")["runs"]["dpo_joint"]
+    assert alone["final"] == after["final"] and alone["lengths"] == after["lengths"]
     with pytest.raises(ConfigError, match="methods"):
         run_lm({**config, "methods": ["ppo"]}, tmp_path)
 

@@ -25,6 +25,7 @@ Shapes (``...`` = any leading batch dims, ``N`` atoms, ``K`` objectives, ``C = K
     normalized_ratio(log_ratio[..., N], weight=None)     -> ratio[..., N] with sum(weight * ratio) = 1
     bc_weights(log_rho[..., N], log_ratio_lag=None, weight=None) -> w[..., N]       (Eq. `policy-extraction`)
     bc_loss(logp[..., N], w[..., N])                     -> -mean(w * logp) [...]
+    pairwise_extraction_loss(logp[..., 2M], log_base[..., 2M], log_rho[..., 2M]) -> [...]  (rows [a ; b])
     adaptive_threshold(beta[C], rho_prev[..., N], q[..., N, C], weight=None) -> b = beta * G(rho_prev)
     log_barrier(z, sigma, s=None)                        -> B_{sigma,s}(z)            (remark `logbarrier`)
     barrier_objective(F, G, b, sigma)                    -> L_LB = F - sum_k B(b_k - G_k)  (Eq. `logbarrier`)
@@ -346,6 +347,38 @@ def _weight_or_uniform(like: Tensor, weight: Tensor | None) -> Tensor:
 def bc_loss(logp: Tensor, w: Tensor) -> Tensor:
     """Weighted NLL ``-(1/N) sum_i w_i log pi_psi(y_i)`` (Eq. `lambda_policy_update`, right)."""
     return -(w * logp).mean(-1)
+
+
+def pairwise_extraction_loss(logp: Tensor, log_base: Tensor, log_rho: Tensor) -> Tensor:
+    """Pairwise (contrastive) extraction of ``pi* = pi_base rho*``: a departure from Eq. `policy-extraction`.
+
+    Rows are the symmetric augmentation ``[a_1..a_M ; b_1..b_M]`` of ``M`` records (both answers to one
+    prompt). For record ``i`` the target is ``pi*``'s choice probability between its two answers,
+    ``t_i = pi*(a_i) / (pi*(a_i) + pi*(b_i)) = sigmoid(log rho*(a_i) - log rho*(b_i))`` (``pi_base`` cancels:
+    both answers share the prompt), and the model's is ``sigmoid(z_i)`` with
+    ``z_i = [log pi_psi(a_i) - log pi_base(a_i)] - [log pi_psi(b_i) - log pi_base(b_i)]``. The loss is the
+    mean cross-entropy ``-(1/M) sum_i [t_i log sigmoid(z_i) + (1 - t_i) log sigmoid(-z_i)]``, i.e. the KL
+    between the two choice distributions plus a constant.
+
+    Why: Eq. `policy-extraction` minimises ``KL(pi* || pi_psi)`` by weighted behaviour cloning, whose weights
+    are all ``>= 0``; with one pair per prompt it raises the likelihood of both answers (the preferred one
+    more) and never lowers an answer, so little of the preference transfers to new prompts (docs/mopo.md,
+    SmolLM2 example). This loss has the same minimiser on the pairs (``log pi_psi - log pi_base`` differing
+    by ``log rho*`` between the two answers, i.e. ``pi_psi = pi*`` up to a per-prompt factor, which the
+    normalisation of ``pi_psi`` over all answers fixes) but a contrastive gradient: it lowers the answer
+    ``rho*`` down-weights. With hard targets (``tau -> 0``) it is the DPO loss at inverse temperature 1; with
+    ``rho*``'s soft targets it is soft-label DPO / EXO with two candidates (Mitchell 2023; Ji et al. 2024),
+    with ``tau`` and the multipliers ``lambda`` setting the targets.
+
+    ``log_base`` is ``log pi_ref`` (or ``log pi_lag`` when ``rho*`` is relative to a lagged reference).
+    """
+    m = logp.shape[-1] // 2
+    if logp.shape[-1] != 2 * m or log_rho.shape[-1] != 2 * m:
+        raise ValueError(f"need rows [a ; b] of 2M answers, got {logp.shape[-1]} and {log_rho.shape[-1]}")
+    delta = logp - log_base
+    z = delta[..., :m] - delta[..., m:]
+    target = torch.sigmoid((log_rho[..., :m] - log_rho[..., m:]).detach())
+    return torch.nn.functional.binary_cross_entropy_with_logits(z, target.to(z), reduction="none").mean(-1)
 
 
 def adaptive_threshold(beta: Tensor, rho_prev: Tensor, q: Tensor, weight: Tensor | None = None) -> Tensor:

@@ -12,6 +12,7 @@ import torch
 from bayescrl.utils import ConfigError
 
 METHODS = ("mopo", "mopo-lb", "dpo")
+EXTRACTIONS = ("bc", "pairwise")
 
 
 @dataclass
@@ -25,6 +26,11 @@ class MOPOLMConfig:
         method: ``"mopo"`` (Lagrangian, Algorithm `mopo`), ``"mopo-lb"`` (relaxed log-barrier, remark
             `logbarrier`) or ``"dpo"`` (the DPO loss on the same loop; data must have K = 1, ``prefs[0] = 1``
             meaning ``response_a`` is chosen; used by the D_J and scalarised baselines).
+        extraction: how the policy is fitted to ``pi* = pi_ref rho*`` (MOPO methods): ``"bc"``, the
+            importance-weighted behaviour cloning of Eq. `policy-extraction`; ``"pairwise"``, a departure: the
+            cross-entropy between ``pi*``'s and the policy's choice probabilities within each record's pair
+            (:func:`bayescrl.mopo.objective.pairwise_extraction_loss`), which also lowers the answer ``rho*``
+            down-weights and transfers the preference to new prompts where ``"bc"`` does not (docs/mopo.md).
         primary: index of the primary objective (the seed's ``K``-th objective; default ``-1`` = last).
             With ``multi_head`` it is the head used at inference.
         multi_head: train one output head per objective (figure `multiplepolicyheads`): head ``k`` solves the
@@ -60,6 +66,7 @@ class MOPOLMConfig:
     """
 
     method: str = "mopo"
+    extraction: str = "bc"
     primary: int = -1
     multi_head: bool = False
     tau: float = 0.1
@@ -90,6 +97,8 @@ class MOPOLMConfig:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError("method", self.method, f"must be one of {', '.join(METHODS)}")
+        if self.extraction not in EXTRACTIONS:
+            raise ConfigError("extraction", self.extraction, f"must be one of {', '.join(EXTRACTIONS)}")
         for name in ("tau", "lr", "dpo_beta"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, getattr(self, name), "must be > 0")

@@ -130,6 +130,9 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     runs["reference"] = {"method": "sft reference", **evaluate("reference", ref_policy)}
 
     def train_run(name: str, cfg: MOPOLMConfig, run_data, family: str, extra: dict[str, Any]):
+        # every run starts from the same global RNG state (LoRA init, dropout), whatever ran before it:
+        # otherwise a run depends on how many draws the previous runs' sampling consumed
+        seed_everything(seed)
         policy = lora_policy(copy.deepcopy(base), cfg.peft, num_heads=3 if cfg.multi_head else 1)
         tr = MOPOLMTrainer(policy, tokenizer, run_data, cfg, log_path=out / f"train_log_{name}.jsonl")
         t = time.perf_counter()

@@ -8,7 +8,9 @@ One step on a mini-batch of ``M`` records (``2M`` sequences after the symmetric 
 2. ``chi`` step on the lower bound (Eq. `chi_update`) at ``rho_lam^(t-1)``;
 3. ``lambda`` step on the dual (Eq. `lambda_policy_update`), or the log-barrier multipliers (``mopo-lb``);
 4. ``rho_lam^(t)`` in closed form (Eq. `empirical-dual`) and one Adam step on the importance-weighted
-   behaviour cloning loss ``-mean_j u_j log pi_psi(y_j | x_j)`` (Eq. `policy-extraction`);
+   behaviour cloning loss ``-mean_j u_j log pi_psi(y_j | x_j)`` (Eq. `policy-extraction`), or with
+   ``extraction="pairwise"`` on the pairwise cross-entropy of
+   :func:`bayescrl.mopo.objective.pairwise_extraction_loss` (a documented departure);
 5. every ``t0`` steps: ``pi_lag <- pi_psi^(t - t0)`` and ``b <- beta * G(rho^(t - t0))``. ``G`` is estimated
    on the next ``threshold_batches`` training mini-batches, drawn ahead; their ``log pi_ref`` and
    ``log pi_lag`` are kept and those batches are trained on next, so the estimate costs no extra pass (the
@@ -299,9 +301,13 @@ class MOPOLMTrainer:
             bound = g
             self.lam = dual.barrier_lambda(g, self.b, self.sigma)
             self.sigma = self.sigma * c.sigma_decay
-        u = dual.batch_dual(p, q, ell, self.lam, c.tau, with_g=False).u  # rho_lambda^(t)
+        d = dual.batch_dual(p, q, ell, self.lam, c.tau, with_g=False)  # rho_lambda^(t)
         logp = self.policy(batch)  # (H, 2M) with grad
-        loss = obj.bc_loss(logp, u.to(logp.device)).mean()
+        if c.extraction == "pairwise":  # rho* is relative to pi_lag = pi_ref * exp(ell)
+            base = (ref.unsqueeze(0) + ell).to(logp.device, torch.float32)
+            loss = obj.pairwise_extraction_loss(logp.float(), base, d.log_rho.to(base)).mean()
+        else:  # Eq. `policy-extraction`
+            loss = obj.bc_loss(logp, d.u.to(logp.device)).mean()
         self._backward(loss)
         return {
             "loss": loss.item(),
