@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
     ap.add_argument("--algos", nargs="+", default=["acpo", "cpo", "atrpo"])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument(
+        "--seed-start", type=int, default=0, help="first seed (runs seed_start .. seed_start + seeds - 1)"
+    )
     ap.add_argument("--steps", type=int, default=25_000, help="env steps per run (seed: 1e5)")
     ap.add_argument("--delta", type=float, default=1e-2, help="trust region (table: 1e-4; see docs/acpo.md)")
     ap.add_argument("--eval-every", type=int, default=1000)
@@ -68,7 +71,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = Path(args.out)
     jobs = []
     # seed-major order: an interrupted study has every algorithm on its first seeds (runs resume per file)
-    for seed in range(args.seeds):
+    for seed in range(args.seed_start, args.seed_start + args.seeds):
         for task in args.tasks:
             for algo in args.algos:
                 tag = f"compare_{task}_{algo}_s{seed}_n{args.steps}_d{args.delta:g}"

@@ -363,9 +363,9 @@ def pairwise_extraction_loss(logp: Tensor, log_base: Tensor, log_rho: Tensor) ->
     Why: Eq. `policy-extraction` minimises ``KL(pi* || pi_psi)`` by weighted behaviour cloning, whose weights
     are all ``>= 0``; with one pair per prompt it raises the likelihood of both answers (the preferred one
     more) and never lowers an answer, so little of the preference transfers to new prompts (docs/mopo.md,
-    SmolLM2 example). This loss has the same minimiser on the pairs (``log pi_psi - log pi_base`` differing
-    by ``log rho*`` between the two answers, i.e. ``pi_psi = pi*`` up to a per-prompt factor, which the
-    normalisation of ``pi_psi`` over all answers fixes) but a contrastive gradient: it lowers the answer
+    SmolLM2 example). This loss is minimised when ``log pi_psi - log pi_base`` differs by ``log rho*``
+    between the two answers of every pair, as it does for ``pi*`` (when every pair of a finite answer set is
+    observed, the minimiser is ``pi*`` itself; tested), but its gradient is contrastive: it lowers the answer
     ``rho*`` down-weights. With hard targets (``tau -> 0``) it is the DPO loss at inverse temperature 1; with
     ``rho*``'s soft targets it is soft-label DPO / EXO with two candidates (Mitchell 2023; Ji et al. 2024),
     with ``tau`` and the multipliers ``lambda`` setting the targets.

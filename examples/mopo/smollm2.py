@@ -198,7 +198,8 @@ def summarise(sc: torch.Tensor) -> dict:
 
 def changes(before: dict, after: dict) -> dict:
     """Per split and proxy: the change of the mean, its standard error ``sqrt(se_before^2 + se_after^2)``
-    (the two samples are scored independently; the shared sampling seeds make it conservative) and ``z``."""
+    (treating the two samples as independent; they share sampling seeds, which if anything correlates
+    them positively and makes this standard error conservative) and ``z = change / se``."""
     out = {}
     for split in ("held_out", "train"):
         out[split] = {}
