@@ -174,6 +174,12 @@ def test_pairwise_extraction_moves_log_ratios_towards_rho_star(tok, data, base):
     assert start == pytest.approx(math.log(2), abs=1e-5)  # LoRA starts at zero: pi_psi = pi_ref, z = 0
     log = tr.train()
     assert gap_loss() < start - 0.05 and all(r["lambda"] == [[0.0, 0.0]] for r in log)
+    # multi-head with the lagged reference: per-head targets relative to pi_lag, (H, 2M) throughout
+    pol3 = lora_policy(copy.deepcopy(base), LORA, num_heads=3)
+    heads = MOPOLMTrainer(pol3, tok, data, cfg(extraction="pairwise", multi_head=True, steps=6, t0=2))
+    rec = heads.train()
+    assert heads.lag_snapshot is not None and all(math.isfinite(r["loss"]) for r in rec)
+    assert len(rec[-1]["lambda"]) == 3
 
 
 def test_lambda_responds_to_thresholds(tok, data, base):
