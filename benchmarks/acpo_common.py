@@ -5,9 +5,10 @@ protocol (:mod:`bayescrl.constrained.acpo_eval`) after every iteration and write
 ``<out>/runs/<tag>.json``; existing run files are reused, so an interrupted benchmark resumes.
 Runs are spread over ``--workers`` processes (one torch thread each).
 
-Cost limits: ACPO and ATRPO take the *per-step* average-cost limit ``l``; CPO (trained on the discounted
-criterion with γ = 0.999 as in the chapter) takes the episodic limit ``l · H`` of the core's episodic
-convention (``H`` = 200, the tasks' episode length).  All are evaluated on the per-step average cost.
+Cost limits: ACPO and ATRPO take the *per-step* average-cost limit ``l``; CPO, PCPO and PPO-Lagrangian
+(trained on the discounted criterion with γ = 0.999 as in the chapter) take the episodic limit ``l · H``
+of the core's episodic convention (``H`` = the task's episode length: 200, Ant-Gather 500).  All are
+evaluated on the per-step average cost.
 """
 
 from __future__ import annotations
@@ -23,11 +24,17 @@ import numpy as np
 from bayescrl.utils.io import write_json
 from bayescrl.utils.plotting import plot_mean_sd
 
-#: per-step average-cost limits l (the tasks' episodic limits / 200-step episodes)
+#: per-step average-cost limits l (the tasks' episodic limits / episode length: 200 steps, Ant-Gather 500)
 TASKS: dict[str, dict[str, Any]] = {
     "PointCircle": {"env": "bayescrl/PointCircle-v0", "limit": 10.0 / 200, "horizon": 200},
     "PointGather": {"env": "bayescrl/PointGather-v0", "limit": 0.1 / 200, "horizon": 200},
+    "AntCircle": {"env": "bayescrl/AntCircle-v0", "limit": 10.0 / 200, "horizon": 200},
+    "AntGather": {"env": "bayescrl/AntGather-v0", "limit": 0.2 / 500, "horizon": 500},
 }
+
+#: baselines trained on the discounted criterion (γ = 0.999), which take the episodic limit l · H
+DISCOUNTED = ("cpo", "pcpo", "ppo-lag")
+ALGOS = ("acpo", "atrpo", "cpo", "pcpo", "ppo-lag")
 
 NET = {"actor_hidden": (64, 32), "critic_hidden": (64, 32), "n_envs": 5, "rollout_steps": 500}
 
@@ -41,6 +48,24 @@ def algo_config(algo: str, delta: float, recovery_t: float | None = None) -> dic
         return cfg
     if algo == "atrpo":
         return {**NET, "delta": delta, "log_std_init": -0.5, "vf_lr": 2e-4}
+    if algo == "pcpo":  # discounted, gamma = 0.999, like CPO (the chapter's baselines)
+        return {
+            **NET,
+            "advantage": "discounted",
+            "gamma": 0.999,
+            "target_kl": delta,
+            "log_std_init": -1.0,
+            "vf_lr": 2e-4,
+        }
+    if algo == "ppo-lag":  # PPO column of table `tab:hyperparameters`; adaptive multiplier (docs/acpo.md)
+        return {
+            **NET,
+            "advantage": "discounted",
+            "gamma": 0.999,
+            "log_std_init": -0.5,
+            "pi_lr": 2e-4,
+            "vf_lr": 2e-4,
+        }
     if algo == "cpo":
         return {
             **NET,
@@ -66,7 +91,7 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     if path.exists():
         return json.loads(path.read_text())
     task = TASKS[job["task"]]
-    limit = task["limit"] if job["algo"] != "cpo" else task["limit"] * task["horizon"]
+    limit = task["limit"] * task["horizon"] if job["algo"] in DISCOUNTED else task["limit"]
     cls = get_algorithm(job["algo"])
     algo = cls(task["env"], [limit], job["seed"], job["config"])
     ev = ProtocolEvaluator(every=job["eval_every"], n_traj=job["eval_traj"], traj_steps=job["eval_steps"])

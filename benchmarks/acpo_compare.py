@@ -1,5 +1,6 @@
-"""ACPO vs CPO (γ = 0.999) vs Lagrangian ATRPO on Point-Circle and Point-Gather (figure
-`rewards_costs_comparison` / `appendix_rewards_costs_comparison`, chapter `acpo`).
+"""ACPO vs CPO (γ = 0.999) vs Lagrangian ATRPO (and PCPO, PPO-Lagrangian with ``--algos``) on
+Point-Circle, Point-Gather, Ant-Circle and Ant-Gather (figure `rewards_costs_comparison` /
+`appendix_rewards_costs_comparison`, chapter `acpo`).
 
     .venv/bin/python benchmarks/acpo_compare.py --steps 25000 --seeds 5 --workers 2
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from acpo_common import TASKS, aggregate, algo_config, plot_group, run_all  # noqa: E402
+from acpo_common import ALGOS, TASKS, aggregate, algo_config, plot_group, run_all  # noqa: E402
 
 from bayescrl.utils.io import write_json  # noqa: E402
 
@@ -26,7 +27,7 @@ from bayescrl.utils.io import write_json  # noqa: E402
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    ap.add_argument("--algos", nargs="+", default=["acpo", "cpo", "atrpo"])
+    ap.add_argument("--algos", nargs="+", default=["acpo", "cpo", "atrpo"], choices=list(ALGOS))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument(
         "--seed-start", type=int, default=0, help="first seed (runs seed_start .. seed_start + seeds - 1)"
@@ -118,6 +119,11 @@ def main(argv: list[str] | None = None) -> dict:
             res["acpo_gain_over_cpo_pct"] = 100 * (
                 agg["acpo"]["final_reward_mean"] / agg["cpo"]["final_reward_mean"] - 1
             )
+        for base in ("pcpo", "ppo-lag"):
+            if "acpo" in agg and base in agg and agg[base]["final_reward_mean"] != 0:
+                res[f"acpo_gain_over_{base}_pct"] = 100 * (
+                    agg["acpo"]["final_reward_mean"] / agg[base]["final_reward_mean"] - 1
+                )
         if "acpo" in agg and "atrpo" in agg and agg["atrpo"]["final_reward_mean"] != 0:
             res["acpo_gain_over_atrpo_pct"] = 100 * (
                 agg["acpo"]["final_reward_mean"] / agg["atrpo"]["final_reward_mean"] - 1
