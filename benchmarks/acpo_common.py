@@ -48,35 +48,19 @@ def algo_config(algo: str, delta: float, recovery_t: float | None = None) -> dic
         return cfg
     if algo == "atrpo":
         return {**NET, "delta": delta, "log_std_init": -0.5, "vf_lr": 2e-4}
-    if algo == "pcpo":  # discounted, gamma = 0.999, like CPO (the chapter's baselines)
-        return {
-            **NET,
-            "advantage": "discounted",
-            "gamma": 0.999,
-            "target_kl": delta,
-            "log_std_init": -1.0,
-            "vf_lr": 2e-4,
-        }
-    if algo == "ppo-lag":  # PPO column of table `tab:hyperparameters`; adaptive multiplier (docs/acpo.md)
-        return {
-            **NET,
-            "advantage": "discounted",
-            "gamma": 0.999,
-            "log_std_init": -0.5,
-            "pi_lr": 2e-4,
-            "vf_lr": 2e-4,
-        }
+    discounted = {**NET, "advantage": "discounted", "gamma": 0.999, "vf_lr": 2e-4}  # the chapter's baselines
     if algo == "cpo":
         return {
-            **NET,
-            "advantage": "discounted",
-            "gamma": 0.999,
+            **discounted,
             "target_kl": delta,
             "log_std_init": -1.0,
-            "vf_lr": 2e-4,
             "line_search_steps": 11,
             "line_search_decay": 0.75,
         }
+    if algo == "pcpo":
+        return {**discounted, "target_kl": delta, "log_std_init": -1.0}
+    if algo == "ppo-lag":  # PPO column of table `tab:hyperparameters`; adaptive multiplier (docs/acpo.md)
+        return {**discounted, "log_std_init": -0.5, "pi_lr": 2e-4}
     raise ValueError(f"unknown algo {algo}")
 
 
