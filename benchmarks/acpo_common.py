@@ -59,8 +59,8 @@ def algo_config(algo: str, delta: float, recovery_t: float | None = None) -> dic
         }
     if algo == "pcpo":
         return {**discounted, "target_kl": delta, "log_std_init": -1.0}
-    if algo == "ppo-lag":  # PPO column of table `tab:hyperparameters`; adaptive multiplier (docs/acpo.md)
-        return {**discounted, "log_std_init": -0.5, "pi_lr": 2e-4}
+    if algo == "ppo-lag":  # PPO column of table `tab:hyperparameters`, fixed ℓ of `tab:lagrangian_parameters`
+        return {**discounted, "log_std_init": -0.5, "pi_lr": 2e-4, "ell": "table"}
     raise ValueError(f"unknown algo {algo}")
 
 

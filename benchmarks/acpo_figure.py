@@ -30,7 +30,7 @@ SERIES: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {
             ("CPO (γ 0.999)", "circle_phase_8e5_n20", "cpo"),
             ("ATRPO, Lagrangian ℓ 0.5", "circle_phase_8e5_n20", "atrpo"),
             ("PCPO (γ 0.999)", "circle_8e5_n20_baselines", "pcpo"),
-            ("PPO-Lagrangian (γ 0.999)", "circle_8e5_n20_baselines", "ppo-lag"),
+            ("PPO, Lagrangian ℓ 0.5 (γ 0.999)", "circle_8e5_n20_baselines", "ppo-lag"),
         ],
     ),
     "PointGather": (
@@ -42,7 +42,7 @@ SERIES: dict[str, tuple[str, str, list[tuple[str, str, str]]]] = {
             ("CPO (γ 0.999)", "gather_1e6_n20", "cpo"),
             ("ATRPO, Lagrangian ℓ 0.5", "gather_1e6_n20", "atrpo"),
             ("PCPO (γ 0.999)", "gather_1e6_n20_baselines", "pcpo"),
-            ("PPO-Lagrangian (γ 0.999)", "gather_1e6_n20_baselines", "ppo-lag"),
+            ("PPO, Lagrangian ℓ 0.55 (γ 0.999)", "gather_1e6_n20_baselines", "ppo-lag"),
         ],
     ),
     "AntCircle": (

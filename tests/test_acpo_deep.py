@@ -160,3 +160,30 @@ def test_atrpo_runs_and_config_errors():
         ACPOConfig(advantage="discounted")
     with pytest.raises(ConfigError, match="recovery_t"):
         ACPOConfig(recovery_t=-0.1)
+
+
+def test_ppo_with_fixed_balanced_lagrangian():
+    """Chapter `acpo`'s PPO baseline: loss -((1 - ell) L_R - ell sum_i L_Ci), ell fixed (table or number)."""
+    from bayescrl.constrained.ppo_lag import PPOLag, PPOLagConfig, balanced_lagrangian_loss
+
+    loss = balanced_lagrangian_loss(torch.tensor(2.0), torch.tensor([1.0, 3.0]), 0.25)
+    assert float(loss) == pytest.approx(-(0.75 * 2.0 - 0.25 * 4.0))
+    # ell = 1: the loss is the cost surrogate alone, ell = 0: the reward surrogate alone
+    assert float(balanced_lagrangian_loss(torch.tensor(2.0), torch.tensor([5.0]), 1.0)) == pytest.approx(5.0)
+    assert float(balanced_lagrangian_loss(torch.tensor(2.0), torch.tensor([5.0]), 0.0)) == pytest.approx(-2.0)
+    cmdp, factory = _cmdp_factory(2)
+    cfg = {"n_envs": 2, "rollout_steps": 100, "normalize_obs": False, "update_epochs": 1, "ell": 0.3}
+    algo = PPOLag(factory, cost_limits=[0.0], seed=0, config=cfg)
+    adaptive = PPOLag(factory, cost_limits=[0.0], seed=0, config={**cfg, "ell": None})
+    for a in (algo, adaptive):
+        a.learn(400, progress=False)
+        a.close()
+    assert [h["multipliers"] for h in algo.history] == [[0.3]] * 2
+    assert adaptive.history[-1]["multipliers"][0] > 0.0  # limit 0 < cost: the adaptive multiplier grows
+    gather = PPOLag("bayescrl/PointGather-v0", cost_limits=[0.1], seed=0, config={"ell": "table", "n_envs": 1})
+    assert gather.multipliers() == [0.55]  # table `tab:lagrangian_parameters`, PPO row
+    gather.close()
+    assert PPOLagConfig().ell is None  # default: the adaptive PPO-Lagrangian (e-COP chapter)
+    for bad in (1.5, -0.1, "tabel", True):
+        with pytest.raises(ConfigError, match="ell"):
+            PPOLagConfig(ell=bad)

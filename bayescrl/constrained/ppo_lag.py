@@ -4,6 +4,11 @@ Loss per minibatch: ``-( L^CLIP_R - sum_i lambda_i E[rho A_Ci] ) / (1 + sum_i la
 multiplier per constraint updated before the policy step by projected gradient ascent
 ``lambda_i <- max(0, lambda_i + lr (J_Ci - d_i))``. Reward advantages normalised, cost advantages
 centred (as in safety-starter-agents).
+
+``ell`` set (a number in [0, 1], or ``"table"`` for table `tab:lagrangian_parameters` by env id): the fixed
+balanced Lagrangian of chapter `acpo` instead, ``-( (1 - ell) L^CLIP_R - ell sum_i E[rho A_Ci] )``, i.e.
+Eq. `lagrangian_balanced` with PPO's clipped surrogate in place of the trust-region term (its constants
+``c`` and ``delta`` do not change the gradient). That is the chapter's "PPO with the Lagrangian" baseline.
 """
 
 from __future__ import annotations
@@ -17,11 +22,24 @@ from bayescrl.constrained.core.config import TrainConfig
 from bayescrl.constrained.core.optim import LagrangeMultipliers
 from bayescrl.constrained.core.ppo import clipped_surrogate, first_order_policy_update
 from bayescrl.constrained.core.rollout import Batch
+from bayescrl.utils.errors import ConfigError
 
 
 @dataclass
 class PPOLagConfig(TrainConfig):
-    pass
+    ell: float | str | None = None  # None: adaptive multipliers; number or "table": fixed balanced Lagrangian
+
+    def validate(self) -> None:
+        super().validate()
+        ok = self.ell is None or self.ell == "table"
+        ok = ok or (isinstance(self.ell, (int, float)) and not isinstance(self.ell, bool) and 0 <= self.ell <= 1)
+        if not ok:
+            raise ConfigError("ell", self.ell, "must be None (adaptive), 'table' or a number in [0, 1]")
+
+
+def balanced_lagrangian_loss(surr_r: torch.Tensor, surr_c: torch.Tensor, ell: float) -> torch.Tensor:
+    """``-((1 - ell) surr_r - ell sum_i surr_c_i)``: the policy loss of the fixed balanced Lagrangian."""
+    return -((1.0 - ell) * surr_r - ell * surr_c.sum())
 
 
 class PPOLag(OnPolicyAlgorithm):
@@ -29,10 +47,14 @@ class PPOLag(OnPolicyAlgorithm):
     config_class = PPOLagConfig
 
     def setup(self) -> None:
+        from bayescrl.constrained.atrpo import lagrangian_ell
+
+        ell = self.config.ell
+        self.ell = lagrangian_ell("ppo", str(self.env_id)) if ell == "table" else ell
         self.lagrange = LagrangeMultipliers(self.m, self.config.lagrange_init, self.config.lagrange_lr)
 
     def multipliers(self) -> list[float]:
-        return self.lagrange.value.tolist()
+        return [float(self.ell)] * self.m if self.ell is not None else self.lagrange.value.tolist()
 
     def extra_state(self) -> dict:
         return {"lagrange": self.lagrange.state_dict()}
@@ -42,15 +64,18 @@ class PPOLag(OnPolicyAlgorithm):
 
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
-        lam = self.lagrange.update(batch.ep_cost_est, self.cost_limits).float()
+        fixed = self.ell is not None
+        lam = None if fixed else self.lagrange.update(batch.ep_cost_est, self.cost_limits).float()
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
         adv_c = self.normalize(batch.advantages[:, 1:], center_only=True)
-        denom = 1.0 + float(lam.sum())
+        denom = 1.0 if fixed else 1.0 + float(lam.sum())
 
         def loss_fn(idx, ratio, dist):
             surr_r = clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
             surr_c = (ratio.unsqueeze(-1) * adv_c[idx]).mean(0) if self.m else torch.zeros(0)
+            if fixed:
+                return balanced_lagrangian_loss(surr_r, surr_c, float(self.ell))
             return -(surr_r - (lam * surr_c).sum()) / denom
 
         return first_order_policy_update(self, batch, loss_fn)
