@@ -180,7 +180,7 @@ def test_ppo_with_fixed_balanced_lagrangian():
         a.close()
     assert [h["multipliers"] for h in algo.history] == [[0.3]] * 2
     assert adaptive.history[-1]["multipliers"][0] > 0.0  # limit 0 < cost: the adaptive multiplier grows
-    gather = PPOLag("bayescrl/PointGather-v0", cost_limits=[0.1], seed=0, config={"ell": "table", "n_envs": 1})
+    gather = PPOLag("bayescrl/PointGather-v0", [0.1], seed=0, config={"ell": "table", "n_envs": 1})
     assert gather.multipliers() == [0.55]  # table `tab:lagrangian_parameters`, PPO row
     gather.close()
     assert PPOLagConfig().ell is None  # default: the adaptive PPO-Lagrangian (e-COP chapter)

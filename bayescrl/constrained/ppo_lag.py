@@ -31,9 +31,8 @@ class PPOLagConfig(TrainConfig):
 
     def validate(self) -> None:
         super().validate()
-        ok = self.ell is None or self.ell == "table"
-        ok = ok or (isinstance(self.ell, (int, float)) and not isinstance(self.ell, bool) and 0 <= self.ell <= 1)
-        if not ok:
+        number = isinstance(self.ell, (int, float)) and not isinstance(self.ell, bool)
+        if not (self.ell is None or self.ell == "table" or (number and 0 <= self.ell <= 1)):
             raise ConfigError("ell", self.ell, "must be None (adaptive), 'table' or a number in [0, 1]")
 
 
