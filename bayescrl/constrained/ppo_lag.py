@@ -50,6 +50,8 @@ class PPOLag(OnPolicyAlgorithm):
 
         ell = self.config.ell
         self.ell = lagrangian_ell("ppo", str(self.env_id)) if ell == "table" else ell
+        if self.ell is not None and self.m == 0:
+            self.ell = 0.0  # no constraint: plain PPO (as ATRPO with m = 0)
         self.lagrange = LagrangeMultipliers(self.m, self.config.lagrange_init, self.config.lagrange_lr)
 
     def multipliers(self) -> list[float]:
