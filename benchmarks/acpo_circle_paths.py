@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> dict:
     for k, (run, label) in enumerate(zip(args.runs, labels, strict=True)):
         name = args.algos[k] if args.algos else ("atrpo" if "atrpo" in Path(run).name else "acpo")
         algo = get_algorithm(name).load(run)
-        task = algo.factory().unwrapped.task
+        probe_env = algo.factory()
+        task = probe_env.unwrapped.task
+        probe_env.close()
         eps = [rollout_xy(algo, algo.seed + 10_000 + j) for j in range(args.episodes)]
         algo.close()
         ax = axes[0, k]
