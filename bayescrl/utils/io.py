@@ -92,3 +92,23 @@ def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> dict
             node = nxt
         node[parts[-1]] = yaml.safe_load(raw)
     return out
+
+
+def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str = "") -> None:
+    """Refuse keys of ``mapping`` not in ``allowed``, naming the key and the closest valid one.
+
+    >>> check_keys({"engin": "laplace"}, ["engine", "seed"], "spec")
+    Traceback (most recent call last):
+    ...
+    bayescrl.utils.errors.ConfigError: spec.engin = 'laplace': unknown key; did you mean 'engine'? (valid: engine, seed)
+    """
+    import difflib
+
+    allowed = list(allowed)
+    for key in mapping:
+        if key in allowed:
+            continue
+        close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        name = f"{where}.{key}" if where else str(key)
+        raise ConfigError(name, mapping[key], f"unknown key; {hint}(valid: {', '.join(map(str, allowed))})")
