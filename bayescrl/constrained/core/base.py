@@ -13,6 +13,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -72,6 +73,9 @@ class OnPolicyAlgorithm:
         self.env_id, self.env_kwargs, self.seed = env, dict(env_kwargs or {}), seed
         self.device = torch.device(device)
         self.reward_fn, self.cost_fn = reward_fn, cost_fn
+        #: ``relabel(roll)``: called on every rollout before advantages are computed; it may overwrite
+        #: ``roll["rewards"]`` in place (a learned reward, see :mod:`bayescrl.prefrl`).
+        self.reward_relabel: Callable[[dict], None] | None = None
         torch.manual_seed(seed)
         np.random.seed(seed % 2**32)  # noqa: NPY002 - global state, checkpointed for resume
         random.seed(seed)
@@ -315,6 +319,8 @@ class OnPolicyAlgorithm:
                     for g in opt.param_groups:
                         g["lr"] = lr * frac
             roll = self.collector.collect(self.policy, self.critic_value, cfg.rollout_steps, self.rng)
+            if self.reward_relabel is not None:
+                self.reward_relabel(roll)
             batch = self.compute_advantages(roll)
             t_roll = time.perf_counter() - t0
             logs = self.update(batch)

@@ -88,6 +88,7 @@ class RolloutCollector:
             self.high = envs.single_action_space.high
         self.obs: np.ndarray | None = None
         self.policy_time = False  # set by the algorithm: append h/H to the policy input
+        self.record_info: str | None = None  # an info key recorded per step (e.g. "features")
         self.h = np.zeros(self.n, np.int64)
         self.ep_ret = np.zeros(self.n)
         self.ep_cost = np.zeros((self.n, num_costs))
@@ -141,6 +142,7 @@ class RolloutCollector:
         trunc_obs: list[np.ndarray] = []
         trunc_h: list[int] = []
         ep_returns, ep_costs, ep_lengths = [], [], []
+        info_buf: list[np.ndarray] = []
         for t in range(T):
             obs_n = self.normalize(self.obs)
             obs_buf[t], raw_buf[t], h_buf[t] = obs_n, self.obs, self.h
@@ -153,6 +155,8 @@ class RolloutCollector:
             self.global_step += n
             ended = np.logical_or(term, trunc)
             costs = self._costs(infos, ended)
+            if self.record_info is not None:
+                info_buf.append(self._info_values(infos, ended, self.record_info))
             rew = np.asarray(rew, np.float64)
             if not np.all(np.isfinite(rew)):
                 bad = int(np.argwhere(~np.isfinite(rew))[0][0])
@@ -217,7 +221,25 @@ class RolloutCollector:
             ep_costs=np.asarray(ep_costs, np.float64).reshape(-1, m),
             ep_lengths=np.asarray(ep_lengths, np.int64),
         )
+        if self.record_info is not None:
+            out[self.record_info] = np.stack(info_buf)  # (T, n, k)
         return out
+
+    def _info_values(self, infos: dict, ended: np.ndarray, key: str) -> np.ndarray:
+        """``info[key]`` of this step for every env (``final_info`` for the envs whose episode ended)."""
+        vals = None
+        if key in infos:
+            vals = np.asarray(infos[key], dtype=np.float64).reshape(self.n, -1).copy()
+        if ended.any():
+            fin = infos.get("final_info", {})
+            if key not in fin:
+                raise DataError(f"info.{key}", None, f"the env does not report info[{key!r}]")
+            f = np.asarray(fin[key], dtype=np.float64).reshape(self.n, -1)
+            vals = f.copy() if vals is None else vals
+            vals[ended] = f[ended]
+        if vals is None:
+            raise DataError(f"info.{key}", None, f"the env does not report info[{key!r}]")
+        return vals
 
     def _costs(self, infos: dict, ended: np.ndarray) -> np.ndarray:
         if self.m == 0:
