@@ -46,6 +46,7 @@ class AntTaskEnv(AntEnv):
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(base + task.obs_dim,), dtype=np.float64)
         self.num_costs = task.num_costs
         self.cost_limits = np.asarray(task.cost_limits, dtype=float)
+        self.feature_names = tuple(task.feature_names)
 
     @property
     def xy(self) -> np.ndarray:
@@ -59,6 +60,12 @@ class AntTaskEnv(AntEnv):
         super().reset_model()  # gymnasium's noisy initial pose, torso near the origin
         self.task.reset(self.np_random, self.xy)
         return self._get_obs()
+
+    def _get_reset_info(self):
+        info = super()._get_reset_info()
+        if self.feature_names:
+            info["features"] = self.task.reset_features()
+        return info
 
     def step(self, action):
         action = np.asarray(action, dtype=np.float64)

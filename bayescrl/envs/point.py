@@ -72,6 +72,7 @@ class PointTaskEnv(MujocoEnv, utils.EzPickle):
         )
         self.num_costs = task.num_costs
         self.cost_limits = np.asarray(task.cost_limits, dtype=float)
+        self.feature_names = tuple(task.feature_names)
         self._mocap_ids = [
             int(self.model.body_mocapid[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f"task{i}")])
             for i in range(len(self._slots))
@@ -145,6 +146,9 @@ class PointTaskEnv(MujocoEnv, utils.EzPickle):
         self._sync_markers()
         mujoco.mj_forward(self.model, self.data)
         return self._get_obs()
+
+    def _get_reset_info(self):
+        return {"features": self.task.reset_features()} if self.feature_names else {}
 
     def step(self, action):
         action = np.asarray(action, dtype=np.float64)

@@ -6,6 +6,13 @@ per-step cost as the planar speed ``C(s, a) = sqrt(v_x^2 + v_y^2)`` for robots o
 robots on a line (``cost_type="speed"``, ``axis="planar"`` or ``"x"``), with ``v`` gymnasium's finite-
 difference velocity (torso for Ant, centre of mass for Humanoid).
 
+Reward features (``info["features"]``, names in ``env.unwrapped.feature_names``): the ingredients of
+gymnasium's reward without their weights -- ``x_velocity``, ``y_velocity`` (ignored by the reward),
+``ctrl_sq = sum(ctrl^2)``, ``contact_sq`` (sum of squared external contact forces, clipped per component to
+Ant's ``contact_force_range``; Humanoid's are unclipped and its weighted contact cost is capped at 10, so
+there the reward is linear in them only below the cap) and ``healthy`` (1 while the torso height is in the
+healthy range). Zeros at reset.
+
 Option ``cost_type="indicator"`` gives safety-gymnasium's velocity cost ``1[speed > velocity_threshold]``
 instead. Departure worth knowing: the seed's Humanoid limit (20 per 200-step episode, Table
 `rewards_costs_comparison`) together with its returns is consistent with the indicator form rather than with
@@ -37,6 +44,13 @@ class _RunMixin:
     """Adds the velocity cost to a gymnasium locomotion env (``info["cost"]``, ``num_costs``)."""
 
     num_costs = 1
+    feature_names = ("x_velocity", "y_velocity", "ctrl_sq", "contact_sq", "healthy")
+
+    def _get_reset_info(self):
+        return {**super()._get_reset_info(), "features": np.zeros(len(self.feature_names))}
+
+    def _contact_sq(self) -> float:
+        return float(np.sum(np.square(self.data.cfrc_ext)))
 
     def _setup_cost(self, cost_type: str, axis: str, velocity_threshold: float, cost_limit: float) -> None:
         if cost_type not in COST_TYPES:
@@ -55,6 +69,15 @@ class _RunMixin:
         )
         info["cost"] = c
         info["costs"] = {"cost_velocity": c}
+        info["features"] = np.array(
+            [
+                info["x_velocity"],
+                info["y_velocity"],
+                float(np.sum(np.square(self.data.ctrl))),
+                self._contact_sq(),
+                float(self.is_healthy),
+            ]
+        )
         return obs, reward, terminated, truncated, info
 
 
@@ -72,6 +95,9 @@ class AntRunEnv(_RunMixin, AntEnv):
     ):
         self._setup_cost(cost_type, axis, velocity_threshold, cost_limit)
         super().__init__(**kwargs)
+
+    def _contact_sq(self) -> float:
+        return float(np.sum(np.square(self.contact_forces)))  # clipped, as in Ant-v5's contact cost
 
     def step(self, action):
         return self._add_cost(super().step(action))

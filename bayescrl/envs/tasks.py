@@ -15,6 +15,13 @@ on the point robot (``bayescrl.envs.point``) and on gymnasium's Ant (``bayescrl.
 
 Each task exposes ``num_costs``, ``cost_names``, ``cost_limits`` (the seed's thresholds), ``obs_dim`` and the
 methods ``reset(rng, xy)``, ``observe(xy, yaw)``, ``step(xy_prev, xy, v)`` and ``markers()``.
+
+Reward features (for preference-based RL, ``bayescrl.prefrl``): every step's terms carry ``features``, a
+float64 vector named by ``feature_names``, such that the task reward is (close to) a linear function
+``<theta, features>`` with weights the learner does not know. They are what a designer could write down from
+the task's description: the reward's ingredients without their weights, plus the robot's planar speed (a
+plausible ingredient the true reward ignores). They never contain the cost terms (constraints are given to
+the optimiser, not learned). The reward is not changed by them.
 """
 
 from __future__ import annotations
@@ -141,6 +148,11 @@ class Task:
     cost_limits: tuple[float, ...] = (0.0,)
     obs_dim = 0
     done = False  # a task may end the episode (Gather: nothing left to collect)
+    feature_names: tuple[str, ...] = ()  # a task with features returns terms["features"] from step()
+
+    def reset_features(self) -> np.ndarray:
+        """``info["features"]`` at reset: zeros (no transition yet, so nothing was earned)."""
+        return np.zeros(len(self.feature_names))
 
     def reset(self, rng: np.random.Generator, xy: np.ndarray) -> None:
         self.done = False
@@ -171,6 +183,9 @@ class CircleTask(Task):
     """Circle of radius ``radius`` inside the strip ``|x| <= x_lim`` (defaults per robot in the envs)."""
 
     cost_names = ("cost_out_of_bounds",)
+    # ring-weighted angular progress (the reward's two factors multiplied), angular progress alone
+    # (x v_y - y v_x), distance to the ring |r - d|, speed
+    feature_names = ("ring_angular_progress", "angular_progress", "ring_distance", "speed")
 
     def __init__(self, radius: float, x_lim: float, cost_limit: float = 10.0):
         self.radius = _positive("radius", radius)
@@ -184,7 +199,10 @@ class CircleTask(Task):
     def step(self, xy_prev, xy, v):
         r = circle_reward(xy[0], xy[1], v[0], v[1], self.radius)
         c = circle_cost(xy[0], self.x_lim)
-        return r, np.array([c]), {"reward_circle": r, "cost_out_of_bounds": c}
+        ang = float(-v[0] * xy[1] + v[1] * xy[0])
+        off = abs(math.hypot(xy[0], xy[1]) - self.radius)
+        feats = np.array([ang / (1.0 + off), ang, off, math.hypot(v[0], v[1])])
+        return r, np.array([c]), {"reward_circle": r, "cost_out_of_bounds": c, "features": feats}
 
     def markers(self):
         return [
@@ -213,6 +231,8 @@ class ReachTask(Task, _GoalMixin):
     """
 
     cost_names = ("cost_hazards",)
+    # the goal cannot be reached within an episode, so there is no goal-reached indicator
+    feature_names = ("distance_progress", "speed")
 
     def __init__(
         self,
@@ -260,7 +280,8 @@ class ReachTask(Task, _GoalMixin):
     def step(self, xy_prev, xy, v):
         r = _dist(self.goal, xy_prev) - _dist(self.goal, xy)
         c = self._hazard_cost(xy)
-        return r, np.array([c]), {"reward_distance": r, "cost_hazards": c}
+        feats = np.array([r, math.hypot(v[0], v[1])])
+        return r, np.array([c]), {"reward_distance": r, "cost_hazards": c, "features": feats}
 
     def markers(self):
         out = [Marker("hazard", h, self.hazard_size, (0.6, 0.5, 1.0, 0.6)) for h in self.hazards]
@@ -282,6 +303,7 @@ class NavigationTask(Task, _GoalMixin):
 
     num_costs = 2
     cost_names = ("cost_hazards", "cost_pillars")
+    feature_names = ("distance_progress", "goal_reached", "speed")
 
     def __init__(
         self,
@@ -361,6 +383,9 @@ class NavigationTask(Task, _GoalMixin):
                 (np.hypot(*(self.pillars - xy).T) <= self.pillar_size + self.robot_radius + 0.01).any()
             )
         info.update(cost_hazards=c_h, cost_pillars=c_p)
+        info["features"] = np.array(
+            [info["reward_distance"], float(info["goal_reached"]), math.hypot(v[0], v[1])]
+        )
         return r, np.array([c_h, c_p]), info
 
     def markers(self):
@@ -381,6 +406,7 @@ class GatherTask(Task):
     """
 
     cost_names = ("cost_bombs",)
+    feature_names = ("apples_collected", "speed")
 
     def __init__(
         self,
@@ -443,7 +469,8 @@ class GatherTask(Task):
         self.apples, self.bombs = self.apples[~got_a], self.bombs[~got_b]
         r, c = float(got_a.sum()), float(got_b.sum())
         self.done = len(self.apples) + len(self.bombs) == 0
-        return r, np.array([c]), {"apples": r, "cost_bombs": c, "changed": bool(r or c)}
+        feats = np.array([r, math.hypot(v[0], v[1])])
+        return r, np.array([c]), {"apples": r, "cost_bombs": c, "changed": bool(r or c), "features": feats}
 
     def markers(self):
         out = [Marker("apple", a, 0.25, (0.1, 0.8, 0.1, 1.0)) for a in self.apples]
