@@ -97,10 +97,10 @@ def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> dict
 def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str = "") -> None:
     """Refuse keys of ``mapping`` not in ``allowed``, naming the key and the closest valid one.
 
-    >>> check_keys({"engin": "laplace"}, ["engine", "seed"], "spec")
+    >>> check_keys({"engin": "laplace"}, ["engine", "seed"], "spec")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    bayescrl.utils.errors.ConfigError: spec.engin = 'laplace': unknown key; did you mean 'engine'? (valid: engine, seed)
+    bayescrl.utils.errors.ConfigError: spec.engin = 'laplace': unknown key; did you mean 'engine'? ...
     """
     import difflib
 
@@ -112,3 +112,30 @@ def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str = 
         hint = f"did you mean {close[0]!r}? " if close else ""
         name = f"{where}.{key}" if where else str(key)
         raise ConfigError(name, mapping[key], f"unknown key; {hint}(valid: {', '.join(map(str, allowed))})")
+
+
+def import_object(spec: str, field: str) -> Any:
+    """The object named by ``"module:attr"``, importable from the current directory or the Python path.
+
+    This imports (and so runs) user code: only use it on specs a user wrote, never on data files.
+    """
+    import importlib
+    import os
+    import sys
+
+    module_name, _, attr = str(spec).partition(":")
+    if not module_name or not attr:
+        raise ConfigError(field, spec, "expected 'module:name'")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(field, spec, f"cannot import module {module_name!r}: {exc}") from None
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(field, spec, f"module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    return obj

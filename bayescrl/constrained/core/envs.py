@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import import_object
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray, dict], float]
 CostFn = Callable[[np.ndarray, np.ndarray, np.ndarray, dict], Any]
@@ -39,14 +40,7 @@ def resolve_env_factory(env: str | Callable[..., gym.Env], env_kwargs: dict | No
     if not isinstance(env, str) or not env:
         raise ConfigError("env", env, "expected a registered gymnasium id or 'module:Class'")
     if ":" in env and "/" not in env.split(":")[0]:
-        module_name, _, attr = env.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            raise ConfigError("env", env, f"cannot import module {module_name!r}: {exc}") from exc
-        if not hasattr(module, attr):
-            raise ConfigError("env", env, f"module {module_name!r} has no attribute {attr!r}")
-        cls = getattr(module, attr)
+        cls = import_object(env, "env")
         return lambda: cls(**kwargs)
     _ensure_task_suite()
     if env not in gym.registry:
