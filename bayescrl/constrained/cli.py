@@ -62,6 +62,13 @@ def _positive_steps(value) -> int:
 @click.option(
     "--set", "overrides", multiple=True, help="Override a config entry, e.g. --set config.n_envs=8."
 )
+@click.option(
+    "--preferences",
+    "preferences_file",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Preference spec (YAML): learn the reward from raters' preferences instead of the env reward.",
+)
 @click.option("--device", default="cpu", show_default=True)
 @click.option(
     "--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS)."
@@ -77,11 +84,15 @@ def train(
     resume_dir,
     config_file,
     overrides,
+    preferences_file,
     device,
     threads,
     progress,
 ) -> None:
-    """Train a constrained RL agent; writes metrics.json, curves.json/.png, metrics.jsonl, checkpoint.pt."""
+    """Train a constrained RL agent; writes metrics.json, curves.json/.png, metrics.jsonl, checkpoint.pt.
+
+    With --preferences SPEC.yaml the reward is learned from (simulated) raters' preferences; the env's
+    reward reaches only the raters and the reports (see docs/prefrl.md)."""
     from bayescrl.constrained.core.base import OnPolicyAlgorithm
     from bayescrl.constrained.registry import get_algorithm
 
@@ -89,9 +100,33 @@ def train(
     spec: dict = load_yaml(config_file) if config_file else {}
     spec = apply_overrides(spec, overrides)
     for key in spec:
-        if key not in ("algo", "env", "env_kwargs", "total_steps", "seed", "cost_limits", "config", "out"):
+        if key not in (
+            "algo",
+            "env",
+            "env_kwargs",
+            "total_steps",
+            "seed",
+            "cost_limits",
+            "config",
+            "out",
+            "preferences",
+        ):
             raise ConfigError(key, spec[key], "unknown top-level key in the run config")
+    prefs = learner = None
+    if preferences_file is not None or spec.get("preferences") is not None:
+        from bayescrl.prefrl.spec import parse_preference_spec
+
+        prefs = parse_preference_spec(preferences_file or spec["preferences"])  # validated before any work
     if resume_dir is not None:
+        stored = _stored_preferences(resume_dir)
+        if prefs is not None and stored is not None and prefs.to_dict() != stored:
+            raise ConfigError(
+                "preferences", preferences_file, "differs from the spec of the run being resumed"
+            )
+        if stored is not None:
+            from bayescrl.prefrl.spec import parse_preference_spec
+
+            prefs = parse_preference_spec(_spec_from_dict(stored))
         agent = OnPolicyAlgorithm.load(resume_dir, device=device)
         out = Path(out_dir or resume_dir)
         steps = _positive_steps(
@@ -115,8 +150,16 @@ def train(
         agent = cls(
             env_id, limits, seed, spec.get("config") or {}, device=device, env_kwargs=spec.get("env_kwargs")
         )
+        if prefs is not None:  # built before the run folder exists: a bad spec leaves nothing behind
+            learner = _learner(agent, prefs, out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "metrics.jsonl").write_text("")
+    if prefs is not None and resume_dir is not None:
+        from bayescrl.prefrl.loop import PREFS_STATE
+
+        learner = _learner(agent, prefs, out)
+        if (Path(resume_dir) / PREFS_STATE).exists():
+            learner.load(resume_dir)
     write_json(
         out / "run.json",
         {
@@ -126,11 +169,15 @@ def train(
             "total_steps": steps,
             "cost_limits": agent.cost_limits.tolist(),
             "config": agent.config.to_dict(),
+            **({"preferences": prefs.to_dict()} if prefs is not None else {}),
         },
     )
     try:
-        agent.learn(steps, out_dir=out, progress=progress)
+        agent.learn(steps, out_dir=out, progress=progress, callback=learner and learner.after_iteration)
         metrics = agent.write_results(out)
+        if learner is not None:
+            learner.save(out)
+            metrics = learner.write_results(out, metrics)
     finally:
         agent.close()
     if "final_avg_costs" in metrics:  # average-reward algorithms: per-step averages against per-step limits
@@ -142,10 +189,34 @@ def train(
             f"{c:.2f}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True)
         )
         perf = f"return {metrics['final_return']:.2f}, costs [{costs}]"
+    if learner is not None:
+        perf = (
+            f"true {perf}, {metrics['num_queries']} queries, reward corr {metrics['reward_correlation']:.2f}"
+        )
     click.echo(
         f"{agent.name} on {agent.env_id}: {perf}, "
         f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"
     )
+
+
+def _learner(agent, prefs, out: Path):
+    from bayescrl.prefrl.loop import PreferenceLearner
+
+    try:
+        return PreferenceLearner(agent, prefs, out_dir=out)
+    except Exception:
+        agent.close()
+        raise
+
+
+def _stored_preferences(run_dir) -> dict | None:
+    p = Path(run_dir) / "run.json"
+    return json.loads(p.read_text()).get("preferences") if p.exists() else None
+
+
+def _spec_from_dict(d: dict) -> dict:
+    """A stored ``PreferenceSpec.to_dict()`` back to spec form (drops the fields left at None)."""
+    return {k: v for k, v in d.items() if v is not None}
 
 
 def _stored_total(run_dir) -> int | None:

@@ -1,0 +1,403 @@
+"""The learning loop: rollout → queries → posterior update → reward draw → one constrained-optimiser step.
+
+:class:`PreferenceLearner` attaches to any registered
+:class:`~bayescrl.constrained.core.base.OnPolicyAlgorithm` through its ``reward_relabel`` hook; on
+every rollout it
+
+1. computes φ(s_t, a_t) for all steps in one batched call and cuts the rollout into segments
+   (:mod:`~bayescrl.prefrl.segments`), kept in a buffer of recent segments;
+2. every ``queries.every`` iterations, while the budget lasts, picks ``queries.per_round`` pairs
+   (:mod:`~bayescrl.prefrl.queries`), has the simulated raters answer (:mod:`~bayescrl.prefrl.raters`) and
+   updates the posterior (warm-started, :mod:`~bayescrl.prefrl.reward_model`);
+3. replaces the env reward of the rollout by the learned one — ``thompson``: ⟨θ̃, φ⟩ with a fresh posterior
+   draw θ̃ per iteration (posterior sampling, chapter `PSPL`); ``mean``: the posterior mean; ``lcb``: a lower
+   posterior quantile of ⟨θ, φ⟩ per step (risk-averse).
+
+The env's reward reaches only the simulated raters and the reports (``true_*`` fields); the costs are the
+env's own (``cost: env``), so the optimiser's constraint handling is unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from bayescrl.prefrl.queries import select_pairs
+from bayescrl.prefrl.raters import EQUAL, SKIP, RaterPool
+from bayescrl.prefrl.reward_model import LinearRewardPosterior
+from bayescrl.prefrl.segments import SegmentBuffer, cut_segments
+from bayescrl.prefrl.spec import PreferenceSpec, parse_preference_spec
+from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.io import load_yaml, to_jsonable, write_json
+
+PREFS_STATE = "prefs_state.pt"
+
+
+def _probe_env_features(factory) -> int | None:
+    env = factory()
+    try:
+        _, info = env.reset(seed=0)
+        if "features" not in info:
+            _, _, _, _, info = env.step(env.action_space.sample())
+        f = info.get("features")
+        return None if f is None else int(np.asarray(f).size)
+    finally:
+        env.close()
+
+
+class PreferenceLearner:
+    """Learn the reward from preferences while ``algo`` optimises it under the env's true constraints."""
+
+    def __init__(
+        self,
+        algo,
+        spec: PreferenceSpec | dict | str | Path,
+        seed: int | None = None,
+        out_dir: str | Path | None = None,
+    ):
+        from bayescrl.prefrl.features import make_feature_map
+
+        self.spec = spec if isinstance(spec, PreferenceSpec) else parse_preference_spec(spec)
+        s = self.spec
+        self.algo = algo
+        self.out_dir = None if out_dir is None else Path(out_dir)
+        self.seed = algo.seed if seed is None else int(seed)
+        obs_space = algo.envs.single_observation_space
+        act_space = algo.envs.single_action_space
+        env_dim = None
+        if s.features == "env":
+            env_dim = _probe_env_features(algo.factory)
+            if env_dim is None:
+                raise ConfigError(
+                    "preferences.features", "env", f"env {algo.env_id!r} does not report info['features']"
+                )
+            algo.collector.record_info = "features"
+        self.features = make_feature_map(
+            s.features,
+            obs_space,
+            act_space,
+            rff_width=s.rff_width,
+            rff_lengthscale=s.rff_lengthscale,
+            seed=self.seed,
+            env_feature_dim=env_dim,
+            device=algo.device,
+        )
+        d = self.features.dim
+        self.discrete_actions = isinstance(act_space, gym.spaces.Discrete)
+        self.raters = RaterPool(list(s.raters), d, seed=self.seed + 1)
+        rater_ids = [r.id for r in s.raters]
+        beta = [r.beta for r in s.raters]
+        lam = [r.lam for r in s.raters]
+        self.offline = _load_offline(s.offline, d, rater_ids) if s.offline else None
+        if self.offline is not None:
+            rater_ids.append(self.offline["id"])
+            beta.append(self.offline["beta"])
+            lam.append(self.offline["lam"])
+        self.posterior = LinearRewardPosterior(
+            d,
+            rater_ids,
+            beta=beta,
+            lam=lam,
+            competence=s.competence,
+            engine=s.engine,
+            engine_options=s.engine_options,
+            num_samples=s.posterior_samples,
+            prior_scale=s.prior_scale,
+            learner_lam=s.learner_lam,
+            seed=self.seed + 2,
+            device="cpu",
+        )
+        if self.offline is not None:
+            o = self.offline
+            self.posterior.add(
+                o["x0"], o["x1"], o["y"], np.full(len(o["y"]), len(rater_ids) - 1), offline=True
+            )
+            self.posterior.update()
+        self.buffer = SegmentBuffer(s.buffer_size)
+        self.gen = torch.Generator().manual_seed(self.seed + 3)
+        self.num_queries = 0  # answered queries (labels asked for), including skips and "equal"
+        self.answers = {"labels": 0, "skip": 0, "equal": 0}
+        self.rounds: list[dict] = []
+        self.curve: list[dict] = []
+        self.last_corr = float("nan")
+        self.theta_now: torch.Tensor | None = None
+        self.update_seconds = 0.0
+        algo.reward_relabel = self.relabel
+
+    # ------------------------------------------------------------------ the hook
+    def step_features(self, roll: dict) -> torch.Tensor:
+        """φ(s_t, a_t) for every step of the rollout: (T, n, d) float64."""
+        raw = roll["raw"]
+        T, n = raw.shape[:2]
+        obs = torch.as_tensor(raw.reshape(T * n, -1), dtype=torch.float64)
+        acts = roll["actions"]
+        a = torch.as_tensor(acts.reshape(T * n, *acts.shape[2:]))
+        a = a.long() if self.discrete_actions else a.double()
+        envf = roll.get("features")
+        envf = None if envf is None else torch.as_tensor(envf.reshape(T * n, -1), dtype=torch.float64)
+        return self.features(obs, a, envf).reshape(T, n, -1).double()
+
+    def relabel(self, roll: dict) -> None:
+        """Replace ``roll["rewards"][..., 0]`` (the env reward) by the learned reward, in place."""
+        t0 = time.perf_counter()
+        s = self.spec
+        phi = self.step_features(roll)
+        true_r = roll["rewards"][..., 0].copy()
+        segs = cut_segments(
+            phi,
+            true_r,
+            roll["rewards"][..., 1:],
+            roll["ended"],
+            roll["raw"],
+            roll["actions"],
+            s.segment_length,
+            self.buffer.next_id,
+            self.algo.iteration,
+            perceive=self.raters.perceive,
+        )
+        self.buffer.add(segs)
+        it = self.algo.iteration
+        if it % s.queries.every == 0 and self.num_queries < s.queries.total and len(self.buffer) >= 2:
+            self.query_round()
+        flat = phi.reshape(-1, phi.shape[-1])
+        if s.reward == "thompson":
+            self.theta_now = self.posterior.sample(1)[0]
+            learned = flat @ self.theta_now
+        elif s.reward == "mean":
+            self.theta_now = self.posterior.mean()
+            learned = flat @ self.theta_now
+        else:
+            learned = self.posterior.lower_reward(flat, s.lcb_quantile)
+        mean_r = (flat @ self.posterior.mean()).numpy()
+        self.last_corr = _pearson(mean_r, true_r.reshape(-1))
+        roll["rewards"][..., 0] = learned.numpy().reshape(true_r.shape)
+        self.update_seconds += time.perf_counter() - t0
+
+    def query_round(self) -> None:
+        """Pick pairs, collect answers from the simulated raters, update the posterior."""
+        s = self.spec
+        n = min(s.queries.per_round, s.queries.total - self.num_queries)
+        data = self.buffer.data
+        phi = torch.as_tensor(data.phi)
+        theta = self.posterior.sample(max(s.posterior_samples, 2))
+        beta = float(np.mean(self.posterior.beta))
+        pairs = select_pairs(
+            s.queries.select, phi, theta, n, self.gen, beta=beta, candidates=s.queries.candidates
+        )
+        pairs = pairs.numpy()
+        s0, s1 = data.take(pairs[:, 0]), data.take(pairs[:, 1])
+        who = self.raters.draw_raters(len(pairs))
+        y = self.raters.answer(s0, s1, who)
+        self.num_queries += len(pairs)
+        use = (y == 0) | (y == 1)
+        self.answers["labels"] += int(use.sum())
+        self.answers["skip"] += int((y == SKIP).sum())
+        self.answers["equal"] += int((y == EQUAL).sum())
+        if use.any():
+            self.posterior.add(s0.phi[use], s1.phi[use], y[use], who[use])
+            self.posterior.update()
+        rec = {"iteration": self.algo.iteration, "num_queries": self.num_queries, **self.posterior.summary()}
+        self.rounds.append(rec)
+
+    # ------------------------------------------------------------------ reports
+    def after_iteration(self, algo, record: dict) -> None:
+        """``learn(callback=...)``: adds the preference fields to the iteration record and the curve."""
+        record["num_queries"] = self.num_queries
+        record["reward_correlation"] = self.last_corr
+        record["true_ep_return"] = record["ep_return"]
+        every = algo.config.checkpoint_every
+        if self.out_dir is not None and every and algo.iteration % every == 0:
+            self.save(self.out_dir)  # next to the algorithm's checkpoint of this iteration
+        self.curve.append(
+            {
+                "iteration": record["iteration"],
+                "env_steps": record["env_steps"],
+                "num_queries": self.num_queries,
+                "true_return": record["ep_return"],
+                "true_costs": record["ep_costs"],
+                "reward_correlation": self.last_corr,
+            }
+        )
+
+    def results(self) -> dict:
+        tail = [c["reward_correlation"] for c in self.curve[-max(1, len(self.curve) // 10) :]]
+        return {
+            "num_queries": self.num_queries,
+            "answers": dict(self.answers),
+            "reward_correlation": float(np.nanmean(tail)) if tail else None,
+            "competence": dict(zip(self.posterior.rater_ids, self.posterior.beta, strict=False)),
+            "posterior_converged": self.posterior.diagnostics["converged"],
+            "preference_seconds": self.update_seconds,
+            "preferences": self.spec.to_dict(),
+        }
+
+    def write_results(self, out_dir: str | Path, metrics: dict) -> dict:
+        """Adds ``final_true_return``, ``final_true_costs``, ``num_queries``, ``reward_correlation`` to
+        ``metrics`` (and ``metrics.json``); writes ``preference_rounds.json`` and
+        ``preference_curves.png``."""
+        from bayescrl.utils.plotting import plt
+
+        out = Path(out_dir)
+        metrics = dict(metrics)
+        metrics["final_true_return"] = metrics["final_return"]
+        metrics["final_true_costs"] = metrics["final_costs"]
+        metrics.update(self.results())
+        write_json(out / "metrics.json", metrics)
+        write_json(out / "preference_rounds.json", {"rounds": self.rounds, "curve": self.curve})
+        if self.curve:
+            p = plt()
+            fig, axes = p.subplots(1, 3, figsize=(12, 3.2))
+            q = [c["num_queries"] for c in self.curve]
+            axes[0].plot(q, [c["true_return"] for c in self.curve])
+            axes[0].set_title("true episodic return")
+            for i, lim in enumerate(metrics["cost_limits"]):
+                axes[1].plot(q, [c["true_costs"][i] for c in self.curve], label=f"cost {i}")
+                axes[1].axhline(lim, ls="--", color="k", lw=1)
+            axes[1].set_title("true episodic cost (limit dashed)")
+            axes[2].plot(q, [c["reward_correlation"] for c in self.curve])
+            axes[2].set_title("corr(learned, true reward)")
+            for ax in axes:
+                ax.set_xlabel("preference queries")
+                ax.grid(alpha=0.3)
+            fig.tight_layout()
+            fig.savefig(out / "preference_curves.png", dpi=90)
+            p.close(fig)
+        return metrics
+
+    # ------------------------------------------------------------------ checkpoint
+    def state_dict(self) -> dict:
+        """Tensors and plain JSON-like values only, so :meth:`load` can use ``weights_only=True``."""
+        p = self.posterior.problem
+        buf = self.buffer.state_dict()
+        if buf["data"] is not None:
+            buf["data"] = {k: torch.as_tensor(v) for k, v in buf["data"].items()}
+        return to_jsonable(
+            {
+                "num_queries": self.num_queries,
+                "answers": self.answers,
+                "rounds": self.rounds,
+                "curve": self.curve,
+                "raters": self.raters.state_dict(),
+                "beta": p.beta.tolist(),
+            }
+        ) | {
+            "pref": {k: getattr(p, k) for k in ("x0", "x1", "y", "rater", "pref_online", "pref_mask")},
+            "buffer": buf,
+            "gen": self.gen.get_state(),
+            "post_gen": self.posterior.gen.get_state(),
+        }
+
+    def save(self, out_dir: str | Path) -> None:
+        torch.save(self.state_dict(), Path(out_dir) / PREFS_STATE)
+
+    def load(self, out_dir: str | Path) -> None:
+        path = Path(out_dir) / PREFS_STATE
+        try:
+            st = torch.load(path, weights_only=True)  # never unpickles code from a shared run folder
+        except Exception as exc:
+            raise DataError("resume", str(path), f"corrupt or unsafe preference state: {exc}") from None
+        p = self.posterior.problem
+        for k, v in st["pref"].items():
+            setattr(p, k, v)
+        p.beta = torch.as_tensor(st["beta"], dtype=p.beta.dtype)
+        buf = dict(st["buffer"])
+        if buf["data"] is not None:
+            buf["data"] = {k: v.numpy() for k, v in buf["data"].items()}
+        self.buffer.load_state_dict(buf)
+        self.gen.set_state(st["gen"])
+        self.posterior.gen.set_state(st["post_gen"])
+        self.raters.load_state_dict(st["raters"])
+        self.num_queries, self.answers = st["num_queries"], st["answers"]
+        self.rounds, self.curve = st["rounds"], st["curve"]
+        if self.posterior.num_labels:
+            self.posterior.update()
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a - a.mean(), b - b.mean()
+    den = float(np.sqrt((a * a).sum() * (b * b).sum()))
+    return float((a * b).sum() / den) if den > 0 else float("nan")
+
+
+def _load_offline(path: str, d: int, rater_ids: list[str]) -> dict:
+    """An offline preference file: ``{rater: {id, beta?, lam?}, records: [{x0: [...], x1: [...], y: 0|1}]}``
+    with x0, x1 the segments' embeddings Φ in the spec's feature space (d numbers each)."""
+    raw = load_yaml(path) if not str(path).endswith(".json") else json.loads(Path(path).read_text())
+    if not isinstance(raw, dict):
+        raise DataError("offline", path, "must be a mapping with 'rater' and 'records'")
+    unknown = set(raw) - {"rater", "records"}
+    if unknown:
+        raise DataError("offline", sorted(unknown)[0], "unknown key (valid: rater, records)")
+    rater = raw.get("rater") or {}
+    if not isinstance(rater, dict):
+        raise DataError("offline.rater", rater, "must be a mapping like {id: offline}")
+    rid = rater.get("id", "offline")
+    if rid in rater_ids:
+        raise DataError("offline.rater.id", rid, "clashes with an online rater's id")
+    beta = float(rater.get("beta", 1.0))
+    lam = float(rater.get("lam", 1.0))
+    recs = raw.get("records")
+    if not isinstance(recs, list) or not recs:
+        raise DataError("offline.records", recs, "must be a non-empty list")
+    x0, x1, y = [], [], []
+    for i, r in enumerate(recs):
+        if not isinstance(r, dict) or set(r) - {"x0", "x1", "y"}:
+            raise DataError("offline.records", r, "each record is {x0: [...], x1: [...], y: 0 or 1}", i)
+        a, b = np.asarray(r.get("x0"), dtype=np.float64), np.asarray(r.get("x1"), dtype=np.float64)
+        if a.shape != (d,) or b.shape != (d,):
+            raise DataError("offline.records.x0", r.get("x0"), f"x0 and x1 need {d} numbers", i)
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise DataError("offline.records.x0", r.get("x0"), "must be finite", i)
+        if r.get("y") not in (0, 1) or isinstance(r.get("y"), bool):
+            raise DataError("offline.records.y", r.get("y"), "must be 0 or 1", i)
+        x0.append(a)
+        x1.append(b)
+        y.append(int(r["y"]))
+    return {"id": rid, "beta": beta, "lam": lam, "x0": np.stack(x0), "x1": np.stack(x1), "y": np.asarray(y)}
+
+
+def train_with_preferences(
+    algo: str,
+    env,
+    preferences: PreferenceSpec | dict | str | Path,
+    *,
+    total_steps: int,
+    cost_limits=None,
+    seed: int = 0,
+    config: dict | None = None,
+    env_kwargs: dict | None = None,
+    out_dir: str | Path | None = None,
+    device: str = "cpu",
+    progress: bool = False,
+) -> dict:
+    """Train ``algo`` on ``env`` with the reward learned from preferences; returns the metrics.
+
+    >>> m = train_with_preferences("ecop", "bayescrl/SmallCMDP-v0", {"raters": [{"id": "a", "beta": 5}]},
+    ...                            total_steps=2000, env_kwargs={"horizon": 10})  # doctest: +SKIP
+    """
+    import tempfile
+
+    from bayescrl.constrained.registry import get_algorithm
+
+    spec = preferences if isinstance(preferences, PreferenceSpec) else parse_preference_spec(preferences)
+    agent = get_algorithm(algo)(env, cost_limits, seed, config or {}, device=device, env_kwargs=env_kwargs)
+    tmp = None
+    if out_dir is None:
+        tmp = tempfile.TemporaryDirectory()
+        out_dir = tmp.name
+    learner = PreferenceLearner(agent, spec, out_dir=out_dir)
+    try:
+        agent.learn(total_steps, out_dir=out_dir, progress=progress, callback=learner.after_iteration)
+        learner.save(out_dir)
+        metrics = learner.write_results(out_dir, agent.write_results(out_dir))
+    finally:
+        agent.close()
+        if tmp is not None:
+            tmp.cleanup()
+    metrics["_learner"] = learner
+    return metrics

@@ -1,0 +1,205 @@
+"""Preference-based constrained RL end to end: LP optima from preferences, CLI, resume, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bayescrl.cli import main
+from bayescrl.envs import make_ergodic_cmdp, make_small_cmdp
+from bayescrl.prefrl.loop import train_with_preferences
+
+
+def _tabular_policy(algo, n_states: int, horizon: int | None) -> np.ndarray:
+    eye = np.eye(n_states, dtype=np.float32)
+    with torch.no_grad():
+        if horizon is None:
+            return algo.policy.distribution(torch.as_tensor(eye)).probs.numpy()
+        steps = [algo.policy_input(eye, np.full(n_states, h)) for h in range(horizon)]
+        return np.stack([algo.policy.distribution(x).probs.numpy() for x in steps])
+
+
+def test_ecop_from_preferences_reaches_the_lp_optimum_of_an_episodic_cmdp():
+    """≤ 500 simulated preferences: ≥ 85 % of the LP optimum's true return at ≤ 1.1 × the cost limit."""
+    cmdp = make_small_cmdp("finite", horizon=10)  # J* = 6.5 at cost 3; never entering the hazard: 5.0
+    opt = cmdp.solve()
+    cfg = dict(
+        n_envs=8,
+        rollout_steps=50,
+        minibatch_size=100,
+        update_epochs=5,
+        pi_lr=1e-3,
+        vf_lr=3e-3,
+        anneal_lr=True,
+        actor_hidden=(32,),
+        critic_hidden=(32,),
+        beta=1.0,
+        kappa=1.02,
+        beta_max=10.0,
+        advantage="finite_horizon",
+        gamma=1.0,
+    )
+    spec = {
+        "features": "onehot",
+        "segment_length": 5,
+        "raters": [{"id": "expert", "beta": 5.0, "lam": 100.0}],
+        "competence": "known",
+        "queries": {"total": 300, "per_round": 20, "select": "bald"},
+        "reward": "thompson",
+    }
+    m = train_with_preferences("ecop", cmdp.make_env, spec, total_steps=30_000, cost_limits=[3.0], config=cfg)
+    learner = m["_learner"]
+    ev = cmdp.evaluate(_tabular_policy(learner.algo, 2, 10))
+    assert m["num_queries"] <= 500
+    assert ev.value >= 0.85 * opt.value and ev.value > 5.0 + 0.5, ev.value  # beats never taking a risk
+    assert ev.costs[0] <= 1.1 * 3.0, ev.costs
+    # the learner's reward is the posterior's: hazard (state 1) worth more than safety, by about the bonus
+    theta = learner.posterior.mean().reshape(2, 2)
+    assert (theta[1] - theta[0]).mean().item() == pytest.approx(0.5, abs=0.15)
+    assert m["reward_correlation"] > 0.95
+
+
+def test_acpo_from_preferences_reaches_the_lp_optimum_of_an_average_reward_cmdp():
+    cmdp = make_ergodic_cmdp(num_states=5, num_actions=3, seed=0)
+    opt = cmdp.solve()
+    uniform = cmdp.evaluate(np.full((5, 3), 1 / 3)).value
+    cfg = dict(
+        n_envs=4,
+        rollout_steps=250,
+        delta=0.02,
+        normalize_obs=False,
+        update_epochs=5,
+        actor_hidden=(32,),
+        critic_hidden=(32,),
+    )
+    spec = {
+        "features": "onehot",
+        "segment_length": 10,
+        "raters": [{"id": "expert", "beta": 5.0, "lam": 100.0}],
+        "competence": "known",
+        "queries": {"total": 400, "per_round": 20, "select": "bald"},
+    }
+    m = train_with_preferences(
+        "acpo",
+        lambda: cmdp.make_env(max_episode_steps=200),
+        spec,
+        total_steps=40_000,
+        cost_limits=cmdp.limits.tolist(),
+        config=cfg,
+    )
+    ev = cmdp.evaluate(_tabular_policy(m["_learner"].algo, 5, None))
+    assert m["num_queries"] <= 500
+    assert ev.value >= 0.85 * opt.value, (ev.value, opt.value)
+    assert (ev.value - uniform) >= 0.7 * (opt.value - uniform)  # most of the gap above a random policy
+    assert ev.costs[0] <= 1.1 * cmdp.limits[0], ev.costs
+
+
+def test_relabel_replaces_the_env_reward_by_the_posterior_draw():
+    """The optimiser sees ⟨θ̃, φ⟩ only; the env reward is kept for the raters and the reports."""
+    from bayescrl.constrained.registry import get_algorithm
+    from bayescrl.prefrl.loop import PreferenceLearner
+
+    cmdp = make_small_cmdp("finite", horizon=4)
+    algo = get_algorithm("ppo-lag")(cmdp.make_env, [1.0], 0, {"n_envs": 2, "rollout_steps": 8})
+    learner = PreferenceLearner(
+        algo, {"raters": [{"id": "a"}], "segment_length": 2, "queries": {"total": 4, "per_round": 4}}
+    )
+    algo.collector.reset(0)
+    roll = algo.collector.collect(algo.policy, algo.critic_value, 8, algo.rng)
+    true = roll["rewards"][..., 0].copy()
+    learner.relabel(roll)
+    phi = learner.step_features(roll)
+    np.testing.assert_allclose(roll["rewards"][..., 0], (phi @ learner.theta_now).numpy())
+    assert not np.allclose(roll["rewards"][..., 0], true)
+    assert learner.num_queries == 4 and learner.buffer.data.true_return.shape == (8,)
+    algo.close()
+
+
+SPEC = """
+features: onehot
+segment_length: 5
+raters: [{id: expert, beta: 5.0, lam: 100.0}, {id: novice, beta: 0.5, lam: 2.0}]
+competence: infer
+queries: {total: 60, per_round: 20, select: disagreement}
+reward: mean
+"""
+SMALL = ["--set", "config.n_envs=2", "--set", "config.rollout_steps=50", "--no-progress"]
+TRAIN = ["train", "--algo", "ecop", "--env", "bayescrl/SmallCMDP-v0", "--cost-limit", "3"]
+
+
+def _run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return exc.value.code, capsys.readouterr()
+
+
+def test_cli_trains_from_preferences_and_resumes(tmp_path, capsys):
+    spec = tmp_path / "prefs.yaml"
+    spec.write_text(SPEC)
+    out = tmp_path / "run"
+    main([*TRAIN, "--total-steps", "300", "--preferences", str(spec), "--out", str(out), *SMALL])
+    m = json.loads((out / "metrics.json").read_text())
+    for key in ("final_true_return", "final_true_costs", "num_queries", "reward_correlation", "competence"):
+        assert key in m
+    assert m["num_queries"] == 60 and set(m["competence"]) == {"expert", "novice"}
+    rounds = json.loads((out / "preference_rounds.json").read_text())
+    assert [r["num_queries"] for r in rounds["rounds"]] == [20, 40, 60]
+    assert (out / "preference_curves.png").stat().st_size > 1000
+    assert "true return" in capsys.readouterr().out
+    # resume: the preference state (labels, buffer, generators) comes back and training goes on
+    main(["train", "--resume", str(out), "--total-steps", "500", "--no-progress"])
+    m2 = json.loads((out / "metrics.json").read_text())
+    assert m2["env_steps"] == 500 and m2["num_queries"] == 60 and len(rounds["curve"]) == 3
+    # a spec that differs from the stored one is refused
+    spec2 = tmp_path / "other.yaml"
+    spec2.write_text(SPEC.replace("reward: mean", "reward: thompson"))
+    code, cap = _run(["train", "--resume", str(out), "--preferences", str(spec2), "--no-progress"], capsys)
+    assert code == 2 and "preferences" in cap.err
+
+
+@pytest.mark.parametrize(
+    "spec, env, message",
+    [
+        ("raters: [{id: a, beta: -1}]", "bayescrl/SmallCMDP-v0", "raters.beta[0]"),
+        ("raters: [{id: a}]\nqueries: {select: best}", "bayescrl/SmallCMDP-v0", "queries.select"),
+        ("raters: [{id: a}]\nengin: laplace", "bayescrl/SmallCMDP-v0", "did you mean 'engine'"),
+        ("raters: [{id: a}]\nbuffer_size: 5", "bayescrl/SmallCMDP-v0", "larger than the segment buffer"),
+        ("raters: [{id: a}]\nfeatures: env", "bayescrl/SmallCMDP-v0", "info['features']"),
+        ("raters: [{id: a}]\nfeatures: onehot", "bayescrl/PointCircle-v0", "Discrete"),
+        ("raters: [{id: a}]\noffline: nowhere.json", "bayescrl/SmallCMDP-v0", "preferences.offline"),
+    ],
+)
+def test_bad_preference_specs_exit_2_with_one_line_and_no_run_folder(spec, env, message, tmp_path, capsys):
+    f = tmp_path / "prefs.yaml"
+    f.write_text(spec)
+    out = tmp_path / "run"
+    args = ["train", "--algo", "ppo-lag", "--env", env, "--total-steps", "100", "--cost-limit", "3"]
+    code, cap = _run([*args, "--preferences", str(f), "--out", str(out), "--no-progress"], capsys)
+    assert code == 2, cap
+    assert message in cap.err and len(cap.err.strip().splitlines()) == 1, cap.err
+    assert not out.exists()
+
+
+def test_offline_preferences_warm_start_the_posterior(tmp_path):
+    """An offline file (the warmPref idea) enters the posterior before the first online query."""
+    from bayescrl.constrained.registry import get_algorithm
+    from bayescrl.prefrl.loop import PreferenceLearner
+
+    cmdp = make_small_cmdp("finite", horizon=4)
+    # features are e_s ⊗ e_a (4 dims): segments in the hazard state are preferred
+    recs = [{"x0": [0, 0, 1, 1], "x1": [1, 1, 0, 0], "y": 0}] * 30
+    off = tmp_path / "offline.json"
+    off.write_text(json.dumps({"rater": {"id": "log", "beta": 2.0, "lam": 10.0}, "records": recs}))
+    algo = get_algorithm("ppo-lag")(cmdp.make_env, [1.0], 0, {"n_envs": 2, "rollout_steps": 8})
+    spec = {"raters": [{"id": "a"}], "offline": str(off), "competence": "known"}
+    learner = PreferenceLearner(algo, spec)
+    theta = learner.posterior.mean().reshape(2, 2)
+    assert learner.posterior.num_labels == 30 and (theta[1] > theta[0] + 0.3).all()
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"records": [{"x0": [0, 0, 1], "x1": [1, 1, 0, 0], "y": 0}]}))
+    from bayescrl.utils.errors import DataError
+
+    with pytest.raises(DataError, match=r"offline.records.x0\[0\]"):
+        PreferenceLearner(algo, {**spec, "offline": str(bad)})
+    algo.close()
