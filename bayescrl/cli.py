@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("bayescrl.constrained.cli:train", "Train a constrained RL agent (e-COP, ACPO, baselines)."),
     "evaluate": ("bayescrl.constrained.cli:evaluate", "Re-run a saved constrained RL policy."),
     "mopo": ("bayescrl.mopo.cli:mopo", "MOPO multi-objective preference optimisation."),
+    "prefs": (
+        "bayescrl.prefrl.cli:prefs",
+        "Export pending preference queries to a labelling page; import labels.",
+    ),
 }
 
 
