@@ -87,6 +87,7 @@ def test_buffer_keeps_the_most_recent_segments_and_finds_them_by_id():
                 obs=np.zeros((k, 2, 1), np.float32),
                 actions=np.zeros((k, 2), np.int64),
                 iteration=np.zeros(k, np.int64),
+                phi_steps=np.zeros((k, 0, 1), np.float32),
             )
         )
     assert buf.data.ids.tolist() == [1, 2, 3] and buf.next_id == 4
@@ -107,6 +108,7 @@ def _segs(returns, phi=None):
         obs=np.zeros((k, 1, 1), np.float32),
         actions=np.zeros((k, 1), np.int64),
         iteration=np.zeros(k, np.int64),
+        phi_steps=np.zeros((k, 0, 1), np.float32),
     )
 
 
@@ -157,10 +159,11 @@ def test_bald_and_disagreement_scores_by_hand():
     theta = torch.tensor([[2.0], [-2.0]], dtype=torch.float64)  # two draws that disagree on pair 0
     p = torch.sigmoid(torch.tensor([2.0, -2.0], dtype=torch.float64))
     h = lambda q: -(q * q.log() + (1 - q) * (1 - q).log())
-    bald = pair_scores("bald", phi, pairs, theta)
+    returns = theta @ phi.T
+    bald = pair_scores("bald", returns, pairs)
     assert bald[0].item() == pytest.approx((h(p.mean()) - h(p).mean()).item())
     assert bald[1].item() == pytest.approx(0.0, abs=1e-12)  # identical segments: nothing to learn
-    dis = pair_scores("disagreement", phi, pairs, theta)
+    dis = pair_scores("disagreement", returns, pairs)
     assert dis[0].item() == pytest.approx(p.var().item()) and dis[1].item() == 0.0
 
 
@@ -169,9 +172,9 @@ def test_select_pairs_asks_the_informative_pair_first_and_top_two_picks_the_draw
     phi = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
     theta = torch.tensor([[1.0, 0.1], [0.1, 1.0], [1.0, 0.2], [0.2, 1.0]], dtype=torch.float64)
     # the draws disagree only about segments 1 vs 2
-    pair = select_pairs("bald", phi, theta, 1, gen, candidates=200)[0].tolist()
+    pair = select_pairs("bald", theta @ phi.T, 1, gen, candidates=200)[0].tolist()
     assert sorted(pair) == [1, 2]
-    tt = select_pairs("top-two", phi, theta, 50, gen)
+    tt = select_pairs("top-two", theta @ phi.T, 50, gen)
     assert set(map(tuple, tt.tolist())) <= {(1, 2), (2, 1)}
     rp = random_pairs(5, 1000, gen)
     assert (rp[:, 0] != rp[:, 1]).all() and rp.max() == 4 and rp.min() == 0
@@ -204,7 +207,7 @@ def test_posterior_recovers_theta_and_concentrates_with_labels():
     phi = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]], dtype=torch.float64)
     sd = ((phi @ post.cov()) * phi).sum(1).sqrt()
     z = -1.2815515655446004  # Phi^-1(0.1)
-    assert torch.allclose(post.lower_reward(phi, 0.1), phi @ post.mean() + z * sd)
+    assert torch.allclose(post.quantile_reward(phi, 0.1), phi @ post.mean() + z * sd)
 
 
 def test_inferred_competence_ranks_the_expert_above_the_novice():
@@ -231,3 +234,80 @@ def test_engines_agree_on_the_reward_posterior(engine):
     assert torch.allclose(post.mean(), ref.mean(), atol=0.06)
     sd, sd_ref = post.cov().diagonal().sqrt(), ref.cov().diagonal().sqrt()
     assert torch.allclose(sd, sd_ref, rtol=0.25), (sd, sd_ref)
+
+
+@pytest.mark.parametrize(
+    "env_id, weights",
+    [
+        ("bayescrl/PointCircle-v0", {"ring_angular_progress": 1.0, "speed": 0.0}),
+        ("bayescrl/PointReach-v0", {"distance_progress": 1.0, "speed": 0.0}),
+        # gymnasium Ant-v5: forward weight 1, ctrl cost 0.5, contact cost 5e-4, healthy reward 1
+        ("bayescrl/AntRun-v0", {"x_velocity": 1.0, "ctrl_sq": -0.5, "contact_sq": -5e-4, "healthy": 1.0}),
+    ],
+)
+def test_task_rewards_are_linear_in_their_env_features(env_id, weights):
+    from bayescrl.prefrl.features import reward_linearity
+
+    fit = reward_linearity(env_id, steps=300, seed=1)
+    assert fit["r2"] > 0.9999
+    for name, w in weights.items():
+        assert fit["weights"][name] == pytest.approx(w, abs=1e-3 + 1e-3 * abs(w)), (name, fit["weights"])
+
+
+def test_cost_level_needs_safety_labels_not_only_comparisons():
+    """Comparisons identify cost differences only; safety labels against the tolerance fix the level."""
+    from bayescrl.prefrl.reward_model import CostPosterior
+
+    rng = np.random.default_rng(0)
+    kappa = np.array([0.0, 1.0])  # per-step cost: 0 in the safe state, 1 in the hazard
+    n1 = rng.integers(0, 6, size=(2, 400))
+    phi = np.stack([5 - n1, n1], -1).astype(float)  # 5-step segments: (#safe, #hazard) steps
+    seg = [_segs(np.zeros(400), phi=phi[k]) for k in range(2)]
+    c0, c1 = phi[0] @ kappa, phi[1] @ kappa
+    y = (rng.random(400) >= 1 / (1 + np.exp(-1.5 * (c0 - c1)))).astype(int)  # 0: seg 0 costlier
+    who = np.zeros(400, np.int64)
+    only_pairs = CostPosterior(2, ["s"], [1.5], [100.0], threshold=2.0)
+    only_pairs.add_comparisons(seg[0], seg[1], y, who)
+    only_pairs.update()
+    m = only_pairs.mean().numpy()
+    assert m[1] - m[0] == pytest.approx(1.0, abs=0.15)  # the difference is learned ...
+    assert abs(m.sum() - 1.0) > 0.5  # ... the level is not (it stays near the prior's 0)
+    both = CostPosterior(2, ["s"], [1.5], [100.0], threshold=2.0)
+    both.add_comparisons(seg[0], seg[1], y, who)
+    unsafe = (rng.random(400) < 1 / (1 + np.exp(-1.5 * (c0 - 2.0)))).astype(int)
+    both.add_safety(seg[0], unsafe, who)
+    both.update()
+    np.testing.assert_allclose(both.mean().numpy(), kappa, atol=0.15)
+    # the constraint sees an upper quantile: above the mean, by z_0.9 posterior sds
+    step = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+    assert both.quantile_cost(step, 0.9).item() > both.quantile_cost(step, 0.5).item()
+
+
+def test_reward_ensemble_learns_the_reward_and_is_unsure_away_from_its_data():
+    from types import SimpleNamespace
+
+    from bayescrl.prefrl.ensemble import EnsembleRewardPosterior
+
+    rng = np.random.default_rng(0)
+    d, L, N = 3, 4, 300
+    theta = np.array([1.0, -0.5, 0.0])
+
+    def segs(n, scale=1.0):
+        ps = (scale * rng.uniform(-1, 1, size=(n, L, d))).astype(np.float32)
+        return SimpleNamespace(phi_steps=ps, phi=ps.sum(1).astype(np.float64))
+
+    s0, s1 = segs(N), segs(N)
+    y = (rng.random(N) < 1 / (1 + np.exp(-3.0 * (s1.phi - s0.phi) @ theta))).astype(int)  # 1: s1 preferred
+    post = EnsembleRewardPosterior(
+        d, ["a"], beta=[3.0], lam=[100.0], members=6, hidden=(32,), steps=300, seed=0
+    )
+    post.add_segments(s0, s1, y, np.zeros(N, np.int64))
+    post.update()
+    test = segs(200)
+    R = post.returns(test, 0)  # (members, K)
+    assert R.shape == (6, 200)
+    assert np.corrcoef(R.mean(0).numpy(), test.phi @ theta)[0, 1] > 0.95
+    near = post.member_rewards(torch.as_tensor(test.phi_steps[:, 0])).std(0).mean()
+    far = post.member_rewards(torch.as_tensor(5 * test.phi_steps[:, 0])).std(0).mean()
+    assert far > 2 * near  # the members agree where the labels are and disagree elsewhere
+    assert 0 <= post.draw() < 6

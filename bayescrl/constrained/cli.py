@@ -190,13 +190,19 @@ def train(
         )
         perf = f"return {metrics['final_return']:.2f}, costs [{costs}]"
     if learner is not None:
-        perf = (
-            f"true {perf}, {metrics['num_queries']} queries, reward corr {metrics['reward_correlation']:.2f}"
-        )
+        corr = metrics["reward_correlation"]
+        corr = "n/a" if corr is None else f"{corr:.2f}"
+        perf = f"true {perf}, {metrics['num_queries']} queries, reward corr {corr}"
     click.echo(
         f"{agent.name} on {agent.env_id}: {perf}, "
         f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"
     )
+    if learner is not None and learner.waiting:
+        click.echo(
+            f"paused at {metrics['env_steps']} steps: {learner.waiting} queries wait for labels -> "
+            f"bayescrl prefs export {out}; bayescrl prefs import {out} labels.json; "
+            f"bayescrl train --resume {out}"
+        )
 
 
 def _learner(agent, prefs, out: Path):

@@ -121,3 +121,34 @@ def make_feature_map(
             )
         return FeatureMap(int(probe.shape[1]), fn, name)
     raise ConfigError("preferences.features", name, "must be onehot, env, rff or module:function")
+
+
+def reward_linearity(env_id: str, steps: int = 1000, seed: int = 0, env_kwargs: dict | None = None) -> dict:
+    """How linear an env's reward is in its ``info["features"]``: R² of the least-squares fit
+    r ≈ ⟨w, φ⟩ + c over ``steps`` steps of uniformly random actions, with the fitted ``w``."""
+    import numpy as np
+
+    from bayescrl.constrained.core.envs import resolve_env_factory
+
+    env = resolve_env_factory(env_id, env_kwargs)()
+    try:
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        feats, rews = [], []
+        for _ in range(int(steps)):
+            _, r, term, trunc, info = env.step(env.action_space.sample())
+            if "features" not in info:
+                raise ConfigError("features", env_id, "the env does not report info['features']")
+            feats.append(np.asarray(info["features"], dtype=float))
+            rews.append(float(r))
+            if term or trunc:
+                env.reset()
+    finally:
+        env.close()
+    X = np.column_stack([np.stack(feats), np.ones(len(rews))])
+    y = np.asarray(rews)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    ss = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - X @ coef) ** 2).sum()) / ss if ss > 0 else float("nan")
+    names = list(getattr(env.unwrapped, "feature_names", ())) or [f"f{i}" for i in range(X.shape[1] - 1)]
+    return {"r2": r2, "weights": dict(zip(names, coef[:-1].tolist(), strict=True)), "steps": int(steps)}

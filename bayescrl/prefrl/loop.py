@@ -29,7 +29,7 @@ import torch
 
 from bayescrl.prefrl.queries import select_pairs
 from bayescrl.prefrl.raters import EQUAL, SKIP, RaterPool
-from bayescrl.prefrl.reward_model import LinearRewardPosterior
+from bayescrl.prefrl.reward_model import CostPosterior, LinearRewardPosterior
 from bayescrl.prefrl.segments import SegmentBuffer, cut_segments
 from bayescrl.prefrl.spec import PreferenceSpec, parse_preference_spec
 from bayescrl.utils.errors import ConfigError, DataError
@@ -98,26 +98,65 @@ class PreferenceLearner:
             rater_ids.append(self.offline["id"])
             beta.append(self.offline["beta"])
             lam.append(self.offline["lam"])
-        self.posterior = LinearRewardPosterior(
-            d,
-            rater_ids,
-            beta=beta,
-            lam=lam,
-            competence=s.competence,
-            engine=s.engine,
-            engine_options=s.engine_options,
-            num_samples=s.posterior_samples,
-            prior_scale=s.prior_scale,
-            learner_lam=s.learner_lam,
-            seed=self.seed + 2,
-            device="cpu",
-        )
+        if s.reward_model == "ensemble":
+            from bayescrl.prefrl.ensemble import EnsembleRewardPosterior
+
+            self.posterior = EnsembleRewardPosterior(
+                d,
+                rater_ids,
+                beta=beta,
+                lam=lam,
+                competence=s.competence,
+                members=s.ensemble_size,
+                hidden=s.hidden,
+                prior_scale=s.prior_scale,
+                learner_lam=s.learner_lam,
+                seed=self.seed + 2,
+            )
+        else:
+            self.posterior = LinearRewardPosterior(
+                d,
+                rater_ids,
+                beta=beta,
+                lam=lam,
+                competence=s.competence,
+                engine=s.engine,
+                engine_options=s.engine_options,
+                num_samples=s.posterior_samples,
+                prior_scale=s.prior_scale,
+                learner_lam=s.learner_lam,
+                seed=self.seed + 2,
+                device="cpu",
+            )
         if self.offline is not None:
             o = self.offline
             self.posterior.add(
                 o["x0"], o["x1"], o["y"], np.full(len(o["y"]), len(rater_ids) - 1), offline=True
             )
             self.posterior.update()
+        # cost: learned -- one linear posterior per cost channel, from the cost raters' safety judgements
+        self.cost_posteriors: list[CostPosterior] = []
+        self.num_cost_queries = 0
+        if s.cost == "learned":
+            self.cost_raters = RaterPool(list(s.cost_raters), d, seed=self.seed + 4)
+            self.cost_thresholds = self._cost_thresholds()
+            self.cost_posteriors = [
+                CostPosterior(
+                    d,
+                    [r.id for r in s.cost_raters],
+                    beta=[r.beta for r in s.cost_raters],  # known: it fixes the cost's scale
+                    lam=[r.lam for r in s.cost_raters],
+                    threshold=self.cost_thresholds[j],
+                    prior_scale=s.prior_scale,
+                    engine=s.engine,
+                    engine_options=s.engine_options,
+                    num_samples=s.posterior_samples,
+                    seed=self.seed + 5 + j,
+                )
+                for j in range(algo.m)
+            ]
+            self.cost_acc = np.zeros((algo.envs.num_envs, algo.m))  # learned cost of each running episode
+        self.true_estimates: tuple[float, list[float]] | None = None
         self.buffer = SegmentBuffer(s.buffer_size)
         self.gen = torch.Generator().manual_seed(self.seed + 3)
         self.num_queries = 0  # answered queries (labels asked for), including skips and "equal"
@@ -125,7 +164,8 @@ class PreferenceLearner:
         self.rounds: list[dict] = []
         self.curve: list[dict] = []
         self.last_corr = float("nan")
-        self.theta_now: torch.Tensor | None = None
+        self.draw = None  # the posterior draw the optimiser currently sees (θ̃, or an ensemble member)
+        self.pending: list[dict] = []  # queries waiting for people's labels (labels: external)
         self.update_seconds = 0.0
         algo.reward_relabel = self.relabel
 
@@ -140,7 +180,21 @@ class PreferenceLearner:
         a = a.long() if self.discrete_actions else a.double()
         envf = roll.get("features")
         envf = None if envf is None else torch.as_tensor(envf.reshape(T * n, -1), dtype=torch.float64)
-        return self.features(obs, a, envf).reshape(T, n, -1).double()
+        phi = self.features(obs, a, envf)
+        if phi.shape != (T * n, self.features.dim):
+            raise DataError(
+                "preferences.features",
+                self.features.name,
+                f"gave shape {tuple(phi.shape)}, expected {(T * n, self.features.dim)}",
+            )
+        if not torch.isfinite(phi).all():
+            bad = int((~torch.isfinite(phi)).any(1).nonzero()[0, 0])
+            raise DataError(
+                "features",
+                phi[bad].tolist(),
+                f"non-finite reward features at step {bad // n} of env {bad % n}",
+            )
+        return phi.reshape(T, n, -1)
 
     def relabel(self, roll: dict) -> None:
         """Replace ``roll["rewards"][..., 0]`` (the env reward) by the learned reward, in place."""
@@ -159,57 +213,217 @@ class PreferenceLearner:
             self.buffer.next_id,
             self.algo.iteration,
             perceive=self.raters.perceive,
+            keep_steps=self.posterior.needs_steps,
         )
         self.buffer.add(segs)
         it = self.algo.iteration
         if it % s.queries.every == 0 and self.num_queries < s.queries.total and len(self.buffer) >= 2:
             self.query_round()
         flat = phi.reshape(-1, phi.shape[-1])
+        post = self.posterior
         if s.reward == "thompson":
-            self.theta_now = self.posterior.sample(1)[0]
-            learned = flat @ self.theta_now
+            if self.draw is None or it % s.thompson_hold == 0:
+                self.draw = post.draw()  # held for thompson_hold iterations
+            learned = post.reward(flat, self.draw)
         elif s.reward == "mean":
-            self.theta_now = self.posterior.mean()
-            learned = flat @ self.theta_now
+            self.draw = post.mean_draw()
+            learned = post.reward(flat, self.draw)
         else:
-            learned = self.posterior.lower_reward(flat, s.lcb_quantile)
-        mean_r = (flat @ self.posterior.mean()).numpy()
+            learned = post.quantile_reward(flat, s.lcb_quantile)
+        mean_r = post.reward(flat, post.mean_draw()).numpy()
         self.last_corr = _pearson(mean_r, true_r.reshape(-1))
+        self.true_estimates = self._true_estimates(roll, true_r)
+        if s.cost == "learned":
+            if it % s.cost_queries.every == 0 and self.num_cost_queries < s.cost_queries.total:
+                self.cost_query_round()
+            upper = [cp.quantile_cost(flat, s.cost_quantile) for cp in self.cost_posteriors]
+            learned_c = torch.stack(upper, -1).numpy().reshape(roll["rewards"][..., 1:].shape)
+            roll["rewards"][..., 1:] = learned_c
+            roll["ep_costs"] = self._episode_costs(learned_c, roll["ended"])
         roll["rewards"][..., 0] = learned.numpy().reshape(true_r.shape)
         self.update_seconds += time.perf_counter() - t0
 
-    def query_round(self) -> None:
-        """Pick pairs, collect answers from the simulated raters, update the posterior."""
+    def _true_estimates(self, roll: dict, true_r: np.ndarray) -> tuple[float, list[float]]:
+        """True J and J_C of this rollout for the reports, as the optimiser would estimate them."""
+        if len(roll["ep_returns"]):
+            return float(roll["ep_returns"].mean()), roll["ep_costs"].mean(0).tolist()
+        h = self.algo.horizon
+        return float(true_r.mean() * h), (
+            roll["rewards"][..., 1:].reshape(-1, self.algo.m).mean(0) * h
+        ).tolist()
+
+    def _episode_costs(self, learned_c: np.ndarray, ended: np.ndarray) -> np.ndarray:
+        """Learned cost of every episode that ended in this rollout, in the collector's order."""
+        out = []
+        for t in range(ended.shape[0]):
+            self.cost_acc += learned_c[t]
+            idx = np.flatnonzero(ended[t])
+            if idx.size:
+                out.append(self.cost_acc[idx].copy())
+                self.cost_acc[idx] = 0.0
+        return np.concatenate(out) if out else np.zeros((0, self.algo.m))
+
+    def _cost_thresholds(self) -> list[float]:
+        """The raters' per-segment tolerance b per cost channel: ``cost_threshold`` when given, else the
+        limit's share of a segment (d·L/H for episodic limits, d·L for per-step average-cost limits)."""
+        s, algo = self.spec, self.algo
+        if s.cost_threshold is not None:
+            return [float(s.cost_threshold)] * algo.m
+        per_step = getattr(algo.config, "advantage", "") == "average"
+        scale = s.segment_length if per_step else s.segment_length / algo.horizon
+        return [float(d) * scale for d in algo.cost_limits]
+
+    def cost_query_round(self) -> None:
+        """Per cost channel: ask the cost raters which of two segments is costlier and whether each is
+        unsafe (its cost above the tolerance); update that channel's posterior."""
+        s, data = self.spec, self.buffer.data
+        if data is None or len(data) < 2:
+            return
+        n = min(s.cost_queries.per_round, s.cost_queries.total - self.num_cost_queries)
+        for j, cp in enumerate(self.cost_posteriors):
+            returns = cp.returns(data, max(s.posterior_samples, 2))
+            beta = float(np.mean(cp.beta))
+            pairs = select_pairs(
+                s.cost_queries.select, returns, n, self.gen, beta=beta, candidates=s.cost_queries.candidates
+            ).numpy()
+            s0, s1 = data.take(pairs[:, 0]), data.take(pairs[:, 1])
+            who = self.cost_raters.draw_raters(len(pairs))
+            y = self.cost_raters.answer_costs(s0, s1, who, j)
+            use = np.flatnonzero((y == 0) | (y == 1))
+            if use.size:
+                cp.add_comparisons(s0.take(use), s1.take(use), y[use], who[use])
+            for seg in (s0, s1):
+                cp.add_safety(seg, self.cost_raters.judge_safety(seg, who, j, cp.threshold), who)
+            cp.update()
+        self.num_cost_queries += n
+
+    def select(self) -> np.ndarray:
+        """Row indices (n, 2) into the buffer of this round's query pairs."""
         s = self.spec
         n = min(s.queries.per_round, s.queries.total - self.num_queries)
-        data = self.buffer.data
-        phi = torch.as_tensor(data.phi)
-        theta = self.posterior.sample(max(s.posterior_samples, 2))
+        returns = self.posterior.returns(self.buffer.data, max(s.posterior_samples, 2))
         beta = float(np.mean(self.posterior.beta))
         pairs = select_pairs(
-            s.queries.select, phi, theta, n, self.gen, beta=beta, candidates=s.queries.candidates
+            s.queries.select, returns, n, self.gen, beta=beta, candidates=s.queries.candidates
         )
-        pairs = pairs.numpy()
+        return pairs.numpy()
+
+    def query_round(self) -> None:
+        """Pick pairs and collect answers (simulated raters now; people: write the queries and stop)."""
+        if self.spec.labels == "external":
+            if not self.pending:
+                self.request_labels()
+            return
+        data = self.buffer.data
+        pairs = self.select()
         s0, s1 = data.take(pairs[:, 0]), data.take(pairs[:, 1])
         who = self.raters.draw_raters(len(pairs))
         y = self.raters.answer(s0, s1, who)
-        self.num_queries += len(pairs)
+        self.ingest(s0, s1, y, who)
+
+    def ingest(self, s0, s1, y: np.ndarray, who: np.ndarray) -> None:
+        """Record answers ``y`` (0, 1, ``EQUAL``, ``SKIP``) of raters ``who`` and update the posterior."""
+        self.num_queries += len(y)
         use = (y == 0) | (y == 1)
         self.answers["labels"] += int(use.sum())
         self.answers["skip"] += int((y == SKIP).sum())
         self.answers["equal"] += int((y == EQUAL).sum())
         if use.any():
-            self.posterior.add(s0.phi[use], s1.phi[use], y[use], who[use])
+            self.posterior.add_segments(
+                s0.take(np.flatnonzero(use)), s1.take(np.flatnonzero(use)), y[use], who[use]
+            )
             self.posterior.update()
         rec = {"iteration": self.algo.iteration, "num_queries": self.num_queries, **self.posterior.summary()}
         self.rounds.append(rec)
+
+    # ------------------------------------------------------------------ people as raters
+    def request_labels(self) -> None:
+        """Write this round's queries to ``OUT/queries/pending.json`` and stop training after this
+        iteration; ``bayescrl prefs export/import`` and ``train --resume`` continue from there."""
+        if self.out_dir is None:
+            raise ConfigError("preferences.labels", "external", "needs a run folder (out_dir)")
+        pairs = self.select()
+        data = self.buffer.data
+        rnd = len(self.rounds) + 1
+        self.pending = [
+            {"id": f"r{rnd}q{k}", "seg0": int(data.ids[i]), "seg1": int(data.ids[j])}
+            for k, (i, j) in enumerate(pairs)
+        ]
+
+        def seg(row: int) -> dict:
+            return {
+                "segment": int(data.ids[row]),
+                "obs": data.obs[row].tolist(),
+                "actions": data.actions[row].reshape(data.actions.shape[1], -1).tolist(),
+                "features": data.phi[row].tolist(),
+            }
+
+        qdir = self.out_dir / "queries"
+        qdir.mkdir(parents=True, exist_ok=True)
+        write_json(
+            qdir / "pending.json",
+            {
+                "env": str(self.algo.env_id),
+                "round": rnd,
+                "iteration": int(self.algo.iteration),
+                "segment_length": self.spec.segment_length,
+                "raters": [r.id for r in self.spec.raters],
+                "observation_names": None,
+                "action_names": None,
+                "queries": [
+                    {"id": q["id"], "left": seg(i), "right": seg(j)}
+                    for q, (i, j) in zip(self.pending, pairs, strict=True)
+                ],
+            },
+        )
+        self.algo.stop_requested = True
+
+    @property
+    def waiting(self) -> int:
+        """Number of queries waiting for people's labels."""
+        return len(self.pending)
+
+    def ingest_answers(self) -> int:
+        """Feed ``OUT/queries/answers.json`` (written by ``bayescrl prefs import``) to the posterior; the
+        queries it answers leave the pending list. Returns the number of answers used."""
+        path = None if self.out_dir is None else self.out_dir / "queries" / "answers.json"
+        if not self.pending or path is None or not path.exists():
+            return 0
+        raw = json.loads(path.read_text())
+        rnd = int(self.pending[0]["id"][1:].split("q")[0])
+        if raw.get("round") != rnd:
+            raise DataError("answers.round", raw.get("round"), f"the pending queries are round {rnd}")
+        by_id = {q["id"]: q for q in self.pending}
+        ids = [r.id for r in self.spec.raters]
+        rows = []
+        for i, a in enumerate(raw.get("answers", [])):
+            q = by_id.get(a.get("query"))
+            if q is None:
+                raise DataError("answers.query", a.get("query"), "not a pending query", i)
+            if a.get("y") not in (0, 1, EQUAL, SKIP) or a.get("rater") not in ids:
+                raise DataError("answers", a, "y must be 0, 1, 2 or -1 and rater a spec rater", i)
+            rows.append((q, int(a["y"]), ids.index(a["rater"])))
+        if rows:
+            s0 = self.buffer.by_id([q["seg0"] for q, _, _ in rows])
+            s1 = self.buffer.by_id([q["seg1"] for q, _, _ in rows])
+            self.ingest(s0, s1, np.array([y for _, y, _ in rows]), np.array([w for _, _, w in rows]))
+        done = {q["id"] for q, _, _ in rows}
+        self.pending = [q for q in self.pending if q["id"] not in done]
+        path.replace(path.with_name(f"answered_round{rnd}.json"))
+        if not self.pending:
+            (path.parent / "pending.json").unlink(missing_ok=True)
+        return len(rows)
 
     # ------------------------------------------------------------------ reports
     def after_iteration(self, algo, record: dict) -> None:
         """``learn(callback=...)``: adds the preference fields to the iteration record and the curve."""
         record["num_queries"] = self.num_queries
         record["reward_correlation"] = self.last_corr
-        record["true_ep_return"] = record["ep_return"]
+        if self.true_estimates is not None:  # the optimiser's J / J_C are on the learned scale
+            if self.spec.cost == "learned":
+                record["learned_ep_costs"] = record["ep_costs"]
+                record["num_cost_queries"] = self.num_cost_queries
+            record["ep_return"], record["ep_costs"] = self.true_estimates
         every = algo.config.checkpoint_every
         if self.out_dir is not None and every and algo.iteration % every == 0:
             self.save(self.out_dir)  # next to the algorithm's checkpoint of this iteration
@@ -226,12 +440,14 @@ class PreferenceLearner:
 
     def results(self) -> dict:
         tail = [c["reward_correlation"] for c in self.curve[-max(1, len(self.curve) // 10) :]]
+        tail = [c for c in tail if c == c]  # NaN before the first label (a constant learned reward)
         return {
             "num_queries": self.num_queries,
             "answers": dict(self.answers),
-            "reward_correlation": float(np.nanmean(tail)) if tail else None,
+            "reward_correlation": float(np.mean(tail)) if tail else None,
             "competence": dict(zip(self.posterior.rater_ids, self.posterior.beta, strict=False)),
             "posterior_converged": self.posterior.diagnostics["converged"],
+            **({"num_cost_queries": self.num_cost_queries} if self.cost_posteriors else {}),
             "preference_seconds": self.update_seconds,
             "preferences": self.spec.to_dict(),
         }
@@ -272,7 +488,6 @@ class PreferenceLearner:
     # ------------------------------------------------------------------ checkpoint
     def state_dict(self) -> dict:
         """Tensors and plain JSON-like values only, so :meth:`load` can use ``weights_only=True``."""
-        p = self.posterior.problem
         buf = self.buffer.state_dict()
         if buf["data"] is not None:
             buf["data"] = {k: torch.as_tensor(v) for k, v in buf["data"].items()}
@@ -283,39 +498,49 @@ class PreferenceLearner:
                 "rounds": self.rounds,
                 "curve": self.curve,
                 "raters": self.raters.state_dict(),
-                "beta": p.beta.tolist(),
+                "pending": self.pending,
             }
         ) | {
-            "pref": {k: getattr(p, k) for k in ("x0", "x1", "y", "rater", "pref_online", "pref_mask")},
+            "posterior": self.posterior.state_dict(),
             "buffer": buf,
             "gen": self.gen.get_state(),
-            "post_gen": self.posterior.gen.get_state(),
+            "cost": {
+                "posteriors": [cp.state_dict() for cp in self.cost_posteriors],
+                "num_queries": self.num_cost_queries,
+                "acc": torch.as_tensor(self.cost_acc) if self.cost_posteriors else None,
+                "raters": to_jsonable(self.cost_raters.state_dict()) if self.cost_posteriors else None,
+            },
         }
 
     def save(self, out_dir: str | Path) -> None:
         torch.save(self.state_dict(), Path(out_dir) / PREFS_STATE)
 
     def load(self, out_dir: str | Path) -> None:
+        """Restore a saved state (labels, buffer, generators), refit the posterior, take in new answers."""
         path = Path(out_dir) / PREFS_STATE
         try:
             st = torch.load(path, weights_only=True)  # never unpickles code from a shared run folder
         except Exception as exc:
             raise DataError("resume", str(path), f"corrupt or unsafe preference state: {exc}") from None
-        p = self.posterior.problem
-        for k, v in st["pref"].items():
-            setattr(p, k, v)
-        p.beta = torch.as_tensor(st["beta"], dtype=p.beta.dtype)
         buf = dict(st["buffer"])
         if buf["data"] is not None:
             buf["data"] = {k: v.numpy() for k, v in buf["data"].items()}
         self.buffer.load_state_dict(buf)
         self.gen.set_state(st["gen"])
-        self.posterior.gen.set_state(st["post_gen"])
         self.raters.load_state_dict(st["raters"])
         self.num_queries, self.answers = st["num_queries"], st["answers"]
         self.rounds, self.curve = st["rounds"], st["curve"]
-        if self.posterior.num_labels:
-            self.posterior.update()
+        self.pending = list(st.get("pending", []))
+        self.posterior.load_state_dict(st["posterior"])
+        cost = st["cost"]
+        for cp, cst in zip(self.cost_posteriors, cost["posteriors"], strict=True):
+            cp.load_state_dict(cst)
+        self.num_cost_queries = cost["num_queries"]
+        if self.cost_posteriors:
+            self.cost_raters.load_state_dict(cost["raters"])
+            exact = getattr(self.algo, "exact_resume", True)  # envs reset on resume: episodes start anew
+            self.cost_acc = cost["acc"].numpy().copy() if exact else np.zeros_like(self.cost_acc)
+        self.ingest_answers()
 
 
 def _pearson(a: np.ndarray, b: np.ndarray) -> float:

@@ -1,7 +1,8 @@
 """Which pairs of segments to ask the raters about.
 
-Given candidate segments with embeddings Φ (K, d) and S posterior draws θ_s (S, d), with
-p_s(i, j) = sigmoid(β⟨θ_s, Φ_i − Φ_j⟩) the predicted probability that i is preferred under draw s:
+Given K candidate segments and their predicted returns R_s(k) under S posterior draws (R_s(k) = ⟨θ_s, Φ_k⟩
+for the linear model, member s's return for an ensemble), with p_s(i, j) = sigmoid(β (R_s(i) − R_s(j))) the
+predicted probability that i is preferred under draw s:
 
 * ``uniform``: random pairs;
 * ``disagreement``: the pairs with the largest variance of p_s over draws (the rule of the `imitation`
@@ -35,10 +36,9 @@ def random_pairs(k: int, n: int, gen: torch.Generator) -> torch.Tensor:
     return torch.stack([i, j], 1)
 
 
-def pair_scores(rule: str, phi: torch.Tensor, pairs: torch.Tensor, theta: torch.Tensor, beta: float = 1.0):
-    """Score of each candidate pair under ``rule`` (higher is asked first)."""
-    delta = phi[pairs[:, 0]] - phi[pairs[:, 1]]  # (P, d)
-    p = torch.sigmoid(beta * (delta @ theta.T))  # (P, S)
+def pair_scores(rule: str, returns: torch.Tensor, pairs: torch.Tensor, beta: float = 1.0) -> torch.Tensor:
+    """Score of each candidate pair under ``rule`` (higher is asked first); ``returns (S, K)``."""
+    p = torch.sigmoid(beta * (returns[:, pairs[:, 0]] - returns[:, pairs[:, 1]])).T  # (P, S)
     if rule == "disagreement":
         return p.var(1)
     if rule == "bald":
@@ -48,33 +48,34 @@ def pair_scores(rule: str, phi: torch.Tensor, pairs: torch.Tensor, theta: torch.
 
 def select_pairs(
     rule: str,
-    phi: torch.Tensor,
-    theta: torch.Tensor,
+    returns: torch.Tensor,
     n_pairs: int,
     gen: torch.Generator,
     *,
     beta: float = 1.0,
     candidates: int = 1000,
 ) -> torch.Tensor:
-    """``n_pairs`` distinct pairs of row indices of ``phi`` (K, d) to query, shape (n_pairs, 2)."""
-    K = phi.shape[0]
+    """``n_pairs`` pairs of candidate segments to query, shape (n_pairs, 2).
+
+    ``returns (S, K)`` holds the predicted return of each of the K candidate segments under each of S
+    posterior draws (⟨θ_s, Φ_k⟩ for the linear model, the members' returns for an ensemble)."""
+    K = returns.shape[1]
     if rule == "top-two":
-        return _top_two(phi, theta, n_pairs, gen)
+        return _top_two(returns, n_pairs, gen)
     cand = random_pairs(K, max(candidates, n_pairs), gen)
     if rule == "uniform":
         return cand[:n_pairs]
-    order = torch.argsort(pair_scores(rule, phi, cand, theta, beta), descending=True)
+    order = torch.argsort(pair_scores(rule, returns, cand, beta), descending=True)
     return cand[order[:n_pairs]]
 
 
-def _top_two(phi: torch.Tensor, theta: torch.Tensor, n_pairs: int, gen: torch.Generator) -> torch.Tensor:
-    """Pair k: argmax_i ⟨θ_a, Φ_i⟩ against argmax_i ⟨θ_b, Φ_i⟩ for two draws a ≠ b; when both draws pick the
+def _top_two(scores: torch.Tensor, n_pairs: int, gen: torch.Generator) -> torch.Tensor:
+    """Pair k: the best segment under draw a against the best under draw b ≠ a; when both draws pick the
     same segment (the posterior is sure), the challenger is the best segment other than the leader under
     draw b, so no pair compares a segment with itself."""
-    S = theta.shape[0]
+    S = scores.shape[0]
     a = torch.randint(S, (n_pairs,), generator=gen)
     b = (a + 1 + torch.randint(max(S - 1, 1), (n_pairs,), generator=gen)) % max(S, 2) if S > 1 else a
-    scores = theta @ phi.T  # (S, K)
     lead = scores[a].argmax(1)
     sb = scores[b].clone()
     sb[torch.arange(n_pairs), lead] = -torch.inf

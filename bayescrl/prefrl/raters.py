@@ -42,14 +42,14 @@ class RaterSpec:
     weight: float = 1.0  # relative share of the queries this rater answers
 
     @classmethod
-    def from_dict(cls, d: dict, index: int) -> RaterSpec:
+    def from_dict(cls, d: dict, index: int, where: str = "raters") -> RaterSpec:
         if not isinstance(d, dict):
             raise ConfigError(
-                "raters", d, "each rater is a mapping like {id: expert, beta: 10, lam: 100}", index
+                where, d, "each rater is a mapping like {id: expert, beta: 10, lam: 100}", index
             )
-        check_keys(d, cls.__dataclass_fields__, f"raters[{index}]")
+        check_keys(d, cls.__dataclass_fields__, f"{where}[{index}]")
         if not isinstance(d.get("id"), str) or not d.get("id"):
-            raise ConfigError("raters.id", d.get("id"), "every rater needs a non-empty string id", index)
+            raise ConfigError(f"{where}.id", d.get("id"), "every rater needs a non-empty string id", index)
         out = {"id": d["id"]}
         for key, lo, lo_open, hi in (
             ("beta", 0.0, False, math.inf),
@@ -59,10 +59,10 @@ class RaterSpec:
             ("weight", 0.0, True, math.inf),
         ):
             if key in d:
-                out[key] = _number(d[key], f"raters.{key}", index, lo, lo_open, hi)
+                out[key] = _number(d[key], f"{where}.{key}", index, lo, lo_open, hi)
         for key in ("skip_below", "equal_within"):
             if d.get(key) is not None:
-                out[key] = _number(d[key], f"raters.{key}", index, -math.inf, False, math.inf)
+                out[key] = _number(d[key], f"{where}.{key}", index, -math.inf, False, math.inf)
         return cls(**out)
 
 
@@ -109,6 +109,27 @@ class RaterPool:
         """Answers (K,): 0 = σ0 preferred, 1 = σ1 preferred, ``EQUAL`` or ``SKIP``."""
         k = np.arange(len(rater))
         r0, r1 = seg0.perceived[k, rater], seg1.perceived[k, rater]
+        return self._answer(r0, r1, rater, np.maximum(seg0.true_return, seg1.true_return))
+
+    def answer_costs(self, seg0: Segments, seg1: Segments, rater: np.ndarray, channel: int) -> np.ndarray:
+        """Safety judgements "σ0 is the costlier" (0) or "σ1 is" (1) on cost ``channel``: the same
+        Bradley–Terry rater on the perceived segment cost C̃_i(σ) = C(σ) + ⟨ξ_i, Φ(σ)⟩ (the safe-rlhf kind of
+        cost preference). ``skip_below`` compares the larger true cost."""
+        c0 = seg0.costs[:, channel] + np.einsum("kd,kd->k", seg0.phi, self.xi[rater])
+        c1 = seg1.costs[:, channel] + np.einsum("kd,kd->k", seg1.phi, self.xi[rater])
+        return self._answer(c0, c1, rater, np.maximum(seg0.costs[:, channel], seg1.costs[:, channel]))
+
+    def judge_safety(self, segs: Segments, rater: np.ndarray, channel: int, threshold: float) -> np.ndarray:
+        """Absolute judgements (K,): 1 = "unsafe" with probability sigmoid(β_i (C̃_i(σ) − b)), b the
+        per-segment tolerance ``threshold``; mistakes flip it."""
+        c = segs.costs[:, channel] + np.einsum("kd,kd->k", segs.phi, self.xi[rater])
+        beta = np.asarray([self.specs[i].beta for i in rater])
+        p = 1.0 / (1.0 + np.exp(-np.clip(beta * (c - threshold), -60, 60)))
+        unsafe = (self.rng.random(len(rater)) < p).astype(np.int64)
+        flip = self.rng.random(len(rater)) < np.asarray([self.specs[i].mistake for i in rater])
+        return np.where(flip, 1 - unsafe, unsafe)
+
+    def _answer(self, r0: np.ndarray, r1: np.ndarray, rater: np.ndarray, top: np.ndarray) -> np.ndarray:
         beta = np.asarray([self.specs[i].beta for i in rater])
         p0 = 1.0 / (1.0 + np.exp(-np.clip(beta * (r0 - r1), -60, 60)))
         y = (self.rng.random(len(rater)) >= p0).astype(np.int64)
@@ -122,8 +143,7 @@ class RaterPool:
         skip = np.asarray(
             [-np.inf if self.specs[i].skip_below is None else self.specs[i].skip_below for i in rater]
         )
-        y = np.where(np.maximum(seg0.true_return, seg1.true_return) < skip, SKIP, y)
-        return y
+        return np.where(top < skip, SKIP, y)
 
     def state_dict(self) -> dict:
         return {"rng": self.rng.bit_generator.state, "specs": [asdict(s) for s in self.specs]}

@@ -29,7 +29,16 @@ from bayescrl.utils.errors import ConfigError
 
 
 class LinearRewardPosterior:
-    """Posterior over θ from segment preferences; batched sampling, warm-started refits."""
+    """Posterior over θ from segment preferences; batched sampling, warm-started refits.
+
+    The interface the learning loop uses (shared with
+    :class:`~bayescrl.prefrl.ensemble.EnsembleRewardPosterior`): ``add_segments``, ``update``, ``draw`` /
+    ``mean_draw`` / ``reward`` (a posterior draw and the per-step reward under it), ``quantile_reward``,
+    ``returns`` (segment returns under S draws, for the query rules), ``summary``, ``state_dict`` /
+    ``load_state_dict``.
+    """
+
+    needs_steps = False  # the linear model only needs each segment's Φ, not its per-step features
 
     def __init__(
         self,
@@ -46,10 +55,16 @@ class LinearRewardPosterior:
         learner_lam: float = 10.0,
         seed: int = 0,
         device: str | torch.device = "cpu",
+        prior_mean: torch.Tensor | None = None,
+        prior_cov: torch.Tensor | None = None,
     ):
         if competence not in ("known", "infer", "ignore"):
             raise ConfigError("competence", competence, "must be known, infer or ignore")
         self.dim, self.competence, self.engine = int(dim), competence, engine
+        mu0 = torch.zeros(dim, dtype=torch.float64) if prior_mean is None else prior_mean.double()
+        cov0 = (
+            prior_scale**2 * torch.eye(dim, dtype=torch.float64) if prior_cov is None else prior_cov.double()
+        )
         self.engine_options = dict(engine_options or {})
         self.num_samples, self.device = int(num_samples), torch.device(device)
         self.rater_ids = list(rater_ids)
@@ -62,8 +77,8 @@ class LinearRewardPosterior:
             b, lm = [1.0], [learner_lam]
         self.learner_lam = float(learner_lam)
         self.problem = BTLinearProblem.empty(
-            torch.zeros(dim),
-            prior_scale**2 * torch.eye(dim),
+            mu0,
+            cov0,
             b,
             lm,
             pref_capacity=256,
@@ -71,8 +86,8 @@ class LinearRewardPosterior:
             device=self.device,
         )
         self.gen = torch.Generator().manual_seed(int(seed))
-        self._mean = torch.zeros(dim, dtype=torch.float64, device=self.device)
-        self._cov = prior_scale**2 * torch.eye(dim, dtype=torch.float64, device=self.device)
+        self._mean = mu0.clone().to(self.device)
+        self._cov = cov0.clone().to(self.device)
         self._pool: torch.Tensor | None = None  # bootstrap / MCMC draws of θ, (M, d)
         self._warm: MAPResult | None = None
         self.diagnostics: dict = {"converged": True, "fits": 0}
@@ -97,6 +112,10 @@ class LinearRewardPosterior:
             torch.as_tensor(rater),
             torch.full((len(y),), not offline, dtype=torch.bool),
         )
+
+    def add_segments(self, s0, s1, y, rater) -> None:
+        """Comparisons of :class:`~bayescrl.prefrl.segments.Segments` ``s0`` vs ``s1`` (rows aligned)."""
+        self.add(s0.phi, s1.phi, y, rater)
 
     # ------------------------------------------------------------------ fitting
     def update(self) -> None:
@@ -172,8 +191,24 @@ class LinearRewardPosterior:
         z = torch.randn(n, self.dim, generator=self.gen, dtype=torch.float64)
         return self._mean + z @ chol.mT
 
-    def lower_reward(self, phi: torch.Tensor, quantile: float) -> torch.Tensor:
-        """A lower posterior quantile of ⟨θ, φ⟩ per row (Gaussian approximation of the posterior)."""
+    def draw(self) -> torch.Tensor:
+        """One posterior draw θ̃ (Thompson sampling)."""
+        return self.sample(1)[0]
+
+    def mean_draw(self) -> torch.Tensor:
+        return self._mean
+
+    def reward(self, phi: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
+        """Per-step reward ⟨θ, φ⟩ of ``phi (N, d)`` under a draw (or the mean)."""
+        return phi @ draw
+
+    def returns(self, segs, n: int) -> torch.Tensor:
+        """Returns ⟨θ_s, Φ_k⟩ of the segments under ``n`` posterior draws: (n, K)."""
+        return self.sample(n) @ torch.as_tensor(segs.phi, dtype=torch.float64).T
+
+    def quantile_reward(self, phi: torch.Tensor, quantile: float) -> torch.Tensor:
+        """The ``quantile`` posterior quantile of ⟨θ, φ⟩ per row (Gaussian approximation of the posterior):
+        a lower one (< 0.5) for a risk-averse reward, an upper one (> 0.5) for a pessimistic cost."""
         z = math.sqrt(2.0) * torch.erfinv(torch.tensor(2.0 * quantile - 1.0, dtype=torch.float64))
         mean = phi @ self._mean
         var = ((phi @ self._cov) * phi).sum(-1).clamp_min(0.0)
@@ -197,3 +232,83 @@ class LinearRewardPosterior:
         az = import_arviz()
         th = self.sample(n)[:, :k].numpy()[None]
         return az.summary(az.from_dict(posterior={"theta": th}), kind="stats")
+
+    # ------------------------------------------------------------------ checkpoint
+    def state_dict(self) -> dict:
+        p = self.problem
+        return {
+            "pref": {k: getattr(p, k) for k in ("x0", "x1", "y", "rater", "pref_online", "pref_mask")},
+            "beta": p.beta.clone(),
+            "gen": self.gen.get_state(),
+        }
+
+    def load_state_dict(self, st: dict) -> None:
+        p = self.problem
+        for k, v in st["pref"].items():
+            setattr(p, k, v)
+        p.beta = st["beta"].to(p.beta.dtype)
+        self.gen.set_state(st["gen"])
+        if self.num_labels:
+            self.update()
+
+
+class CostPosterior:
+    """Posterior over a linear cost c_κ(s, a) = ⟨κ, φ(s, a)⟩ from raters' safety judgements.
+
+    Comparisons ("which segment is costlier", the safe-rlhf kind of cost preference) identify only cost
+    *differences*; the constraint J_C ≤ d needs the cost's level too. So every queried segment also gets
+    an absolute judgement, "unsafe" with probability sigmoid(β (C(σ) − b)), b = ``threshold`` the raters'
+    per-segment tolerance. Both are the standard Bradley–Terry model on the augmented parameter (κ, 1): a
+    comparison has x = (Φ(σ), 0), a safety label compares x0 = (Φ(σ), 0) with x1 = (0, b), and the last
+    coordinate has prior mean 1 with a negligible variance (a known offset). The optimiser then sees an
+    upper posterior quantile of the per-step cost (pessimism shrinks as the evidence grows).
+    """
+
+    def __init__(self, dim: int, rater_ids, beta, lam, threshold: float, *, prior_scale: float = 1.0, **kw):
+        self.dim, self.threshold = int(dim), float(threshold)
+        mean = torch.zeros(dim + 1, dtype=torch.float64)
+        mean[-1] = 1.0
+        cov = torch.diag(torch.cat([torch.full((dim,), prior_scale**2), torch.tensor([1e-8])])).double()
+        self.inner = LinearRewardPosterior(
+            dim + 1, rater_ids, beta=beta, lam=lam, competence="known", prior_mean=mean, prior_cov=cov, **kw
+        )
+
+    def _aug(self, phi) -> torch.Tensor:
+        phi = torch.as_tensor(np.asarray(phi), dtype=torch.float64)
+        return torch.cat([phi, torch.zeros(*phi.shape[:-1], 1, dtype=torch.float64)], -1)
+
+    @property
+    def beta(self) -> list[float]:
+        return self.inner.beta
+
+    @property
+    def num_labels(self) -> int:
+        return self.inner.num_labels
+
+    def add_comparisons(self, s0, s1, y, rater) -> None:
+        """``y = 0``: ``s0`` judged the costlier."""
+        self.inner.add(self._aug(s0.phi), self._aug(s1.phi), y, rater)
+
+    def add_safety(self, segs, unsafe, rater) -> None:
+        """``unsafe[k] = 1``: segment k judged unsafe (its cost above ``threshold``)."""
+        x1 = torch.zeros(len(segs), self.dim + 1, dtype=torch.float64)
+        x1[:, -1] = self.threshold
+        self.inner.add(self._aug(segs.phi), x1, 1 - np.asarray(unsafe), rater)
+
+    def update(self) -> None:
+        self.inner.update()
+
+    def mean(self) -> torch.Tensor:
+        return self.inner.mean()[: self.dim]
+
+    def quantile_cost(self, phi: torch.Tensor, quantile: float) -> torch.Tensor:
+        return self.inner.quantile_reward(self._aug(phi), quantile)
+
+    def returns(self, segs, n: int) -> torch.Tensor:
+        return self.inner.sample(n)[:, : self.dim] @ torch.as_tensor(segs.phi, dtype=torch.float64).T
+
+    def state_dict(self) -> dict:
+        return self.inner.state_dict()
+
+    def load_state_dict(self, st: dict) -> None:
+        self.inner.load_state_dict(st)

@@ -17,7 +17,7 @@ import torch
 
 @dataclass
 class Segments:
-    """A batch of K segments of length L (numpy on the host; ``phi_steps`` is float64)."""
+    """A batch of K segments of length L (numpy arrays on the host)."""
 
     ids: np.ndarray  # (K,) int64, unique over a run
     phi: np.ndarray  # (K, d) Φ(σ) = Σ_t φ(s_t, a_t)
@@ -27,6 +27,7 @@ class Segments:
     obs: np.ndarray  # (K, L, D) raw encoded observations
     actions: np.ndarray  # (K, L, *action_shape)
     iteration: np.ndarray  # (K,) training iteration that produced the segment
+    phi_steps: np.ndarray  # (K, L, d) float32 per-step φ when kept (non-linear rewards), else (K, 0, d)
 
     @property
     def true_return(self) -> np.ndarray:
@@ -51,13 +52,14 @@ def cut_segments(
     first_id: int,
     iteration: int,
     perceive=None,
+    keep_steps: bool = False,
 ) -> Segments:
     """Cut the rollout's time axis into non-overlapping windows of ``length`` steps per env.
 
     Inputs are time-major ``(T, n, ...)``. A window is kept when no episode ends inside it (an end on its
     last step is allowed), so every segment lies within one episode. ``perceive(phi_steps (K, L, d),
     rewards (K, L)) -> (K, R)`` gives the simulated raters' perceived returns (the per-step features are not
-    kept). Vectorised: no Python loop over steps.
+    kept unless ``keep_steps``, which a non-linear reward model needs). Vectorised: no loop over steps.
     """
     phi = phi_steps.detach().cpu().numpy() if isinstance(phi_steps, torch.Tensor) else np.asarray(phi_steps)
     T, n = ended.shape
@@ -85,6 +87,9 @@ def cut_segments(
         obs=windows(obs)[keep].astype(np.float32),
         actions=windows(actions)[keep],
         iteration=np.full(ids.shape[0], iteration, dtype=np.int64),
+        phi_steps=phi_steps.astype(np.float32)
+        if keep_steps
+        else np.zeros((len(ids), 0, phi.shape[-1]), "f4"),
     )
 
 
@@ -98,6 +103,7 @@ def _empty(d: int, R: int, m: int, obs_shape, act_shape, act_dtype) -> Segments:
         obs=np.zeros((0, 1, *obs_shape), np.float32),
         actions=np.zeros((0, 1, *act_shape), dtype=act_dtype),
         iteration=np.zeros(0, np.int64),
+        phi_steps=np.zeros((0, 0, d), np.float32),
     )
 
 

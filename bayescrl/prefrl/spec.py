@@ -6,14 +6,18 @@ reward_model: linear        # linear | ensemble (ensemble_size, hidden)
 segment_length: 8
 buffer_size: 2000           # recent segments kept as query candidates
 raters: [{id: expert, beta: 10.0, lam: 100.0}, {id: novice, beta: 0.5, lam: 2.0}]   # simulated
+labels: simulated           # simulated | external (people label through `bayescrl prefs export/import`)
 competence: infer           # infer | known | ignore
 queries: {total: 400, per_round: 20, every: 1, select: bald, candidates: 1000}
 engine: laplace             # any bayescrl.inference engine (engine_options: {...})
 posterior_samples: 64
 prior_scale: 1.0
 learner_lam: 10.0           # λ the learner assumes when competence is inferred or ignored
-reward: thompson            # thompson | mean | lcb   (lcb_quantile: 0.1)
-cost: env                   # env (learned is not available yet)
+reward: thompson            # thompson | mean | lcb   (lcb_quantile: 0.1; thompson_hold: 1)
+cost: env                   # env | learned (from cost_raters' safety judgements; cost_quantile: 0.9)
+cost_raters: [{id: safety, beta: 5.0, lam: 100.0}]   # cost: learned only; their beta sets the cost's scale
+cost_queries: {total: 400, per_round: 20, every: 1, select: bald}
+cost_threshold: null        # raters' per-segment cost tolerance for "unsafe" (default: the limit's share)
 offline: null               # optional offline preference file (JSON/YAML)
 ```
 """
@@ -63,12 +67,21 @@ class PreferenceSpec:
     learner_lam: float = 10.0
     reward: str = "thompson"
     lcb_quantile: float = 0.1
+    thompson_hold: int = 1
     cost: str = "env"
+    cost_raters: tuple[RaterSpec, ...] = ()
+    cost_queries: QuerySpec = field(default_factory=QuerySpec)
+    cost_quantile: float = 0.9
+    cost_threshold: float | None = None
+    labels: str = "simulated"
     offline: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["hidden"] = list(self.hidden)
+        if self.cost == "env":
+            for key in ("cost_raters", "cost_queries", "cost_quantile", "cost_threshold"):
+                d.pop(key)
         return d
 
 
@@ -95,6 +108,33 @@ def _choice(v: Any, name: str, options) -> str:
     return v
 
 
+def _raters(raw: Any, name: str) -> tuple[RaterSpec, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(
+            f"preferences.{name}", raw, "give a non-empty list of raters like [{id: a, beta: 5}]"
+        )
+    raters = tuple(RaterSpec.from_dict(r, i, name) for i, r in enumerate(raw))
+    ids = [r.id for r in raters]
+    dup = next((i for i in ids if ids.count(i) > 1), None)
+    if dup is not None:
+        raise ConfigError(f"preferences.{name}.id", dup, "rater ids must be unique")
+    return raters
+
+
+def _queries(q: Any, name: str) -> QuerySpec:
+    q = q or {}
+    if not isinstance(q, dict):
+        raise ConfigError(f"preferences.{name}", q, "must be a mapping like {total: 400, per_round: 20}")
+    check_keys(q, QuerySpec.__dataclass_fields__, f"preferences.{name}")
+    return QuerySpec(
+        total=_int(q.get("total", 400), f"preferences.{name}.total", 0),
+        per_round=_int(q.get("per_round", 20), f"preferences.{name}.per_round"),
+        every=_int(q.get("every", 1), f"preferences.{name}.every"),
+        select=_choice(q.get("select", "bald"), f"preferences.{name}.select", RULES),
+        candidates=_int(q.get("candidates", 1000), f"preferences.{name}.candidates"),
+    )
+
+
 def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
     """Validate a spec mapping (or YAML/JSON file) into a :class:`PreferenceSpec`; errors name the field."""
     if isinstance(spec, (str, Path)):
@@ -102,16 +142,7 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
     if not isinstance(spec, dict):
         raise ConfigError("preferences", spec, "must be a mapping")
     check_keys(spec, PreferenceSpec.__dataclass_fields__, "preferences")
-    raw = spec.get("raters")
-    if not isinstance(raw, list) or not raw:
-        raise ConfigError(
-            "preferences.raters", raw, "give a non-empty list of raters like [{id: a, beta: 5}]"
-        )
-    raters = tuple(RaterSpec.from_dict(r, i) for i, r in enumerate(raw))
-    ids = [r.id for r in raters]
-    dup = next((i for i in ids if ids.count(i) > 1), None)
-    if dup is not None:
-        raise ConfigError("preferences.raters.id", dup, "rater ids must be unique")
+    raters = _raters(spec.get("raters"), "raters")
     out: dict[str, Any] = {"raters": raters}
     feats = spec.get("features", "onehot")
     if not isinstance(feats, str) or (feats not in FEATURES and ":" not in feats):
@@ -119,19 +150,14 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
             "preferences.features", feats, f"must be one of {list(FEATURES)} or module:function"
         )
     out["features"] = feats
-    q = spec.get("queries", {}) or {}
-    if not isinstance(q, dict):
-        raise ConfigError("preferences.queries", q, "must be a mapping like {total: 400, per_round: 20}")
-    check_keys(q, QuerySpec.__dataclass_fields__, "preferences.queries")
-    qs = QuerySpec(
-        total=_int(q.get("total", 400), "preferences.queries.total", 0),
-        per_round=_int(q.get("per_round", 20), "preferences.queries.per_round"),
-        every=_int(q.get("every", 1), "preferences.queries.every"),
-        select=_choice(q.get("select", "bald"), "preferences.queries.select", RULES),
-        candidates=_int(q.get("candidates", 1000), "preferences.queries.candidates"),
-    )
-    out["queries"] = qs
-    for key, lo in (("rff_width", 1), ("ensemble_size", 1), ("segment_length", 1), ("posterior_samples", 2)):
+    out["queries"] = qs = _queries(spec.get("queries", {}), "queries")
+    for key, lo in (
+        ("rff_width", 1),
+        ("ensemble_size", 1),
+        ("segment_length", 1),
+        ("posterior_samples", 2),
+        ("thompson_hold", 1),
+    ):
         if key in spec:
             out[key] = _int(spec[key], f"preferences.{key}", lo)
     out["buffer_size"] = _int(spec.get("buffer_size", 2000), "preferences.buffer_size", 2)
@@ -151,7 +177,13 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         if not isinstance(h, (list, tuple)) or not h:
             raise ConfigError("preferences.hidden", h, "must be a non-empty list of layer widths")
         out["hidden"] = tuple(_int(w, "preferences.hidden") for w in h)
-    out["reward_model"] = _choice(spec.get("reward_model", "linear"), "preferences.reward_model", ("linear",))
+    out["reward_model"] = _choice(
+        spec.get("reward_model", "linear"), "preferences.reward_model", ("linear", "ensemble")
+    )
+    if out["reward_model"] == "ensemble" and spec.get("offline") is not None:
+        raise ConfigError(
+            "preferences.offline", spec["offline"], "offline files carry Φ only: use reward_model linear"
+        )
     out["competence"] = _choice(
         spec.get("competence", "infer"), "preferences.competence", ("infer", "known", "ignore")
     )
@@ -161,7 +193,27 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         raise ConfigError("preferences.engine_options", opts, "must be a mapping")
     out["engine_options"] = dict(opts)
     out["reward"] = _choice(spec.get("reward", "thompson"), "preferences.reward", ("thompson", "mean", "lcb"))
-    out["cost"] = _choice(spec.get("cost", "env"), "preferences.cost", ("env",))
+    out["cost"] = _choice(spec.get("cost", "env"), "preferences.cost", ("env", "learned"))
+    if out["cost"] == "learned":
+        out["cost_raters"] = _raters(spec.get("cost_raters"), "cost_raters")
+        out["cost_queries"] = _queries(spec.get("cost_queries", {}), "cost_queries")
+        if out["cost_queries"].per_round > out["buffer_size"]:
+            raise ConfigError(
+                "preferences.cost_queries.per_round",
+                out["cost_queries"].per_round,
+                f"larger than the segment buffer (buffer_size = {out['buffer_size']})",
+            )
+        if spec.get("cost_threshold") is not None:
+            out["cost_threshold"] = _float(
+                spec["cost_threshold"], "preferences.cost_threshold", 0.0, open_lo=False
+            )
+        if "cost_quantile" in spec:
+            out["cost_quantile"] = _float(spec["cost_quantile"], "preferences.cost_quantile", 0.5, 1.0, False)
+    else:
+        for key in ("cost_raters", "cost_queries", "cost_quantile", "cost_threshold"):
+            if spec.get(key) is not None:
+                raise ConfigError(f"preferences.{key}", spec[key], "only used with cost: learned")
+    out["labels"] = _choice(spec.get("labels", "simulated"), "preferences.labels", ("simulated", "external"))
     off = spec.get("offline")
     if off is not None:
         if not isinstance(off, (str, Path)) or not Path(off).is_file():

@@ -76,6 +76,8 @@ class OnPolicyAlgorithm:
         #: ``relabel(roll)``: called on every rollout before advantages are computed; it may overwrite
         #: ``roll["rewards"]`` in place (a learned reward, see :mod:`bayescrl.prefrl`).
         self.reward_relabel: Callable[[dict], None] | None = None
+        #: set by a hook or callback to end :meth:`learn` after this iteration (e.g. to wait for labels)
+        self.stop_requested = False
         torch.manual_seed(seed)
         np.random.seed(seed % 2**32)  # noqa: NPY002 - global state, checkpointed for resume
         random.seed(seed)
@@ -311,7 +313,8 @@ class OnPolicyAlgorithm:
                 dynamic_ncols=True,
                 leave=False,
             )
-        while self.collector.global_step < total_steps:
+        self.stop_requested = False
+        while self.collector.global_step < total_steps and not self.stop_requested:
             t0 = time.perf_counter()
             if cfg.anneal_lr:
                 frac = max(0.0, 1.0 - self.collector.global_step / total_steps)
@@ -334,6 +337,8 @@ class OnPolicyAlgorithm:
                 ev = self.evaluate(cfg.eval_episodes)
                 record["eval_return"], record["eval_costs"] = ev["mean_return"], ev["mean_costs"]
             self.history.append(record)
+            if callback is not None:  # before the record is written, so a callback may add fields
+                callback(self, record)
             if out is not None:
                 with open(out / METRICS_LINES, "a") as fh:
                     fh.write(json.dumps(to_jsonable(record)) + "\n")
@@ -345,8 +350,6 @@ class OnPolicyAlgorithm:
                 bar.set_postfix_str(
                     f"R={record['ep_return']:.1f} C=[{costs}] sps={record['steps_per_s']:.0f}"
                 )
-            if callback is not None:
-                callback(self, record)
         if bar is not None:
             bar.close()
         if out is not None:
