@@ -311,3 +311,12 @@ def test_reward_ensemble_learns_the_reward_and_is_unsure_away_from_its_data():
     far = post.member_rewards(torch.as_tensor(5 * test.phi_steps[:, 0])).std(0).mean()
     assert far > 2 * near  # the members agree where the labels are and disagree elsewhere
     assert 0 <= post.draw() < 6
+
+
+def test_shipped_preference_specs_are_valid():
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parents[1] / "examples" / "prefrl").glob("*.yaml"))
+    assert len(files) >= 3
+    for f in files:
+        parse_preference_spec(f)

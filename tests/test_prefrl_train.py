@@ -223,9 +223,13 @@ def test_people_as_raters_pause_for_labels_and_resume(tmp_path, capsys):
     q = pending["queries"][0]
     assert len(q["left"]["obs"]) == 2 and len(q["left"]["features"]) == 4
     assert json.loads((out / "metrics.json").read_text())["env_steps"] == 100  # stopped after 1 iteration
-    answers = [{"query": q["id"], "y": k % 2, "rater": "alice"} for k, q in enumerate(pending["queries"])]
-    answers[-1]["y"] = 2  # "equal": recorded, not a Bradley-Terry label
-    (out / "queries" / "answers.json").write_text(json.dumps({"round": 1, "answers": answers}))
+    # a person labels through the exported page; its download is labels.json (bayescrl prefs export/import)
+    main(["prefs", "export", str(out)])
+    assert (out / "queries" / "labels.html").exists()
+    choices = ["left", "right", "left", "right", "equal"]  # "equal": recorded, not a Bradley-Terry label
+    labels = [{"query": q["id"], "choice": c} for q, c in zip(pending["queries"], choices, strict=True)]
+    (tmp_path / "labels.json").write_text(json.dumps({"round": 1, "rater": "bob", "labels": labels}))
+    main(["prefs", "import", str(out), str(tmp_path / "labels.json")])
     main(["train", "--resume", str(out), "--no-progress"])
     m = json.loads((out / "metrics.json").read_text())
     assert m["num_queries"] == 5 and m["answers"] == {"labels": 4, "skip": 0, "equal": 1}

@@ -56,3 +56,14 @@ def test_cli_unknown_command_exits_nonzero():
     with pytest.raises(SystemExit) as exc:
         main(["no-such-command"])
     assert exc.value.code != 0
+
+
+def test_yaml_scientific_notation_is_a_float_in_files_and_overrides(tmp_path):
+    from bayescrl.utils.io import apply_overrides, load_yaml
+
+    f = tmp_path / "c.yaml"
+    f.write_text("lr: 1e-4\nsteps: 1e3\nplain: 3\nname: e5\nquoted: '1e3'\nneg: -2.5E+3\n")
+    d = load_yaml(f)
+    assert d == {"lr": 1e-4, "steps": 1000.0, "plain": 3, "name": "e5", "quoted": "1e3", "neg": -2500.0}
+    assert isinstance(d["plain"], int)
+    assert apply_overrides({}, ["a.b=3e-2", "c=1e3"]) == {"a": {"b": 0.03}, "c": 1000.0}

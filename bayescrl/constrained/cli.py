@@ -192,7 +192,11 @@ def train(
     if learner is not None:
         corr = metrics["reward_correlation"]
         corr = "n/a" if corr is None else f"{corr:.2f}"
-        perf = f"true {perf}, {metrics['num_queries']} queries, reward corr {corr}"
+        tr = ", ".join(f"{c:.2f}" for c in metrics["train_final_costs"])
+        perf = (
+            f"true {perf} (training: return {metrics['train_final_return']:.2f}, costs [{tr}]), "
+            f"{metrics['num_queries']} queries, reward corr {corr}"
+        )
     click.echo(
         f"{agent.name} on {agent.env_id}: {perf}, "
         f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"

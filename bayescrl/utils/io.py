@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,34 @@ import numpy as np
 import yaml
 
 from bayescrl.utils.errors import ConfigError
+
+
+class YAMLLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2 floats: ``1e-4``, ``1e3``, ``.5`` and ``-2.5E+3`` are numbers
+    (YAML 1.1, which PyYAML implements, reads a mantissa without a dot as a string)."""
+
+
+YAMLLoader.yaml_implicit_resolvers = {
+    k: [r for r in v if r[0] != "tag:yaml.org,2002:float"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+YAMLLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+def yaml_loads(text: str) -> Any:
+    """Parse YAML text with :class:`YAMLLoader` (scientific notation is a float)."""
+    return yaml.load(text, Loader=YAMLLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -58,7 +87,7 @@ def load_yaml(path: str | Path) -> dict:
     if not path.exists():
         raise ConfigError("config", str(path), "file not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml_loads(path.read_text())
     except yaml.YAMLError as exc:
         raise ConfigError("config", str(path), f"not valid YAML/JSON: {exc}") from exc
     if data is None:
@@ -90,7 +119,7 @@ def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> dict
             if not isinstance(nxt, dict):
                 raise ConfigError("override", item, f"'{p}' is not a mapping in the config")
             node = nxt
-        node[parts[-1]] = yaml.safe_load(raw)
+        node[parts[-1]] = yaml_loads(raw)
     return out
 
 
