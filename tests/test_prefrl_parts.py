@@ -320,3 +320,23 @@ def test_shipped_preference_specs_are_valid():
     assert len(files) >= 3
     for f in files:
         parse_preference_spec(f)
+
+
+def test_round_summaries_match_arviz():
+    import arviz as az
+
+    from bayescrl.prefrl.reward_model import _hdi
+
+    x = torch.randn(3000, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) ** 2
+    lo, hi = _hdi(x, 0.94)
+    np.testing.assert_allclose(np.stack([lo, hi], 1), az.hdi(x.numpy()[None], hdi_prob=0.94))
+    theta = np.array([1.0, -0.5])
+    post = LinearRewardPosterior(2, ["a"], beta=[2.0], lam=[1e3], competence="known")
+    x0, x1, y = _bt_data(200, theta, 2.0, 0)
+    post.add(x0, x1, y, np.zeros(200))
+    post.update()
+    table = post.summary()["arviz_summary"]
+    ref = az.summary(az.from_dict(posterior={"theta": post.sample(200_000).numpy()[None]}), kind="stats")
+    for i in range(2):
+        for col in ("mean", "sd", "hdi_3%", "hdi_97%"):
+            assert table[f"theta[{i}]"][col] == pytest.approx(ref.loc[f"theta[{i}]", col], abs=0.01)

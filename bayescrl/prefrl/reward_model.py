@@ -215,12 +215,25 @@ class LinearRewardPosterior:
         return mean + z * var.sqrt()
 
     def summary(self, k: int = 8) -> dict:
-        """Posterior mean / sd of the first ``k`` coordinates of θ, competences and diagnostics."""
-        sd = self._cov.diagonal().clamp_min(0).sqrt()
+        """Competences, diagnostics and ``arviz.summary(kind="stats")``'s table (mean, sd, 94 % HDI) of the
+        first ``k`` coordinates of θ: in closed form for the Gaussian (Laplace) posterior, from the draws
+        otherwise (no random numbers are consumed)."""
+        if self._pool is None:
+            mean, sd = self._mean[:k], self._cov.diagonal()[:k].clamp_min(0).sqrt()
+            lo, hi = mean - 1.880793608151251 * sd, mean + 1.880793608151251 * sd  # Φ⁻¹(0.97)
+        else:
+            th = self._pool[:, :k]
+            mean, sd = th.mean(0), th.std(0)
+            lo, hi = _hdi(th, 0.94)
+        table = {
+            f"theta[{i}]": {"mean": m, "sd": s, "hdi_3%": a, "hdi_97%": b}
+            for i, (m, s, a, b) in enumerate(
+                zip(mean.tolist(), sd.tolist(), lo.tolist(), hi.tolist(), strict=True)
+            )
+        }
         return {
             "num_labels": self.num_labels,
-            "theta_mean": self._mean[:k].tolist(),
-            "theta_sd": sd[:k].tolist(),
+            "arviz_summary": table,
             "beta": self.beta,
             "converged": self.diagnostics["converged"],
         }
@@ -250,6 +263,17 @@ class LinearRewardPosterior:
         self.gen.set_state(st["gen"])
         if self.num_labels:
             self.update()
+
+
+def _hdi(draws: torch.Tensor, prob: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per column, the shortest interval holding ``prob`` of the draws (ArviZ's HDI), ``draws (n, k)``."""
+    x, _ = draws.sort(0)
+    n = x.shape[0]
+    w = max(1, min(n - 1, int(math.floor(prob * n))))
+    widths = x[w:] - x[: n - w]
+    i = widths.argmin(0)
+    cols = torch.arange(x.shape[1])
+    return x[i, cols], x[i + w, cols]
 
 
 class CostPosterior:
