@@ -132,6 +132,7 @@ def summarise(runs: list[dict]) -> dict:
             "seeds": len(rs),
             "return_mean": float(ret.mean()),
             "return_sd": float(ret.std(ddof=1)) if len(rs) > 1 else 0.0,
+            "return_median": float(np.median(ret)),
             "cost_mean": cost.mean(0).tolist(),
             "cost_sd": (cost.std(0, ddof=1) if len(rs) > 1 else 0 * cost[0]).tolist(),
             "eval_return_mean": float(np.mean([r["eval_return"] for r in rs])),
@@ -144,7 +145,8 @@ def summarise(runs: list[dict]) -> dict:
 def _print(table: dict) -> None:
     for key, row in sorted(table.items()):
         print(
-            f"{key:36s} {row['return_mean']:7.1f} ± {row['return_sd']:5.1f}   costs "
+            f"{key:36s} {row['return_mean']:7.1f} ± {row['return_sd']:5.1f} "
+            f"(median {row['return_median']:6.1f})  costs "
             + ", ".join(f"{c:5.1f} ± {s:4.1f}" for c, s in zip(row["cost_mean"], row["cost_sd"], strict=True))
             + f"   corr {row['reward_correlation']:.3f}   n={row['seeds']}"
         )

@@ -216,11 +216,14 @@ class PreferenceLearner:
             keep_steps=self.posterior.needs_steps,
         )
         self.buffer.add(segs)
+        flat = phi.reshape(-1, phi.shape[-1])
+        post = self.posterior
+        # correlation with the true reward on this rollout's states, before any label about them (held out)
+        mean_r = post.reward(flat, post.mean_draw()).numpy()
+        self.last_corr = _pearson(mean_r, true_r.reshape(-1))
         it = self.algo.iteration
         if it % s.queries.every == 0 and self.num_queries < s.queries.total and len(self.buffer) >= 2:
             self.query_round()
-        flat = phi.reshape(-1, phi.shape[-1])
-        post = self.posterior
         if s.reward == "thompson":
             if self.draw is None or it % s.thompson_hold == 0:
                 self.draw = post.draw()  # held for thompson_hold iterations
@@ -230,8 +233,6 @@ class PreferenceLearner:
             learned = post.reward(flat, self.draw)
         else:
             learned = post.quantile_reward(flat, s.lcb_quantile)
-        mean_r = post.reward(flat, post.mean_draw()).numpy()
-        self.last_corr = _pearson(mean_r, true_r.reshape(-1))
         self.true_estimates = self._true_estimates(roll, true_r)
         if s.cost == "learned":
             if it % s.cost_queries.every == 0 and self.num_cost_queries < s.cost_queries.total:
