@@ -36,8 +36,9 @@ from bayescrl.constrained.core.envs import (
 from bayescrl.constrained.core.networks import CategoricalPolicy, EnsembleMLP, GaussianPolicy
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutCollector
-from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
+from bayescrl.utils.safe_state import encodable, load_state, save_state
 
 CHECKPOINT = "checkpoint.pt"
 METRICS_LINES = "metrics.jsonl"
@@ -425,10 +426,15 @@ class OnPolicyAlgorithm:
 
     # ------------------------------------------------------------------ checkpointing
     def state_dict(self) -> dict:
+        """Everything :meth:`load` needs, in types :mod:`bayescrl.utils.safe_state` can store (tensors,
+        numpy arrays, plain values), so a checkpoint loads with ``weights_only=True``."""
+        rebuildable = isinstance(self.env_id, str) and encodable(self.env_kwargs)
+        history = self.history if encodable(self.history) else to_jsonable(self.history)
         return {
+            "format": 2,
             "algo": self.name,
-            "env": self.env_id if isinstance(self.env_id, str) else None,
-            "env_kwargs": self.env_kwargs,
+            "env": self.env_id if rebuildable else None,
+            "env_kwargs": self.env_kwargs if rebuildable else None,
             "seed": self.seed,
             "cost_limits": self.cost_limits.tolist(),
             "config": self.config.to_dict(),
@@ -439,7 +445,7 @@ class OnPolicyAlgorithm:
             "rms": None if self.rms is None else self.rms.state_dict(),
             "iteration": self.iteration,
             "cum_cost": self.cum_cost.copy(),
-            "history": self.history,
+            "history": history,
             "collector": self.collector.state_dict(),
             "started": self._started,
             "rng": {
@@ -452,12 +458,7 @@ class OnPolicyAlgorithm:
         }
 
     def save(self, out_dir: str | Path) -> Path:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        tmp = out / (CHECKPOINT + ".tmp")
-        torch.save(self.state_dict(), tmp)
-        tmp.replace(out / CHECKPOINT)
-        return out / CHECKPOINT
+        return save_state(self.state_dict(), Path(out_dir) / CHECKPOINT)
 
     def load_state_dict(self, st: dict) -> None:
         self.policy.load_state_dict(st["policy"])
@@ -478,13 +479,23 @@ class OnPolicyAlgorithm:
         self.rng.bit_generator.state = st["rng"]["actions"]
         self.load_extra_state(st["extra"])
 
-    @classmethod
-    def load(cls, run_dir: str | Path, device: str = "cpu", **overrides) -> OnPolicyAlgorithm:
-        """Rebuild an algorithm from ``run_dir/checkpoint.pt`` (the env must be a string id)."""
+    @staticmethod
+    def read_checkpoint(run_dir: str | Path) -> dict:
+        """The decoded ``run_dir/checkpoint.pt``, read with ``weights_only=True``: no code is run; a crafted
+        pickle, or a checkpoint of an earlier version that pickled objects, is refused with a
+        :class:`DataError` on field ``checkpoint``."""
         path = Path(run_dir) / CHECKPOINT
         if not path.exists():
             raise ConfigError("resume", str(run_dir), f"no {CHECKPOINT} in this folder")
-        st = torch.load(path, weights_only=False)
+        st = load_state(path, field="checkpoint")
+        if not isinstance(st, dict) or "algo" not in st or "policy" not in st:
+            raise DataError("checkpoint", str(path), "not a bayescrl constrained-RL checkpoint")
+        return st
+
+    @classmethod
+    def load(cls, run_dir: str | Path, device: str = "cpu", **overrides) -> OnPolicyAlgorithm:
+        """Rebuild an algorithm from ``run_dir/checkpoint.pt`` (the env must be a string id)."""
+        st = cls.read_checkpoint(run_dir)
         if st["env"] is None:
             raise ConfigError(
                 "resume", str(run_dir), "the run used an env object, not an id; rebuild it by hand"

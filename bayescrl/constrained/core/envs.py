@@ -164,6 +164,8 @@ def snapshot_env(env: gym.Env) -> dict[str, Any] | None:
     """
     import copy
 
+    from bayescrl.utils.safe_state import encodable
+
     state: dict[str, Any] = {"wrappers": []}
     e = env
     while isinstance(e, gym.Wrapper):
@@ -188,6 +190,8 @@ def snapshot_env(env: gym.Env) -> dict[str, Any] | None:
         if k.startswith("_np_random") or k in ("model", "data", "mujoco_renderer", "spec"):
             continue
         if isinstance(v, (int, float, bool, np.ndarray, np.generic, tuple, list)) or v is None:
+            if not encodable(v):  # checkpoints hold plain values only (loaded with weights_only=True)
+                continue
             try:
                 plain[k] = copy.deepcopy(v)
             except Exception:  # pragma: no cover - exotic attribute

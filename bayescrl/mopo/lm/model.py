@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from bayescrl.utils import ConfigError
+from bayescrl.utils.safe_state import load_state, save_state
 
 
 def sequence_logprobs(
@@ -307,7 +308,7 @@ class Policy(nn.Module):
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.lm.save_pretrained(path / "adapter", selected_adapters=["default"])
-        torch.save(
+        save_state(
             {"num_heads": self.num_heads, "heads": [h.detach().cpu() for h in self.heads]}, path / "heads.pt"
         )
         return path
@@ -321,7 +322,7 @@ class Policy(nn.Module):
         if not (path / "heads.pt").exists():
             raise ConfigError("checkpoint", str(path), "not a MOPO policy checkpoint (no heads.pt)")
         lm = PeftModel.from_pretrained(base_model, path / "adapter", is_trainable=is_trainable)
-        state = torch.load(path / "heads.pt", map_location="cpu")
+        state = load_state(path / "heads.pt", field="checkpoint")  # weights_only=True
         pol = cls(lm, state["num_heads"])
         with torch.no_grad():
             for p, t in zip(pol.heads, state["heads"], strict=True):

@@ -38,6 +38,7 @@ from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData, TokenizedPairs, collate, tokenize
 from bayescrl.mopo.lm.model import Policy
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.safe_state import load_state, save_state
 
 
 @dataclass
@@ -377,7 +378,7 @@ class MOPOLMTrainer:
         """Adapters + heads (``policy/``), dual state, snapshots, optimiser and data order (``state.pt``)."""
         path = Path(path)
         self.model.save(path / "policy")
-        torch.save(
+        save_state(  # tensors and plain values only: from_checkpoint reads it with weights_only=True
             {
                 "step": self.step_count,
                 "lam": self.lam,
@@ -412,7 +413,7 @@ class MOPOLMTrainer:
         config = MOPOLMConfig.from_dict(json.loads((path / "config.json").read_text()))
         policy = Policy.load(base_model, path / "policy")
         tr = cls(policy, tokenizer, data, config, **kwargs)
-        st = torch.load(path / "state.pt", map_location="cpu", weights_only=False)
+        st = load_state(path / "state.pt", field="checkpoint")
         tr.step_count = st["step"]
         tr.lam, tr.chi, tr.b, tr.sigma = st["lam"], st["chi"], st["b"], st["sigma"]
         tr.lag_snapshot, tr.pending_snapshot = st["lag_snapshot"], st["pending_snapshot"]
