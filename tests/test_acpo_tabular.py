@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from bayescrl.constrained.acpo_math import conjugate_gradient
 from bayescrl.constrained.acpo_tabular import TabularACPOConfig, _advantages, run_tabular_acpo
+from bayescrl.constrained.core.optim import conjugate_gradient
 from bayescrl.envs import make_ergodic_cmdp
 from bayescrl.utils import ConfigError
 

@@ -11,14 +11,17 @@ from bayescrl.constrained.core.advantages import average_gae, discounted_gae, fi
 from bayescrl.constrained.core.networks import EnsembleMLP, GaussianPolicy
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.optim import (
+    backtracking_line_search,
     conjugate_gradient,
     fisher_vector_product,
     flat_params,
+    line_search,
     set_flat_params,
 )
 from bayescrl.constrained.core.ppo import clipped_surrogate
 from bayescrl.constrained.cpo import cpo_direction
 from bayescrl.constrained.ecop import ECOP, ecop_penalty
+from bayescrl.utils.errors import ConfigError
 
 
 def test_conjugate_gradient_matches_direct_solve():
@@ -30,6 +33,36 @@ def test_conjugate_gradient_matches_direct_solve():
     torch.testing.assert_close(x, torch.linalg.solve(A, b), rtol=1e-6, atol=1e-8)
     # a few iterations give a worse answer -- the test can fail
     assert (conjugate_gradient(lambda v: A @ v, b, iters=2) - torch.linalg.solve(A, b)).norm() > 1e-3
+
+
+def test_one_cg_and_line_search_serve_core_and_acpo():
+    """The ACPO maths and the core share one CG / line search; CG solves k right-hand sides at once
+    (each column as its own CG) and the module-level search is the pure one on parameters."""
+    from bayescrl.constrained import acpo_math, acpo_tabular
+
+    assert acpo_math.conjugate_gradient is conjugate_gradient and acpo_math.line_search is line_search
+    assert acpo_tabular.conjugate_gradient is conjugate_gradient and acpo_tabular.line_search is line_search
+    g = torch.Generator().manual_seed(1)
+    M = torch.randn(9, 9, generator=g, dtype=torch.float64)
+    A = M @ M.T + 0.5 * torch.eye(9, dtype=torch.float64)
+    B = torch.randn(9, 3, generator=g, dtype=torch.float64)
+    X = conjugate_gradient(lambda v: A @ v, B, iters=40)
+    torch.testing.assert_close(X, torch.linalg.solve(A, B), rtol=1e-6, atol=1e-8)
+    for j in range(3):  # batched columns = separate solves (to round-off)
+        torch.testing.assert_close(X[:, j], conjugate_gradient(lambda v: A @ v, B[:, j], iters=40))
+    with pytest.raises(ConfigError):
+        conjugate_gradient(lambda v: A @ v, B, iters=0)
+    # backtracking on a module = the pure search: the first accepted candidate 0.5^j step, j smallest
+    lin = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        lin.weight.zero_()
+    step = torch.tensor([4.0, 0.0])
+    ok, j = backtracking_line_search(lin, step, lambda: float(lin.weight.norm()) < 1.5, 10, 0.5)
+    assert ok and j == 2 and lin.weight.flatten().tolist() == [1.0, 0.0]
+    cand, jj = line_search(step, lambda x: float(x.norm()) < 1.5, coef=0.5, max_backtracks=10)
+    assert jj == 2 and cand.tolist() == [1.0, 0.0]
+    ok, j = backtracking_line_search(lin, step, lambda: False, 4, 0.5)  # fails: parameters restored
+    assert not ok and j == 4 and lin.weight.flatten().tolist() == [1.0, 0.0]
 
 
 def test_fisher_vector_product_matches_kl_hessian():

@@ -9,7 +9,9 @@ Eq. `acpo_approx`::
 
 Everything here needs only the scalars/small matrices ``q = gᵀH⁻¹g``, ``r = AᵀH⁻¹g`` (the seed's
 ``r := gᵀH⁻¹A``), ``S = AᵀH⁻¹A`` and ``c`` plus the conjugate-gradient solutions ``v = H⁻¹g`` and
-``W = H⁻¹A`` (computed by the caller with the core's CG).  Functions:
+``W = H⁻¹A`` (computed by the caller with the core's CG,
+:func:`bayescrl.constrained.core.optim.conjugate_gradient`, re-exported here with the core's
+:func:`~bayescrl.constrained.core.optim.line_search`).  Functions:
 
 * :func:`acpo_feasible` -- does Eq. `acpo_approx` have a feasible point? (Algorithm `practical_acpo`, line 5)
 * :func:`acpo_dual` -- the multipliers ``(λ*, μ*)`` of the dual Eq. `acpo_dual`: closed form for one
@@ -30,13 +32,13 @@ code does: ``λ = √(q/2δ)`` when no constraint is active), so a full step has
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from scipy.optimize import minimize
 
+from bayescrl.constrained.core.optim import conjugate_gradient, line_search
 from bayescrl.utils.errors import ConfigError
 
 _EPS = 1e-12
@@ -49,8 +51,8 @@ __all__ = [
     "acpo_dual_update",
     "acpo_feasible",
     "acpo_recovery",
-    "conjugate_gradient",
-    "line_search",
+    "conjugate_gradient",  # re-exported from bayescrl.constrained.core.optim (the package's one CG)
+    "line_search",  # idem (the package's one backtracking line search)
     "min_kl_to_feasibility",
 ]
 
@@ -301,55 +303,3 @@ def acpo_accept(
     if not np.all(np.isfinite(cost_change)) or np.any(cost_change > np.maximum(-c, 0.0)):
         return False
     return reward_change is None or (math.isfinite(reward_change) and reward_change >= 0.0)
-
-
-def line_search(
-    step: torch.Tensor,
-    accept: Callable[[torch.Tensor], bool],
-    coef: float = 0.75,
-    max_backtracks: int = 10,
-) -> tuple[torch.Tensor | None, int]:
-    """Backtracking: return ``(s^j · step, j)`` for the smallest ``j ∈ {0, …, L}`` with ``accept(s^j step)``.
-
-    Returns ``(None, -1)`` if no candidate passes ("no update occurs").  ``coef`` = s ∈ (0, 1) and
-    ``max_backtracks`` = L (table `tab:hyperparameters`: 0.75 and 10).
-    """
-    if not (0.0 < coef < 1.0):
-        raise ConfigError("backtrack_coef", coef, "must lie in (0, 1)")
-    if max_backtracks < 0:
-        raise ConfigError("backtrack_iters", max_backtracks, "must be >= 0")
-    for j in range(max_backtracks + 1):
-        cand = step * coef**j
-        if accept(cand):
-            return cand, j
-    return None, -1
-
-
-def conjugate_gradient(
-    fvp: Callable[[torch.Tensor], torch.Tensor], b: torch.Tensor, iters: int = 10, tol: float = 1e-10
-) -> torch.Tensor:
-    """Solve ``Hx = b`` for symmetric positive-definite ``H`` given only ``v ↦ Hv`` (Schulman et al. 2015).
-
-    ``b`` may be (d,) or (d, k) (k right-hand sides solved together, column by column in one batch);
-    ``iters`` is the CG budget (table `tab:hyperparameters`: 10).  The core's CG solves the same system;
-    this copy lets the ACPO maths run and be tested on its own.
-    """
-    if iters < 1:
-        raise ConfigError("cg_iters", iters, "must be >= 1")
-    squeeze = b.dim() == 1
-    B = b.unsqueeze(1) if squeeze else b
-    x = torch.zeros_like(B)
-    r = B.clone()
-    p = B.clone()
-    rr = (r * r).sum(0)
-    for _ in range(iters):
-        if bool((rr <= tol).all()):
-            break
-        Hp = torch.stack([fvp(p[:, j]) for j in range(p.shape[1])], dim=1)
-        alpha = rr / (p * Hp).sum(0).clamp_min(1e-30)
-        x = x + alpha * p
-        r = r - alpha * Hp
-        rr_new = (r * r).sum(0)
-        p = r + (rr_new / rr.clamp_min(1e-30)) * p
-        rr = rr_new
-    return x.squeeze(1) if squeeze else x

@@ -33,9 +33,8 @@ from bayescrl.constrained.acpo_math import (
     acpo_dual_update,
     acpo_feasible,
     acpo_recovery,
-    conjugate_gradient,
-    line_search,
 )
+from bayescrl.constrained.core.optim import conjugate_gradient, line_search
 from bayescrl.envs.tabular_cmdp import TabularCMDP
 from bayescrl.utils.errors import ConfigError
 

@@ -7,6 +7,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from bayescrl.utils.errors import ConfigError
+
 
 def flat_params(module: nn.Module) -> torch.Tensor:
     return torch.cat([p.data.reshape(-1) for p in module.parameters()])
@@ -37,20 +39,38 @@ def flat_grad(output: torch.Tensor, params, retain_graph: bool = False, create_g
 def conjugate_gradient(
     avp: Callable[[torch.Tensor], torch.Tensor], b: torch.Tensor, iters: int = 10, tol: float = 1e-10
 ) -> torch.Tensor:
-    """Solve ``A x = b`` for symmetric positive-definite ``A`` given only products ``v -> A v``."""
+    """Solve ``A x = b`` for symmetric positive-definite ``A`` given only products ``v -> A v``
+    (Schulman et al. 2015); the package's one CG (TRPO-style baselines, ACPO deep and tabular).
+
+    ``b`` may be (d,) or (d, k): k right-hand sides solved together (one CG per column in one batch,
+    ``avp`` applied column by column, stopping when every column's squared residual is ``<= tol``).
+    ``iters`` is the CG budget (table `tab:hyperparameters`: 10).
+    """
+    if not isinstance(iters, int) or iters < 1:
+        raise ConfigError("cg_iters", iters, "must be an integer >= 1")
+    if b.dim() == 1:
+        dot, apply = torch.dot, avp
+    else:
+
+        def dot(u: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return (u * w).sum(0)
+
+        def apply(p: torch.Tensor) -> torch.Tensor:
+            return torch.stack([avp(p[:, j]) for j in range(p.shape[1])], dim=1)
+
     x = torch.zeros_like(b)
     r = b.clone()
     p = b.clone()
-    rr = r @ r
+    rr = dot(r, r)
     for _ in range(iters):
-        if rr <= tol:
+        if bool((rr <= tol).all()):
             break
-        ap = avp(p)
-        alpha = rr / (p @ ap)
-        x += alpha * p
-        r -= alpha * ap
-        rr_new = r @ r
-        p = r + (rr_new / rr) * p
+        ap = apply(p)
+        alpha = rr / dot(p, ap).clamp_min(1e-30)
+        x = x + alpha * p
+        r = r - alpha * ap
+        rr_new = dot(r, r)
+        p = r + (rr_new / rr.clamp_min(1e-30)) * p
         rr = rr_new
     return x
 
@@ -79,6 +99,29 @@ def _detach_dist(dist):
     return torch.distributions.Categorical(logits=dist.logits.detach(), validate_args=False)
 
 
+def line_search(
+    step: torch.Tensor,
+    accept: Callable[[torch.Tensor], bool],
+    coef: float = 0.75,
+    max_backtracks: int = 10,
+) -> tuple[torch.Tensor | None, int]:
+    """Backtracking: return ``(s^j · step, j)`` for the smallest ``j ∈ {0, …, L}`` with ``accept(s^j step)``.
+
+    Returns ``(None, -1)`` if no candidate passes ("no update occurs"). ``coef`` = s ∈ (0, 1) and
+    ``max_backtracks`` = L (ACPO's table `tab:hyperparameters`: 0.75 and 10). The package's one line
+    search: :func:`backtracking_line_search` runs it on a module's parameters.
+    """
+    if not (0.0 < coef < 1.0):
+        raise ConfigError("backtrack_coef", coef, "must lie in (0, 1)")
+    if max_backtracks < 0:
+        raise ConfigError("backtrack_iters", max_backtracks, "must be >= 0")
+    for j in range(max_backtracks + 1):
+        cand = step * coef**j
+        if accept(cand):
+            return cand, j
+    return None, -1
+
+
 def backtracking_line_search(
     policy: nn.Module,
     step: torch.Tensor,
@@ -89,15 +132,21 @@ def backtracking_line_search(
     """Try ``theta_old + decay^j * step`` for ``j = 0..max_backtracks-1``; keep the first accepted one.
 
     ``accept()`` evaluates the policy in its current (trial) parameters. On failure the old
-    parameters are restored. Returns ``(accepted, j)``.
+    parameters are restored. Returns ``(accepted, j)`` (``(False, max_backtracks)`` on failure).
     """
     old = flat_params(policy)
-    for j in range(max_backtracks):
-        set_flat_params(policy, old + decay**j * step)
-        if accept():
-            return True, j
-    set_flat_params(policy, old)
-    return False, max_backtracks
+    if max_backtracks < 1:
+        return False, max_backtracks
+
+    def trial(cand: torch.Tensor) -> bool:
+        set_flat_params(policy, old + cand)
+        return accept()
+
+    cand, j = line_search(step, trial, decay, max_backtracks - 1)
+    if cand is None:
+        set_flat_params(policy, old)
+        return False, max_backtracks
+    return True, j
 
 
 class LagrangeMultipliers:
