@@ -79,7 +79,7 @@ def test_cli_writes_results_and_plot(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("bandit: {K: 6, d: 2, T: 15}\noffline: {N: 5}\nagents: [ps, lints, naive-ps]\n")
     r = CliRunner().invoke(
-        bandit, [str(cfg), "bandit.T=12", "--seeds", "2", "--out", str(out), "--no-progress"]
+        bandit, [str(cfg), "--set", "bandit.T=12", "--seeds", "2", "--out", str(out), "--no-progress"]
     )
     assert r.exit_code == 0, r.output
     res = json.loads((out / "results.json").read_text())

@@ -20,7 +20,7 @@ def test_apply_overrides_nested_and_typed():
 
 @pytest.mark.parametrize("bad", ["bandit.K", "=3", "bandit.K.x=1"])
 def test_apply_overrides_rejects_malformed(bad):
-    with pytest.raises(ConfigError, match="override"):
+    with pytest.raises(ConfigError, match="--set"):
         apply_overrides({"bandit": {"K": 50}}, [bad])
 
 

@@ -29,7 +29,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayescrl.bandits.offline import Rater
+from bayescrl.utils.checks import check_device
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import check_keys
 
 AGENT_IDS = (
     "warmpref-ps",
@@ -92,9 +94,8 @@ TOP_KEYS |= {"sweep"}
 
 def _merge(base: dict, over: Mapping, path: str) -> dict:
     out = copy.deepcopy(base)
+    check_keys(over, sorted(base), path)
     for k, v in over.items():
-        if k not in base:
-            raise ConfigError(f"{path}.{k}" if path else k, v, f"unknown key; expected one of {sorted(base)}")
         out[k] = v
     return out
 
@@ -132,9 +133,7 @@ def raters_of(offline: Mapping) -> list[Rater]:
         for i, r in enumerate(offline["raters"]):
             if not isinstance(r, Mapping):
                 raise ConfigError("offline.raters", r, "each rater must be a mapping {N, beta, lam}", index=i)
-            extra = set(r) - {"N", "beta", "lam", "expert"}
-            if extra:
-                raise ConfigError("offline.raters", sorted(extra), "unknown rater keys", index=i)
+            check_keys(r, ("N", "beta", "lam", "expert"), f"offline.raters[{i}]")
             f = f"offline.raters[{i}]"
             rater = Rater(
                 N=_int(f"{f}.N", r.get("N", offline["N"]), 0),
@@ -194,10 +193,7 @@ def normalise_agents(agents: Any) -> list[dict[str, Any]]:
         if spec["label"] in labels:
             raise ConfigError("agents", spec["label"], "duplicate label; give each variant a 'label'", i)
         labels.add(spec["label"])
-        bad = set(spec) - {"id", "label", "beta", "lam"} - set(DEFAULT_OPTIONS)
-        if bad:
-            why = f"unknown agent keys; options are {sorted(DEFAULT_OPTIONS)}"
-            raise ConfigError("agents", sorted(bad), why, i)
+        check_keys(spec, ["id", "label", "beta", "lam", *DEFAULT_OPTIONS], f"agents[{i}]")
         out.append(spec)
     return out
 
@@ -205,13 +201,10 @@ def normalise_agents(agents: Any) -> list[dict[str, Any]]:
 def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """Merge ``config`` over :data:`DEFAULTS` and validate every field (raises :class:`ConfigError`)."""
     config = {k: v for k, v in dict(config or {}).items() if k != "sweep"}
-    unknown = set(config) - TOP_KEYS
-    if unknown:
-        key = sorted(unknown)[0]
-        raise ConfigError(key, config[key], f"unknown key; expected {sorted(TOP_KEYS)}")
+    check_keys(config, sorted(TOP_KEYS))
     cfg = copy.deepcopy(DEFAULTS)
     cfg["seed"] = _int("seed", config.get("seed", 0), 0)
-    cfg["device"] = str(config.get("device", "cpu"))
+    cfg["device"] = check_device(config.get("device", "cpu"))
     for sect in ("bandit", "offline", "assumed"):
         sub = config.get(sect) or {}
         if not isinstance(sub, Mapping):

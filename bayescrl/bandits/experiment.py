@@ -261,10 +261,17 @@ def run_sweep(
     keys = list(sweep)
     cells: dict[str, Any] = {}
     t0 = time.perf_counter()
+    grid = []
     for values in itertools.product(*(sweep[k] for k in keys)):
         assign = dict(zip(keys, values, strict=True))
-        overrides = [f"{k}={json.dumps(v)}" for k, v in assign.items()]
-        cfg = apply_overrides(base, overrides)
+        cfg = apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in assign.items()])
+        try:
+            resolve_config(cfg)  # every cell is validated before the first one runs
+        except ConfigError as exc:
+            why = f"{exc.reason} (sweep cell {_cell_name(assign)})"
+            raise ConfigError(exc.field, exc.value, why, exc.index) from None
+        grid.append((assign, cfg))
+    for assign, cfg in grid:
         name = _cell_name(assign)
         folder = name.replace("=", "_").replace(",", "__")
         sub = None if out is None or not cell_outputs else Path(out) / folder

@@ -15,19 +15,91 @@ from pathlib import Path
 
 import click
 
-from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import apply_overrides, load_yaml, write_json
+from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
+from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
+from bayescrl.utils.io import apply_overrides, check_keys, load_yaml, write_json
 from bayescrl.utils.seeding import set_torch_threads
+
+#: top-level keys of a ``--config`` run file
+RUN_KEYS = ("algo", "env", "env_kwargs", "total_steps", "seed", "cost_limits", "config", "out", "preferences")
+#: episodes x horizon above which ``evaluate`` refuses (days of compute) / warns
+EVAL_STEPS_REFUSE, EVAL_STEPS_WARN = 10**9, 10**7
 
 
 def _positive_steps(value) -> int:
+    return positive_int(value, "total_steps")
+
+
+def _load_agent(run_dir, device: str):
+    """``OnPolicyAlgorithm.load`` with any failure to decode the checkpoint reported as one line."""
+    from bayescrl.constrained.core.base import CHECKPOINT, OnPolicyAlgorithm
+
     try:
-        steps = int(value)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError("total_steps", value, "must be an integer >= 1") from exc
-    if steps < 1 or steps != float(value):
-        raise ConfigError("total_steps", value, "must be an integer >= 1")
-    return steps
+        return OnPolicyAlgorithm.load(run_dir, device=device)
+    except BayesCRLError:
+        raise
+    except Exception as exc:  # a truncated / hand-edited checkpoint: KeyError, EOFError, RuntimeError, ...
+        path = str(Path(run_dir) / CHECKPOINT)
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+        raise DataError("checkpoint", path, f"cannot be restored (corrupt or truncated?): {why}") from None
+
+
+def _check_size(env_id, env_kwargs, config: dict | None, algo_cls) -> None:
+    """Refuse a run whose envs and rollout buffers would not fit in memory (before any env is built)."""
+    import gymnasium as gym
+
+    from bayescrl.constrained.core.envs import resolve_env_factory
+
+    cfg = algo_cls.config_class.from_dict(config)  # unknown / bad options are refused here, by name
+    n_envs, steps = int(cfg.n_envs), int(cfg.rollout_steps)
+    per_env = 150 * 2**20 if cfg.async_envs else 2 * 2**20  # a process per async env; a sync env object
+    if n_envs * per_env <= 2**30 and n_envs * steps <= 10**6:
+        return  # obviously small: skip probing the env
+    env = resolve_env_factory(env_id, env_kwargs)()
+    try:
+        dims = gym.spaces.flatdim(env.observation_space) + gym.spaces.flatdim(env.action_space)
+    finally:
+        env.close()
+    buffers = n_envs * steps * (2 * dims + 16) * 8
+    check_memory(
+        n_envs * per_env + buffers, "config.n_envs", n_envs, f"{n_envs} envs x {steps} rollout steps"
+    )
+
+
+def _resume_conflicts(agent, given: dict) -> list[str]:
+    """Names of the given settings that differ from the run being resumed."""
+    import math
+
+    stored = {
+        "algo": agent.name,
+        "env": agent.env_id,
+        "env_kwargs": dict(agent.env_kwargs or {}),
+        "seed": agent.seed,
+        "cost_limits": [float(d) for d in agent.cost_limits.tolist()],
+    }
+    config = agent.config.to_dict()
+    bad = []
+    for name, (flag, value) in given.items():
+        if value is None:
+            continue
+        if name == "config":
+            for key, v in value.items():
+                if key not in config or config[key] != v:
+                    bad.append(f"config.{key}")
+            continue
+        if name == "cost_limits":
+            v = [value] if isinstance(value, (int, float)) else list(value)
+            try:
+                same = len(v) == len(stored[name]) and all(
+                    math.isclose(float(a), b) for a, b in zip(v, stored[name], strict=True)
+                )
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                bad.append(flag)
+        elif value != stored[name] and str(value) != str(stored[name]):
+            bad.append(flag)
+    return bad
 
 
 @click.command()
@@ -93,25 +165,17 @@ def train(
 
     With --preferences SPEC.yaml the reward is learned from (simulated) raters' preferences; the env's
     reward reaches only the raters and the reports (see docs/prefrl.md)."""
-    from bayescrl.constrained.core.base import OnPolicyAlgorithm
     from bayescrl.constrained.registry import get_algorithm
 
-    set_torch_threads(threads)
+    set_torch_threads(None if threads is None else positive_int(threads, "--threads"))
+    device = check_device(device, "--device")
+    if total_steps is not None:
+        total_steps = _positive_steps(total_steps)
     spec: dict = load_yaml(config_file) if config_file else {}
     spec = apply_overrides(spec, overrides)
-    for key in spec:
-        if key not in (
-            "algo",
-            "env",
-            "env_kwargs",
-            "total_steps",
-            "seed",
-            "cost_limits",
-            "config",
-            "out",
-            "preferences",
-        ):
-            raise ConfigError(key, spec[key], "unknown top-level key in the run config")
+    check_keys(spec, RUN_KEYS)
+    if spec.get("config") is not None and not isinstance(spec["config"], dict):
+        raise ConfigError("config", spec["config"], "must be a mapping of training options")
     prefs = learner = None
     if preferences_file is not None or spec.get("preferences") is not None:
         from bayescrl.prefrl.spec import parse_preference_spec
@@ -127,8 +191,28 @@ def train(
             from bayescrl.prefrl.spec import parse_preference_spec
 
             prefs = parse_preference_spec(_spec_from_dict(stored))
-        agent = OnPolicyAlgorithm.load(resume_dir, device=device)
-        out = Path(out_dir or resume_dir)
+        agent = _load_agent(resume_dir, device)
+        given = {
+            "algo": ("--algo", algo),
+            "env": ("--env", env_id),
+            "seed": ("--seed", seed),
+            "cost_limits": ("--cost-limit", list(cost_limits) or None),
+        }
+        for key, flag in (("algo", "algo"), ("env", "env"), ("seed", "seed"), ("cost_limits", "cost_limits")):
+            if spec.get(key) is not None and given[key][1] is None:
+                given[key] = (f"{flag} (--config/--set)", spec[key])
+        given["env_kwargs"] = ("env_kwargs (--config/--set)", spec.get("env_kwargs"))
+        given["config"] = ("config", spec.get("config"))
+        conflicts = _resume_conflicts(agent, given)
+        if conflicts:
+            agent.close()
+            raise ConfigError(
+                "resume",
+                str(resume_dir),
+                f"{', '.join(conflicts)} differ(s) from the saved run; drop them to resume it as it was "
+                "(only --total-steps, --out, --device, --threads and --progress may change)",
+            )
+        out = prepare_out(out_dir or resume_dir, "--out")
         steps = _positive_steps(
             total_steps if total_steps is not None else spec.get("total_steps", _stored_total(resume_dir))
         )
@@ -144,9 +228,11 @@ def train(
         seed = seed if seed is not None else int(spec.get("seed", 0))
         limits = list(cost_limits) if cost_limits else spec.get("cost_limits")
         out = Path(out_dir or spec.get("out") or f"runs/{algo}-{str(env_id).replace('/', '_')}-s{seed}")
+        prepare_out(out, "--out", create=False)
         if (out / "checkpoint.pt").exists():
             raise ConfigError("out", str(out), "already holds a run; use --resume to continue it")
         cls = get_algorithm(algo)
+        _check_size(env_id, spec.get("env_kwargs"), spec.get("config"), cls)
         agent = cls(
             env_id, limits, seed, spec.get("config") or {}, device=device, env_kwargs=spec.get("env_kwargs")
         )
@@ -180,6 +266,7 @@ def train(
             metrics = learner.write_results(out, metrics)
     finally:
         agent.close()
+    check_no_nan(metrics, str(out / "metrics.json"))
     if "final_avg_costs" in metrics:  # average-reward algorithms: per-step averages against per-step limits
         avg = metrics["final_avg_costs"]
         costs = ", ".join(f"{c:.4g}/{d:g}" for c, d in zip(avg, metrics["cost_limits"], strict=True))
@@ -197,6 +284,8 @@ def train(
             f"true {perf} (training: return {metrics['train_final_return']:.2f}, costs [{tr}]), "
             f"{metrics['num_queries']} queries, reward corr {corr}"
         )
+    if not metrics["cost_limits"]:
+        perf += " (unconstrained: the env reports no cost)"
     click.echo(
         f"{agent.name} on {agent.env_id}: {perf}, "
         f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"
@@ -255,16 +344,28 @@ def _truncate_metrics(out: Path, iteration: int) -> None:
 @click.option("--device", default="cpu", show_default=True)
 def evaluate(run_dir, episodes, seed, stochastic, device) -> None:
     """Re-run the policy saved in RUN_DIR; writes RUN_DIR/evaluation.json."""
-    from bayescrl.constrained.core.base import OnPolicyAlgorithm
-
     set_torch_threads()
     if episodes < 1:
         raise ConfigError("episodes", episodes, "must be >= 1")
-    agent = OnPolicyAlgorithm.load(run_dir, device=device)
+    device = check_device(device, "--device")
+    prepare_out(run_dir, "RUN_DIR", create=False)
+    agent = _load_agent(run_dir, device)
     try:
+        steps = episodes * agent.horizon
+        if steps > EVAL_STEPS_REFUSE:
+            raise ConfigError(
+                "episodes",
+                episodes,
+                f"{episodes} x horizon {agent.horizon} = {steps:.2g} env steps; use fewer",
+            )
+        if steps > EVAL_STEPS_WARN:
+            click.echo(
+                f"warning: up to {steps:.2g} env steps ({episodes} episodes x {agent.horizon})", err=True
+            )
         res = agent.evaluate(episodes, seed=seed, deterministic=not stochastic)
     finally:
         agent.close()
+    check_no_nan(res, str(Path(run_dir) / "evaluation.json"))
     res["cost_limits"] = agent.cost_limits.tolist()
     write_json(Path(run_dir) / "evaluation.json", res)
     costs = ", ".join(f"{c:.2f}/{d:g}" for c, d in zip(res["mean_costs"], res["cost_limits"], strict=True))

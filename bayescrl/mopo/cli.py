@@ -15,13 +15,93 @@ from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_th
 
 MODES = ("tabular", "synthetic", "lm")
 
+_COMMON = {"mode": None, "name": None, "description": None}
+_COUNTS = ("steps", "runs", "batch", "hidden", "log_every", "n", "n_x", "n_y", "n_w", "n_thresholds")
+_STOCHASTIC = ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final")
+#: valid keys per mode (``None``: a value; a mapping: a section; ``"*"``: any key), checked before any work
+SCHEMAS: dict[str, dict] = {
+    "tabular": {
+        **_COMMON,
+        **dict.fromkeys(("solver", "actions", "reference", "primary", "tau", "b", "data", "augment")),
+        "exact": {},
+        "mopo": dict.fromkeys((*_STOCHASTIC, "beta", "t0", "eps")),
+        "mopo_lb": dict.fromkeys((*_STOCHASTIC, "sigma0", "gamma", "sigma_min")),
+    },
+    "sanity": {
+        **_COMMON,
+        **dict.fromkeys(("experiment", "datasets", "tau", "primary")),
+        "b": {"*": None},
+        "mopo": dict.fromkeys((*_STOCHASTIC, "beta", "t0", "eps")),
+    },
+    "motivating": {
+        **_COMMON,
+        **dict.fromkeys(("experiment", "reward_sets", "n", "n_y", "seed")),
+        "grid": dict.fromkeys(("n_x", "n_y", "n_w")),
+        "dpo": dict.fromkeys(("beta", "steps", "lr", "lr_final", "batch", "hidden", "w")),
+        "mopo": {
+            **dict.fromkeys(("tau", "t0", "steps", "lr", "lr_final", "lr_lambda", "batch", "hidden", "eps")),
+            **dict.fromkeys(("scores", "constraint_on", "thresholds", "thresholds_r1", "primaries")),
+            **dict.fromkeys(("reference_update", "n_thresholds")),
+            "score_model": dict.fromkeys(("kind", "steps", "batch", "lr", "lr_final", "hidden")),
+        },
+        "cop": {"n": None},
+    },
+}
 
-def run_config(config: dict, out: Path, device: str | None = None) -> dict:
-    """Dispatch one config on its ``mode``; returns the results (also written to ``out/results.json``)."""
+
+def _schema_name(config: dict) -> str | None:
+    mode = config.get("mode")
+    if mode == "synthetic":
+        exp = config.get("experiment", "sanity")
+        return exp if exp in ("sanity", "motivating") else None
+    return mode if mode in SCHEMAS else None
+
+
+def check_config(config: dict) -> None:
+    """Refuse unknown keys (with the closest valid one) and degenerate sizes before anything runs."""
+    from bayescrl.utils.checks import finite_float, positive_int
+    from bayescrl.utils.io import check_schema
+
     mode = config.get("mode")
     if mode not in MODES:
         raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
-    out.mkdir(parents=True, exist_ok=True)
+    name = _schema_name(config)
+    if name is None:
+        if mode == "synthetic":
+            raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
+        return  # mode lm: checked by run_lm (its own sections, before the model is built)
+    check_schema(config, SCHEMAS[name])
+    sections = [k for k, v in SCHEMAS[name].items() if isinstance(v, dict) and "*" not in v]
+    for sect in sections:
+        sub = config.get(sect)
+        if sub is not None and not isinstance(sub, dict):
+            raise ConfigError(sect, sub, "must be a mapping")
+        for key, value in (sub or {}).items():
+            field = f"{sect}.{key}"
+            if value is None or isinstance(value, (dict, list, str)):
+                continue  # null means "default / all", others are checked by the solver
+            if key in _COUNTS:
+                positive_int(value, field)
+            elif key in ("lr", "lr_final", "lr_lambda", "sigma0", "sigma_min"):
+                finite_float(value, field, low=0.0)
+                if float(value) <= 0:
+                    raise ConfigError(field, value, "must be > 0")
+            elif key in ("eps", "beta", "gamma", "tau", "t0"):
+                finite_float(value, field)
+    for key in ("n", "n_y"):
+        if key in config and name == "motivating":
+            positive_int(config[key], key)
+
+
+def run_config(config: dict, out: Path, device: str | None = None) -> dict:
+    """Dispatch one config on its ``mode``; returns the results (also written to ``out/results.json``)."""
+    from bayescrl.utils.checks import check_device, check_no_nan, prepare_out
+
+    check_config(config)
+    mode = config["mode"]
+    if device is not None:
+        device = check_device(device, "--device")
+    prepare_out(out, "--out")
     if mode != "lm":
         device = device or "cpu"
     if mode == "tabular":
@@ -48,6 +128,7 @@ def run_config(config: dict, out: Path, device: str | None = None) -> dict:
             config = {**config, "device": device}
         results = run_lm(config, out)
     write_json(out / "results.json", results)
+    check_no_nan(results, str(out / "results.json"))
     return results
 
 
@@ -67,7 +148,13 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
 @click.command("mopo")
 @click.argument("config_path", metavar="CONFIG.yaml", type=click.Path(dir_okay=False))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--set", "-s", "overrides", multiple=True, help="Override a config value, e.g. -s tau=0.1.")
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value (repeatable), e.g. --set tau=0.1 --set mopo.steps=2000.",
+)
 @click.option(
     "--device",
     default=None,

@@ -12,7 +12,11 @@ from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
 @click.option("--seeds", type=int, default=5, show_default=True, help="Number of seeds (batched together).")
 @click.option("--out", type=click.Path(file_okay=False), default="runs/pspl", show_default=True)
 @click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config value, e.g. K=50."
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value (repeatable), e.g. --set K=50 --set offline.N=100.",
 )
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
@@ -31,14 +35,17 @@ def pspl(
     Writes OUT/results.json (per agent: final_simple_regret_mean/std, simple_regret_curve_mean,
     cumulative_regret_mean, wall_time_s) and PNG plots of simple and cumulative regret.
     """
-    from bayescrl.pbrl.experiment import run_experiment
-    from bayescrl.utils.errors import ConfigError
+    from bayescrl.pbrl.experiment import run_experiment, validate_config
+    from bayescrl.utils.checks import check_device, check_no_nan, positive_int, prepare_out
 
     set_torch_threads()
-    if seeds < 1:
-        raise ConfigError("--seeds", seeds, "must be >= 1")
+    seeds = positive_int(seeds, "--seeds")
+    device = check_device(device, "--device")
     cfg = apply_overrides(load_yaml(config), overrides)
+    validate_config(cfg)  # every field (and sweep cell) before any work or output
+    prepare_out(out, "--out")
     res = run_experiment(cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots)
+    check_no_nan(res, out)
     runs = (
         [("", res)]
         if "sweep" not in res

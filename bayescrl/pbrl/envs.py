@@ -25,6 +25,7 @@ import torch
 
 from bayescrl.pbrl.mdp import TabularMDP, one_hot_features
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import check_keys
 
 ENVS = ("riverswim", "mountaincar")
 
@@ -112,9 +113,8 @@ def make_env(cfg: Mapping[str, Any], *, device=None) -> TabularMDP:
     if name not in ENVS:
         raise ConfigError("env.name", name, f"unknown environment; choose one of {list(ENVS)}")
     allowed = {"riverswim": {"S", "H"}, "mountaincar": {"n_pos", "n_vel", "H", "repeat", "m"}}[name]
+    check_keys(cfg, sorted(allowed), "env")
     for key, val in cfg.items():
-        if key not in allowed:
-            raise ConfigError(f"env.{key}", val, f"unknown key for {name}; allowed: {sorted(allowed)}")
         if not isinstance(val, int) or isinstance(val, bool) or val < 1:
             raise ConfigError(f"env.{key}", val, "must be a positive integer")
     builder = riverswim if name == "riverswim" else mountaincar

@@ -47,7 +47,7 @@ from bayescrl.pbrl.envs import describe, make_env
 from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import apply_overrides, write_json
+from bayescrl.utils.io import apply_overrides, check_keys, write_json
 
 DEFAULTS: dict[str, Any] = {
     "env": {"name": "riverswim"},
@@ -61,6 +61,17 @@ DEFAULTS: dict[str, Any] = {
     "sweep": None,
 }
 TOP_KEYS = set(DEFAULTS) | {"name", "description"}
+_POSTERIOR = ("tol", "max_iter")
+#: the keys each agent reads from ``agent_params.<agent>``
+AGENT_PARAMS: dict[str, tuple[str, ...]] = {
+    "pspl": (*_POSTERIOR, "engine", "refit_every", "samples", "options"),
+    "pspl-bootstrap": (*_POSTERIOR, "p_online", "p_offline", "output"),
+    "uniform": _POSTERIOR,
+    "dps": ("prior_sd", "noise_sd"),
+    "lpbrl": (*_POSTERIOR, "reg", "c_reward", "c_transition"),
+    "dpo": ("tau", "steps", "lr", "batch_size"),
+    "ipo": ("tau", "steps", "lr", "batch_size"),
+}
 
 
 def _num(
@@ -79,20 +90,14 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
     """Merge ``cfg`` into :data:`DEFAULTS` and check every field; raises :class:`ConfigError`."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", cfg, "must be a mapping")
-    for k in cfg:
-        if k not in TOP_KEYS:
-            raise ConfigError(k, cfg[k], f"unknown top-level key; allowed: {sorted(TOP_KEYS)}")
+    check_keys(cfg, sorted(TOP_KEYS))
     out = copy.deepcopy(DEFAULTS)
     for k, v in cfg.items():
         if isinstance(out.get(k), dict) and k != "agent_params":
             if not isinstance(v, Mapping):
                 raise ConfigError(k, v, "must be a mapping")
             if k in ("offline", "prior", "model"):
-                for sub in v:
-                    if sub not in DEFAULTS[k]:
-                        raise ConfigError(
-                            f"{k}.{sub}", v[sub], f"unknown key; allowed: {sorted(DEFAULTS[k])}"
-                        )
+                check_keys(v, sorted(DEFAULTS[k]), k)
             out[k] = {**out[k], **v} if k != "env" else dict(v)
         else:
             out[k] = copy.deepcopy(v)
@@ -134,11 +139,11 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
         raise ConfigError("agents", agents, "agents must be distinct")
     if not isinstance(out["agent_params"], Mapping):
         raise ConfigError("agent_params", out["agent_params"], "must be a mapping agent -> parameters")
+    check_keys(out["agent_params"], AGENTS, "agent_params")
     for a, p in out["agent_params"].items():
-        if a not in AGENTS:
-            raise ConfigError(f"agent_params.{a}", p, f"unknown agent; choose from {list(AGENTS)}")
         if not isinstance(p, Mapping):
             raise ConfigError(f"agent_params.{a}", p, "must be a mapping")
+        check_keys(p, AGENT_PARAMS[a], f"agent_params.{a}")
     for a in ("pspl-bootstrap",):
         p = out["agent_params"].get(a, {})
         for key in ("p_online", "p_offline"):

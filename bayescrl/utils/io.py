@@ -81,15 +81,27 @@ def write_json(path: str | Path, obj: Any, indent: int = 2) -> Path:
     return path
 
 
+def yaml_error_line(exc: Exception) -> str:
+    """A YAML parse error as one line: the problem and where (PyYAML's message spans up to 8 lines)."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
+
+
 def load_yaml(path: str | Path) -> dict:
-    """Load a YAML (or JSON) mapping; errors name the file."""
+    """Load a YAML (or JSON) mapping; errors name the file and fit on one line."""
     path = Path(path)
     if not path.exists():
         raise ConfigError("config", str(path), "file not found")
+    if path.is_dir():
+        raise ConfigError("config", str(path), "is a folder, expected a YAML file")
     try:
         data = yaml_loads(path.read_text())
     except yaml.YAMLError as exc:
-        raise ConfigError("config", str(path), f"not valid YAML/JSON: {exc}") from exc
+        raise ConfigError("config", str(path), f"not valid YAML/JSON: {yaml_error_line(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError("config", str(path), f"not a text file ({exc.reason})") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -97,30 +109,70 @@ def load_yaml(path: str | Path) -> dict:
     return data
 
 
-def apply_overrides(config: Mapping[str, Any], overrides: Iterable[str]) -> dict:
+Schema = Mapping[str, "Schema | None"]
+
+
+def apply_overrides(
+    config: Mapping[str, Any], overrides: Iterable[str], schema: Schema | None = None, where: str = ""
+) -> dict:
     """Return a copy of ``config`` with ``a.b.c=value`` overrides applied (values parsed as YAML).
+
+    This is the one validator of every command's ``--set KEY=VALUE``. With a ``schema`` (nested mapping of
+    the valid keys: a sub-mapping for a section, ``None`` for a value), each key path is checked before it
+    is set, so an unknown key is refused by name with the closest valid one (:func:`check_keys`).
 
     >>> apply_overrides({"bandit": {"K": 50}}, ["bandit.K=10", "agents=[ps, lints]"])
     {'bandit': {'K': 10}, 'agents': ['ps', 'lints']}
     """
     out = copy.deepcopy(dict(config))
+    if isinstance(overrides, str):
+        overrides = [overrides]
     for item in overrides:
         if "=" not in item:
-            raise ConfigError("override", item, "expected KEY=VALUE, e.g. bandit.K=10")
+            raise ConfigError("--set", item, "expected KEY=VALUE, e.g. bandit.K=10")
         key, raw = item.split("=", 1)
-        parts = [p for p in key.strip().split(".") if p]
-        if not parts:
-            raise ConfigError("override", item, "empty key")
+        parts = key.strip().split(".")
+        if not key.strip() or any(not p for p in parts):
+            why = "empty key" if not key.strip() else "empty part in the dotted key"
+            raise ConfigError("--set", item, why)
+        if schema is not None:
+            _check_path(parts, schema, where, raw)
+        try:
+            value = yaml_loads(raw)
+        except yaml.YAMLError as exc:
+            raise ConfigError(key.strip(), raw, f"value is not valid YAML: {yaml_error_line(exc)}") from None
         node = out
         for p in parts[:-1]:
             nxt = node.get(p)
             if nxt is None:
                 nxt = node[p] = {}
             if not isinstance(nxt, dict):
-                raise ConfigError("override", item, f"'{p}' is not a mapping in the config")
+                raise ConfigError("--set", item, f"'{p}' is not a mapping in the config")
             node = nxt
-        node[parts[-1]] = yaml_loads(raw)
+        node[parts[-1]] = value
     return out
+
+
+def _check_path(parts: list[str], schema: Schema, where: str, value: Any) -> None:
+    node: Schema | None = schema
+    prefix = where
+    for p in parts:
+        if node is None or "*" in node:  # a free-form value / mapping: any key below it is the user's
+            return
+        check_keys({p: value}, node, prefix)
+        node = node[p]
+        prefix = f"{prefix}.{p}" if prefix else p
+
+
+def check_schema(mapping: Any, schema: Schema, where: str = "") -> None:
+    """Refuse unknown keys anywhere in ``mapping`` (recursively, following ``schema``; see
+    :func:`apply_overrides` for the schema's form; ``"*"`` in a schema mapping allows any key)."""
+    if not isinstance(mapping, Mapping) or "*" in schema:
+        return
+    check_keys(mapping, schema, where)
+    for key, sub in schema.items():
+        if sub is not None and key in mapping:
+            check_schema(mapping[key], sub, f"{where}.{key}" if where else key)
 
 
 def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str = "") -> None:
@@ -138,9 +190,9 @@ def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str = 
         if key in allowed:
             continue
         close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = f"; did you mean {close[0]!r}?" if close else ""
         name = f"{where}.{key}" if where else str(key)
-        raise ConfigError(name, mapping[key], f"unknown key; {hint}(valid: {', '.join(map(str, allowed))})")
+        raise ConfigError(name, mapping[key], f"unknown key{hint} (valid: {', '.join(map(str, allowed))})")
 
 
 def import_object(spec: str, field: str) -> Any:

@@ -31,10 +31,18 @@ def set_torch_threads(n: int | None = None) -> int:
 
     Small MLPs on a shared 2-core machine run up to ~9x slower with more threads than free cores.
     """
+    from bayescrl.utils.errors import ConfigError
+
+    field = "threads"
     if n is None:
-        n = int(os.environ.get("BAYESCRL_THREADS", "1"))
-    if n < 1:
-        raise ValueError(f"threads = {n}: must be >= 1")
+        field, n = "$BAYESCRL_THREADS", os.environ.get("BAYESCRL_THREADS", "1")
+    try:
+        ok = not isinstance(n, bool) and int(n) >= 1 and float(n) == int(n)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ConfigError(field, n, "must be an integer >= 1")
+    n = int(n)
     import torch
 
     torch.set_num_threads(n)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import check_keys
 
 ADVANTAGE_MODES = ("discounted", "average", "finite_horizon")
 
@@ -111,10 +112,7 @@ class TrainConfig:
     def from_dict(cls, data: dict[str, Any] | None) -> TrainConfig:
         """Build from a plain mapping; unknown keys are an error naming the key."""
         data = dict(data or {})
-        names = {f.name for f in dataclasses.fields(cls)}
-        for key in data:
-            if key not in names:
-                raise ConfigError(f"config.{key}", data[key], f"unknown option for {cls.__name__}")
+        check_keys(data, [f.name for f in dataclasses.fields(cls)], "config")
         return cls(**data)
 
     def to_dict(self) -> dict[str, Any]:

@@ -218,7 +218,7 @@ class RolloutCollector:
             values=values,
             next_values=next_values,
             ep_returns=np.asarray(ep_returns, np.float64),
-            ep_costs=np.asarray(ep_costs, np.float64).reshape(-1, m),
+            ep_costs=np.asarray(ep_costs, np.float64).reshape(len(ep_costs), m),
             ep_lengths=np.asarray(ep_lengths, np.int64),
         )
         if self.record_info is not None:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from bayescrl.utils import ConfigError
+from bayescrl.utils.io import check_keys
 
 METHODS = ("mopo", "mopo-lb", "dpo")
 EXTRACTIONS = ("bc", "pairwise")
@@ -139,10 +140,7 @@ class MOPOLMConfig:
     def from_dict(cls, d: Mapping[str, Any] | None, prefix: str = "train") -> MOPOLMConfig:
         """Build from a mapping; unknown keys raise ``ConfigError`` naming ``prefix.key``."""
         d = dict(d or {})
-        names = {f.name for f in dataclasses.fields(cls)}
-        for k in d:
-            if k not in names:
-                raise ConfigError(f"{prefix}.{k}", d[k], f"unknown field (known: {', '.join(sorted(names))})")
+        check_keys(d, sorted(f.name for f in dataclasses.fields(cls)), prefix)
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:

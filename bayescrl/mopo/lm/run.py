@@ -27,6 +27,7 @@ TRL's trainer is the reference in the throughput benchmark ``benchmarks/mopo_lm_
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from bayescrl.mopo.lm.model import lora_policy
 from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, sft
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
+from bayescrl.utils.io import check_keys
 
 KNOWN = {
     "mode",
@@ -54,6 +56,8 @@ KNOWN = {
     "scalarise_weights",
     "hv_reference",
     "name",
+    "description",
+    "device",
     "out",
 }
 METHODS = ("mopo", "mopo-lb", "dpo_joint", "dpo_scalarised")
@@ -75,9 +79,15 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``."""
-    for k in config:
-        if k not in KNOWN:
-            raise ConfigError(k, config[k], f"unknown key for mode lm (known: {', '.join(sorted(KNOWN))})")
+    check_keys(config, sorted(KNOWN))
+    sections = {
+        "task": [f.name for f in dataclasses.fields(TinyTask)],
+        "data": ["n_train", "n_eval_prompts"],
+        "model": ["n_layer", "n_embd", "n_head", "sft_steps"],
+        "sweep": ["thresholds"],
+    }
+    for key, names in sections.items():
+        check_keys(_section(config, key), names, key)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     seed = int(config.get("seed", 0))

@@ -1,0 +1,156 @@
+"""Checks every command runs before it starts work: numbers, devices, output folders, memory, NaN results.
+
+Each raises :class:`~bayescrl.utils.errors.ConfigError` (the CLI prints one line and exits with status 2).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bayescrl.utils.errors import ConfigError, DataError
+
+
+def positive_int(value: Any, field: str, minimum: int = 1) -> int:
+    """``value`` as an ``int >= minimum``; floats are accepted only when whole and finite (``1e5``)."""
+    if isinstance(value, bool):
+        raise ConfigError(field, value, f"must be an integer >= {minimum}")
+    try:
+        number = float(value)
+        ok = math.isfinite(number) and number == int(number)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or int(number) < minimum:
+        raise ConfigError(field, value, f"must be an integer >= {minimum}")
+    return int(number)
+
+
+def finite_float(value: Any, field: str, low: float | None = None, high: float | None = None) -> float:
+    """``value`` as a finite float in ``[low, high]`` (either bound optional)."""
+    if isinstance(value, bool):
+        raise ConfigError(field, value, "must be a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(field, value, "must be a number") from None
+    if not math.isfinite(number):
+        raise ConfigError(field, value, "must be finite")
+    if (low is not None and number < low) or (high is not None and number > high):
+        lo = "-inf" if low is None else f"{low:g}"
+        hi = "inf" if high is None else f"{high:g}"
+        raise ConfigError(field, value, f"must be in [{lo}, {hi}]")
+    return number
+
+
+def check_device(device: Any, field: str = "device") -> str:
+    """A torch device string that exists on this machine (``cuda`` without a GPU is refused)."""
+    import torch
+
+    try:
+        dev = torch.device(str(device))
+    except (RuntimeError, ValueError):
+        raise ConfigError(field, device, "not a torch device; use cpu, cuda, cuda:N or mps") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "CUDA is not available on this machine (no GPU, or a CPU-only torch)"
+            raise ConfigError(field, device, why)
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError(field, device, f"this machine has {torch.cuda.device_count()} GPU(s)")
+    elif dev.type == "mps":
+        if not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+            raise ConfigError(field, device, "MPS is not available on this machine")
+    elif dev.type != "cpu":
+        raise ConfigError(field, device, "unsupported device; use cpu, cuda, cuda:N or mps")
+    return str(device)
+
+
+def prepare_out(path: str | Path, field: str = "out", *, create: bool = True) -> Path:
+    """The output folder ``path``, refused before any work if a file stands at or above it.
+
+    With ``create`` the folder is made (its parents too).
+    """
+    path = Path(path)
+    for parent in (path, *path.parents):
+        if parent.exists() and not parent.is_dir():
+            where = "is a file" if parent == path else f"{str(parent)!r} is a file"
+            raise ConfigError(field, str(path), f"cannot write here: {where}")
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(field, str(path), f"cannot create the folder: {exc.strerror or exc}") from None
+    return path
+
+
+def prepare_out_file(path: str | Path, field: str = "out") -> Path:
+    """An output *file* path: refused if it is a folder or a file stands above it; its folder is made."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(field, str(path), "is a folder, expected a file name")
+    prepare_out(path.parent, field)
+    return path
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory (None when unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return None
+
+
+def check_memory(estimate: float, field: str, value: Any, what: str, fraction: float = 0.5) -> None:
+    """Refuse a job whose ``estimate`` (bytes) exceeds ``fraction`` of physical memory, quoting it."""
+    total = physical_memory()
+    if total is not None and estimate > fraction * total:
+        raise ConfigError(
+            field,
+            value,
+            f"{what} would need about {estimate / 2**30:.1f} GiB, more than {fraction:.0%} of this "
+            f"machine's {total / 2**30:.1f} GiB",
+        )
+
+
+def first_nan(obj: Any, path: str = "") -> str | None:
+    """The dotted path of the first NaN float in a results tree (numbers, lists, mappings, arrays)."""
+    try:
+        import numpy as np
+        import torch
+
+        if isinstance(obj, torch.Tensor):
+            obj = obj.detach().cpu().numpy()
+        if isinstance(obj, np.ndarray):
+            if obj.dtype.kind in "fc" and np.isnan(obj).any():
+                return f"{path}[{int(np.flatnonzero(np.isnan(obj).ravel())[0])}]"
+            return None
+        if isinstance(obj, np.floating):
+            obj = float(obj)
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(obj, float):
+        return (path or "results") if math.isnan(obj) else None
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            hit = first_nan(v, f"{path}.{k}" if path else str(k))
+            if hit is not None:
+                return hit
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            hit = first_nan(v, f"{path}[{i}]")
+            if hit is not None:
+                return hit
+    return None
+
+
+def check_no_nan(results: Any, where: str) -> None:
+    """Refuse results holding NaN (a command never exits 0 with NaN in what it reports)."""
+    hit = first_nan(results)
+    if hit is not None:
+        raise DataError(
+            "results",
+            where,
+            f"{hit} is NaN: the run diverged or a setting is degenerate (check the config)",
+        )
