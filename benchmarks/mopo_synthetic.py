@@ -4,7 +4,7 @@ Usage::
 
     .venv/bin/python benchmarks/mopo_synthetic.py                     # motivating example, sets A and B
     .venv/bin/python benchmarks/mopo_synthetic.py --sanity            # also the 20k-step sanity check
-    .venv/bin/python benchmarks/mopo_synthetic.py -s mopo.steps=2000  # config overrides
+    .venv/bin/python benchmarks/mopo_synthetic.py --set mopo.steps=2000  # config overrides
 
 Targets (issue 7): on sets A and B, MOPO's hypervolume exceeds every single DPO policy's and is within 10%
 of the COP oracle's. Writes ``benchmarks/results/mopo/{motivating,sanity}.json`` and PNG plots.
@@ -85,7 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=str(ROOT / "examples" / "mopo" / "motivating.yaml"))
     ap.add_argument("--sanity", action="store_true", help="also run examples/mopo/sanity.yaml")
-    ap.add_argument("-s", "--set", dest="overrides", action="append", default=[])
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--replot", action="store_true", help="only redraw the plots from motivating.json")
     ap.add_argument("--out", default=str(OUT), help="results folder (default benchmarks/results/mopo)")
     args = ap.parse_args()
