@@ -8,6 +8,7 @@ import torch
 from scipy.optimize import minimize
 
 from bayescrl.mopo.tabular import (
+    Adam,
     TabularProblem,
     parse_tabular,
     run_mopo,
@@ -90,6 +91,40 @@ def test_d2_exact_equal_mass_at_front_midpoint():
     assert float(sol.policy[0]) == pytest.approx(0.5, abs=1e-3) and float(sol.policy[2]) == pytest.approx(
         0.5, abs=1e-3
     )
+
+
+def test_adam_is_torch_adam_with_the_kingma_ba_update_and_geometric_lr():
+    """The solvers' optimiser is ``torch.optim.Adam`` fed explicit gradients: first step
+    ``-lr g / (|g| + eps)`` exactly (bias-corrected moments are ``g`` and ``g^2``), then the Kingma-Ba
+    recursion with ``lr_t = lr (lr_final / lr)^((t-1)/(steps-1))`` (written out here)."""
+    gen = torch.Generator().manual_seed(0)
+    grads = torch.randn(40, 3, 2, generator=gen, dtype=torch.float64)
+    x = torch.zeros(3, 2, dtype=torch.float64)
+    opt = Adam(x, 0.1, lr_final=0.01, steps=40)
+    assert isinstance(opt.opt, torch.optim.Adam)
+    opt.step(grads[0])
+    torch.testing.assert_close(x, -0.1 * grads[0] / (grads[0].abs() + 1e-8), rtol=1e-14, atol=0)
+    ref, m, v = -0.1 * grads[0] / (grads[0].abs() + 1e-8), 0.1 * grads[0], 0.001 * grads[0] ** 2
+    for t in range(2, 41):
+        g = grads[t - 1]
+        opt.step(g)
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g**2
+        lr = 0.1 * 0.1 ** ((t - 1) / 39)
+        ref = ref - lr * (m / (1 - 0.9**t)) / ((v / (1 - 0.999**t)).sqrt() + 1e-8)
+    torch.testing.assert_close(x, ref, rtol=1e-10, atol=1e-14)
+    assert opt.opt.param_groups[0]["lr"] == pytest.approx(0.01)
+    # a list of tensors (the batched networks) is one optimiser: same as separate ones
+    a, b = torch.zeros(2, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    both = Adam([a, b], 0.05, steps=5)
+    sep = [torch.zeros(2, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)]
+    opts = [Adam(t, 0.05, steps=5) for t in sep]
+    for t in range(5):
+        ga, gb = grads[t, 0, :], grads[t, :, 1]
+        both.step([ga, gb])
+        opts[0].step(ga)
+        opts[1].step(gb)
+    torch.testing.assert_close(a, sep[0], rtol=1e-14, atol=0)
+    torch.testing.assert_close(b, sep[1], rtol=1e-14, atol=0)
 
 
 def test_stochastic_mopo_reaches_exact_policy_within_tv():

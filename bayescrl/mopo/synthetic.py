@@ -245,15 +245,13 @@ class PairMLP:
         return [p.detach().clone() for p in self.all()]
 
 
-def _optimizer(params: list[Tensor], lr: float, steps: int, lr_final: float | None) -> list[Adam]:
-    return [Adam(p.data, lr, lr_final, steps) for p in params]
+def _optimizer(params: list[Tensor], lr: float, steps: int, lr_final: float | None) -> Adam:
+    """One ``torch.optim.Adam`` (foreach) over all parameters of a batched network."""
+    return Adam(params, lr, lr_final, steps)
 
 
-def _step(opts: list[Adam], params: list[Tensor], loss: Tensor) -> None:
-    grads = torch.autograd.grad(loss, params)
-    with torch.no_grad():
-        for o, g in zip(opts, grads, strict=True):
-            o.step(g)
+def _step(opt: Adam, params: list[Tensor], loss: Tensor) -> None:
+    opt.step(list(torch.autograd.grad(loss, params)))
 
 
 def train_dpo(

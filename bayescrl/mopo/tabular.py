@@ -295,36 +295,42 @@ def _snapshot(history: dict[str, list[Tensor]], **vals: Tensor) -> None:
 
 
 class Adam:
-    """Minimal element-wise Adam (Kingma & Ba) on one tensor, with projection and a geometric lr decay.
+    """``torch.optim.Adam`` fed explicit gradients, on one tensor or a list of them, with a geometric lr decay
+    ``lr_t = lr * (lr_final / lr)^((t - 1) / (steps - 1))`` (constant when ``lr_final`` is None).
 
-    ``torch.optim.Adam`` would do, but its import pulls in ``torch._dynamo`` (seconds of start-up); this one
-    is a few tensor ops and works on any leading batch of runs.
+    The solvers compute their gradients by hand (Danskin for ``lam``, the closed-form policy-extraction
+    gradient for ``psi``) and project after the step (``lam >= 0``, ``chi >= chi_min``), so this only hands
+    them to ``torch.optim.Adam`` as ``.grad``; tensors of any leading batch of runs work (Adam is
+    element-wise). The update is torch's (``m.lerp_``, ``sqrt(v) / sqrt(1 - beta2^t)``); the hand-written
+    Adam it replaced computed the same formula in another order, so results agree to float rounding
+    (``tests/test_mopo_tabular.py``). Constructing the first ``torch.optim`` optimiser imports
+    ``torch._dynamo`` (about 2 s once per process).
     """
 
     def __init__(
         self,
-        x: Tensor,
+        x: Tensor | list[Tensor],
         lr: float,
         lr_final: float | None = None,
         steps: int = 1,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
     ):
-        self.x, self.lr0, self.betas, self.eps = x, lr, betas, eps
+        self.params = [x] if isinstance(x, Tensor) else list(x)
+        self.opt = torch.optim.Adam(self.params, lr=lr, betas=betas, eps=eps, foreach=len(self.params) > 1)
+        self.lr0 = lr
         self.decay = 1.0 if lr_final is None else (lr_final / lr) ** (1.0 / max(steps - 1, 1))
-        self.m = torch.zeros_like(x)
-        self.v = torch.zeros_like(x)
         self.t = 0
 
-    def step(self, grad: Tensor) -> None:
-        b1, b2 = self.betas
+    def step(self, grad: Tensor | list[Tensor] | tuple[Tensor, ...]) -> None:
+        grads = [grad] if isinstance(grad, Tensor) else grad
         self.t += 1
-        self.m.mul_(b1).add_(grad, alpha=1 - b1)
-        self.v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        lr = self.lr0 * self.decay ** (self.t - 1)
-        mhat = self.m / (1 - b1**self.t)
-        vhat = self.v / (1 - b2**self.t)
-        self.x.sub_(lr * mhat / (vhat.sqrt() + self.eps))
+        self.opt.param_groups[0]["lr"] = self.lr0 * self.decay ** (self.t - 1)
+        for p, g in zip(self.params, grads, strict=True):
+            p.grad = g
+        self.opt.step()
+        for p in self.params:
+            p.grad = None
 
 
 def _batch(gen: torch.Generator, n_rec: int, runs: int, batch: int | None, device) -> Tensor:
