@@ -57,7 +57,7 @@ def test_one_cg_and_line_search_serve_core_and_acpo():
     with torch.no_grad():
         lin.weight.zero_()
     step = torch.tensor([4.0, 0.0])
-    ok, j = backtracking_line_search(lin, step, lambda: float(lin.weight.norm()) < 1.5, 10, 0.5)
+    ok, j = backtracking_line_search(lin, step, lambda: float(lin.weight.detach().norm()) < 1.5, 10, 0.5)
     assert ok and j == 2 and lin.weight.flatten().tolist() == [1.0, 0.0]
     cand, jj = line_search(step, lambda x: float(x.norm()) < 1.5, coef=0.5, max_backtracks=10)
     assert jj == 2 and cand.tolist() == [1.0, 0.0]
