@@ -16,6 +16,7 @@ objects) is refused with a one-line :class:`~bayescrl.utils.errors.DataError`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,18 @@ def save_state(state: Any, path: str | Path) -> Path:
     return path
 
 
+_BOILERPLATE = ("Weights only load failed", "Check the documentation", "Please file an issue", "(1)", "(2)")
+
+
+def _reason(exc: Exception) -> str:
+    """The informative line of torch's long weights_only error (e.g. the refused global), else the first."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(_BOILERPLATE)]
+    text = (useful or lines or [type(exc).__name__])[0]
+    text = text.removeprefix("WeightsUnpickler error:").strip() or type(exc).__name__
+    return re.split(r" was not an allowed global|\. Please use", text)[0]
+
+
 def load_state(path: str | Path, field: str = "checkpoint", map_location: Any = "cpu") -> Any:
     """Read a :func:`save_state` file with ``weights_only=True``; anything else raises ``DataError``."""
     path = Path(path)
@@ -105,7 +118,7 @@ def load_state(path: str | Path, field: str = "checkpoint", map_location: Any = 
     except FileNotFoundError:
         raise DataError(field, str(path), "file not found") from None
     except Exception as exc:  # UnpicklingError, RuntimeError (not a zip / torch file), EOFError ...
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = _reason(exc)
         raise DataError(
             field,
             str(path),
