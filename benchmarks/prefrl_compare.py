@@ -152,28 +152,42 @@ def _print(table: dict) -> None:
         )
 
 
-def plot(runs: list[dict], limit: float | None, path: Path) -> None:
+PLOTTED = ("oracle", "mean", "lcb", "thompson", "no-rater-model", "ensemble-no-rater-model")
+
+
+def plot(runs: list[dict], limit: float | None, path: Path, variants=PLOTTED) -> None:
+    """True return and cost (moving average over 5 iterations, mean ± standard error over seeds) against
+    env steps for ``variants``; the queries' share of training is shaded (the budget is spent first)."""
     p = plt()
-    fig, axes = p.subplots(1, 2, figsize=(11, 3.6))
+    fig, axes = p.subplots(1, 2, figsize=(11, 3.8))
     groups: dict[str, list[dict]] = {}
     for r in runs:
-        groups.setdefault(f"{r['algo']}/{r['variant']}", []).append(r)
-    for key, rs in sorted(groups.items()):
+        if r["variant"] in variants:
+            groups.setdefault(f"{r['algo']}/{r['variant']}", []).append(r)
+    smooth = lambda y: np.convolve(np.pad(y, (2, 2), mode="edge"), np.ones(5) / 5, mode="valid")
+    last_query = 0
+    for key, rs in sorted(groups.items(), key=lambda kv: PLOTTED.index(kv[0].split("/")[1])):
         n = min(len(r["curve"]) for r in rs)
         x = np.array([c["env_steps"] for c in rs[0]["curve"][:n]])
+        q = [c.get("num_queries", 0) for c in rs[0]["curve"][:n]]
+        if q and q[-1]:
+            last_query = max(last_query, x[int(np.argmax(np.asarray(q) >= q[-1]))])
+        style = {"color": "k", "lw": 1.8} if key.endswith("/oracle") else {"lw": 1.3}
         for ax, get in ((axes[0], lambda c: c["true_return"]), (axes[1], lambda c: c["true_costs"][0])):
-            y = np.array([[get(c) for c in r["curve"][:n]] for r in rs])
-            m, s = y.mean(0), y.std(0)
-            ax.plot(x, m, label=key, lw=1.2)
-            ax.fill_between(x, m - s, m + s, alpha=0.12)
+            y = np.array([smooth(np.array([get(c) for c in r["curve"][:n]])) for r in rs])
+            m, se = y.mean(0), y.std(0) / np.sqrt(len(rs))
+            (line,) = ax.plot(x, m, label=f"{key} (n={len(rs)})", **style)
+            ax.fill_between(x, m - se, m + se, alpha=0.15, color=line.get_color())
+    for ax in axes:
+        if last_query:
+            ax.axvspan(0, last_query, color="0.9", zorder=0, label="queries asked")
+        ax.set_xlabel("environment steps")
+        ax.grid(alpha=0.3)
     if limit is not None:
         axes[1].axhline(limit, color="k", ls="--", lw=1, label="cost limit")
     axes[0].set_ylabel("true episodic return")
     axes[1].set_ylabel("true episodic cost")
-    for ax in axes:
-        ax.set_xlabel("environment steps")
-        ax.grid(alpha=0.3)
-    axes[1].legend(fontsize=6, ncol=2)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     p.close(fig)

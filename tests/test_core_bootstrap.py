@@ -6,15 +6,19 @@ import torch
 from scipy.optimize import minimize
 
 from bayescrl.inference.bootstrap import (
+    _NewtonCG,
     _Terms,
+    _use_cg,
     map_estimate,
+    newton_solve,
     perturbed_map,
     sample_perturbation,
     surrogate_loss,
 )
 from bayescrl.inference.exact import GaussianLinearPosterior
+from bayescrl.inference.laplace import laplace
 from bayescrl.models.linear import BTLinearProblem
-from bayescrl.utils import set_torch_threads
+from bayescrl.utils import ConfigError, set_torch_threads
 
 set_torch_threads(1)
 DT = torch.float64
@@ -159,3 +163,140 @@ def test_bad_values_raise(bad):
         DataError, match={"y": r"preferences.y\[0\] = 2.0", "lam": "raters.lam", "cov": "prior.cov"}[bad]
     ):
         BTLinearProblem.from_data(**kw, x0=[[1.0, 0.0]], x1=[[0.0, 1.0]], y=y)
+
+
+def _big_problem(seed=0, d=40, N=300, T=20, R=3):
+    return make_problem(seed=seed, d=d, N=N, T=T, R=R, beta=(4.0, 2.0, 1.0), lam=(3.0, 1.5, 10.0))
+
+
+def test_block_newton_step_equals_dense_solve():
+    prob = make_problem(seed=2, d=4, R=2)
+    pert = sample_perturbation(prob, 3, p_offline=0.5, generator=torch.Generator().manual_seed(3))
+    terms = _Terms(prob.batch_view())
+    g0 = torch.Generator().manual_seed(4)
+    th = torch.randn(1, 3, 4, generator=g0, dtype=DT)
+    vt = torch.randn(1, 3, 2, 4, generator=g0, dtype=DT)
+    g, k_vt = terms.grad_blocks(th, vt, pert)
+    step, bad = terms.block_newton_step(g, k_vt)
+    dense = -torch.linalg.solve(terms.assemble(k_vt), g.unsqueeze(-1)).squeeze(-1)
+    assert not bool(bad.any())
+    torch.testing.assert_close(step, dense, rtol=1e-9, atol=1e-10)
+
+
+def test_newton_cg_products_and_preconditioner_are_exact():
+    """Hessian products equal the assembled Hessian; the preconditioner inverts the mean-curvature Hessian."""
+    prob = _big_problem(d=6, N=60)
+    pert = sample_perturbation(
+        prob, 5, p_offline=0.5, p_online=0.75, generator=torch.Generator().manual_seed(0)
+    )
+    terms = _Terms(prob.batch_view())
+    cg = _NewtonCG(terms, pert)
+    d, R = prob.dim, prob.num_raters
+    g0 = torch.Generator().manual_seed(1)
+    z = torch.randn(1, (R + 1) * d, 5, generator=g0, dtype=DT)
+    v = torch.randn(1, (R + 1) * d, 5, generator=g0, dtype=DT)
+    loss, cache = cg.loss(z, cg.data)
+    grad, h = cg.grad(cg.data, cache)
+    th, vt = z.mT[..., :d], z.mT[..., d:].reshape(1, 5, R, d)
+    ref_g, ref_h = terms.grad_hess(th, vt, pert)
+    torch.testing.assert_close(loss, terms.loss(th, vt, pert), rtol=1e-12, atol=1e-9)
+    torch.testing.assert_close(grad.mT, ref_g, rtol=1e-10, atol=1e-10)
+    hv = (ref_h @ v.mT.unsqueeze(-1)).squeeze(-1)
+    torch.testing.assert_close(cg.hvp(v, h).mT, hv, rtol=1e-10, atol=1e-10)
+    # the preconditioner with the curvature of sample 2 is the exact inverse Hessian of sample 2
+    prec = cg.preconditioner(h[..., 2])
+    x = prec(v)
+    torch.testing.assert_close((ref_h[:, 2] @ x[..., 2:3]).squeeze(-1), v[..., 2], rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_newton_cg_matches_direct_newton(batched):
+    if batched:  # ragged data sets: padding rows, one without comparisons, one without rewards
+        prob = BTLinearProblem.stack([_big_problem(0), _big_problem(1, N=120, T=0), _big_problem(2, N=0)])
+    else:
+        prob = _big_problem(3)
+    pert = sample_perturbation(
+        prob, 12, p_offline=0.5, p_online=0.75, generator=torch.Generator().manual_seed(5)
+    )
+    direct = newton_solve(prob, pert, solver="newton", tol=1e-9)
+    cg = newton_solve(prob, pert, solver="newton-cg", tol=1e-9)
+    assert direct.all_converged and cg.all_converged and cg.grad_norm.max() <= 1e-9
+    torch.testing.assert_close(cg.theta, direct.theta, atol=1e-8, rtol=0)
+    torch.testing.assert_close(cg.vartheta, direct.vartheta, atol=1e-8, rtol=0)
+    torch.testing.assert_close(cg.loss, direct.loss, atol=1e-9, rtol=1e-12)
+    # "auto" picks Newton-CG for many samples, and perturbed_map(solver=...) reaches the same optimum
+    assert _use_cg(prob.dim, 12) and not _use_cg(3, 2)
+    kw = {"p_offline": 0.5, "tol": 1e-9}
+    a = perturbed_map(prob, 12, generator=torch.Generator().manual_seed(6), solver="newton", **kw)
+    b = perturbed_map(prob, 12, generator=torch.Generator().manual_seed(6), **kw)
+    torch.testing.assert_close(a.theta, b.theta, atol=1e-8, rtol=0)
+    with pytest.raises(ConfigError, match="solver"):
+        perturbed_map(prob, 2, solver="lbfgs")
+
+
+def test_map_and_laplace_warm_start_after_appending():
+    """A warm start from the MAP before a few new comparisons converges to the same MAP in fewer steps."""
+    prob = make_problem(seed=6, N=400, T=30)
+    first = map_estimate(prob)
+    lap0 = laplace(prob)
+    more = prob.clone()
+    g = torch.Generator().manual_seed(8)
+    more.append_preferences(
+        torch.randn(3, 3, generator=g, dtype=DT),
+        torch.randn(3, 3, generator=g, dtype=DT),
+        [1.0, 0.0, 1.0],
+        [0, 1, 1],
+    )
+    cold = map_estimate(more)
+    assert float((cold.theta - first.theta).abs().max()) > 1e-3  # the new data moved the MAP
+    for init in (
+        first,
+        (first.theta[0], first.vartheta[0]),
+    ):  # MAPResult or a (theta [d], vartheta [R,d]) pair
+        warm = map_estimate(more, init=init)
+        assert warm.all_converged and warm.iters < cold.iters
+        torch.testing.assert_close(warm.theta, cold.theta, atol=1e-9, rtol=0)
+        torch.testing.assert_close(warm.vartheta, cold.vartheta, atol=1e-9, rtol=0)
+    lap_cold = laplace(more)
+    for init in (lap0, first):
+        lap_warm = laplace(more, init=init)
+        assert bool(lap_warm.converged) and lap_warm.iters < lap_cold.iters
+        torch.testing.assert_close(lap_warm.mean, lap_cold.mean, atol=1e-9, rtol=0)
+        torch.testing.assert_close(lap_warm.cov, lap_cold.cov, atol=1e-9, rtol=1e-7)
+    # batched: a converged start needs no step
+    batched = BTLinearProblem.stack([prob, make_problem(seed=7, N=50)])
+    res = map_estimate(batched)
+    again = map_estimate(batched, init=res)
+    assert again.iters == 0 and again.all_converged and res.iters > 0
+
+
+def test_newton_cg_checks_its_low_precision_steps():
+    """With very inexact low-precision products (bfloat16) the float64 check corrects the tight steps."""
+    prob = _big_problem(d=8, N=200)
+    pert = sample_perturbation(prob, 6, p_offline=0.5, generator=torch.Generator().manual_seed(2))
+    ref = newton_solve(prob, pert, solver="newton", tol=1e-9)
+    cg = _NewtonCG(_Terms(prob.batch_view()), pert)
+    cg.low, cg.dr_low = torch.bfloat16, cg.rows.dr.to(torch.bfloat16)  # ~3 significant digits
+    calls = []
+    pcg = cg.pcg
+
+    def counted(*args, low=False):
+        calls.append(low)
+        return pcg(*args, low=low)
+
+    cg.pcg = counted
+    start = (torch.cat([ref.theta, ref.vartheta.flatten(-2)], -1) + 0.3).mT.contiguous()  # near the optimum
+    # one tight step meets its forcing condition in float64 although bfloat16 alone cannot
+    g, h = cg.grad(cg.data, cg.loss(start, cg.data)[1])
+    gn = g.norm(dim=1)
+    live = torch.ones_like(gn, dtype=torch.bool)
+    prec = cg.preconditioner(h.mean(-1))
+    step = cg.newton_step(g, h, live, 1e-6 * gn, gn, prec)
+    assert bool(((cg.hvp(step, h) + g).norm(dim=1) <= 1e-6 * gn).all())
+    rough = pcg(g, h, live, 1e-6 * gn, prec, low=True)
+    assert bool(((cg.hvp(rough, h) + g).norm(dim=1) > 1e-6 * gn).any())  # bfloat16 alone misses it
+    z, loss, gn, it = cg.solve(start, 1e-9, 50)
+    assert bool((gn <= 1e-9).all()) and False in calls  # float64 corrections happened
+    d = prob.dim
+    torch.testing.assert_close(z.mT[..., :d], ref.theta, atol=1e-8, rtol=0)
+    torch.testing.assert_close(loss, ref.loss, atol=1e-9, rtol=1e-12)

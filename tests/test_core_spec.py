@@ -131,6 +131,13 @@ def test_cli_simulate_infer_and_errors(tmp_path, capsys):
     assert idata.log_likelihood["pref"].shape == (1, 64, 30)
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["diagnostics"]["converged_fraction"] == 1.0
+    draws = torch.as_tensor(idata.posterior["theta"].values).reshape(64, 2).double()  # summarised draws
+    torch.testing.assert_close(
+        torch.tensor(summary["theta_mean"], dtype=torch.float64), draws.mean(0), rtol=1e-9, atol=1e-12
+    )
+    torch.testing.assert_close(
+        torch.tensor(summary["theta_sd"], dtype=torch.float64), draws.std(0), rtol=1e-9, atol=1e-12
+    )
     bad = json.loads(data.read_text())
     bad["preferences"][3]["y"] = 7
     data.write_text(json.dumps(bad))
@@ -141,3 +148,96 @@ def test_cli_simulate_infer_and_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["infer", str(data), "--engine", "exact", "--out", str(out)])
     assert exc.value.code == 2
+
+
+def _many(n=60, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2 * n + 7, d, generator=g, dtype=torch.float64).tolist()
+    return {
+        "dim": d,
+        "raters": [{"id": "a", "beta": 2.0, "lam": 3.0}, {"id": "b", "beta": 1.0, "lam": 1.0}],
+        "preferences": [
+            {"x0": x[2 * i], "x1": x[2 * i + 1], "y": i % 2, "rater": "ab"[i % 3 % 2], "online": i % 5 == 0}
+            for i in range(n)
+        ],
+        "rewards": [{"x": x[2 * n + i], "r": 0.1 * i} for i in range(7)],
+    }
+
+
+def test_bulk_validation_gives_the_records_values():
+    spec = _many()
+    p = parse_spec(spec).problem
+    recs = spec["preferences"]
+    assert torch.equal(p.x0, torch.tensor([r["x0"] for r in recs], dtype=torch.float64))
+    assert torch.equal(p.x1, torch.tensor([r["x1"] for r in recs], dtype=torch.float64))
+    assert p.y.tolist() == [float(r["y"]) for r in recs]
+    assert p.rater.tolist() == [{"a": 0, "b": 1}[r["rater"]] for r in recs]
+    assert p.pref_online.tolist() == [r["online"] for r in recs]
+    assert torch.equal(p.x, torch.tensor([r["x"] for r in spec["rewards"]], dtype=torch.float64))
+    assert p.r.tolist() == [0.1 * i for i in range(7)]
+    # ints, tuples and a y given as 1.0 are numbers as before
+    spec["preferences"][3].update(x0=(1, 2, 3, 4, 5), y=1.0)
+    p = parse_spec(spec).problem
+    assert p.x0[3].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0] and p.y[3] == 1.0
+
+
+BULK_BAD = [
+    ("x0", [0.0, 1.0, float("inf"), 0.0, 0.0], r"preferences\.x0\[17\] = inf: must be finite"),
+    ("x1", [0.0, True, 0.0, 0.0, 0.0], r"preferences\.x1\[17\] = True: must be a number"),
+    ("x1", [0.0] * 4, r"preferences\.x1\[17\] = .*dim = 5 numbers \(got 4\)"),
+    ("x0", "abc", r"preferences\.x0\[17\] = 'abc': must be a list"),
+    ("y", True, r"preferences\.y\[17\] = True: must be 0"),
+    ("y", 0.5, r"preferences\.y\[17\] = 0\.5: must be 0"),
+    ("rater", "c", r"preferences\.rater\[17\] = 'c': unknown rater id"),
+    ("rater", None, r"preferences\.rater\[17\] = None: required when there are several raters"),
+    ("online", 1, r"preferences\.online\[17\] = 1: must be true or false"),
+    ("y", None, r"preferences\.y\[17\] = None: missing field"),
+]
+
+
+@pytest.mark.parametrize("key,value,message", BULK_BAD, ids=[f"{b[0]}={b[1]!r}" for b in BULK_BAD])
+def test_bulk_validation_reports_the_first_bad_record(key, value, message):
+    spec = _many()
+    spec["preferences"][41]["x0"] = [float("nan")] * 5  # a later bad record must not be the one reported
+    if value is None and key == "y":
+        del spec["preferences"][17]["y"]
+    else:
+        spec["preferences"][17][key] = value
+    with pytest.raises(DataError, match=message):
+        parse_spec(spec)
+    bad_reward = _many()
+    bad_reward["rewards"][5]["x"][2] = float("nan")
+    bad_reward["rewards"][6]["r"] = "x"
+    with pytest.raises(DataError, match=r"rewards\.x\[5\] = nan: must be finite"):
+        parse_spec(bad_reward)
+
+
+def test_load_spec_reads_json_strictly_and_yaml(tmp_path):
+    from bayescrl.inference.cli import _load
+    from bayescrl.models.spec import from_spec, load_spec
+
+    spec = _many(n=4)
+    spec["preferences"][0]["x0"][0] = 1e-05  # json writes "1e-05": YAML 1.1 reads that as a string
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(spec))
+    assert "1e-05" in data.read_text()
+    assert load_spec(data) == spec
+    assert from_spec(data).problem.x0[0, 0] == 1e-05
+    yml = tmp_path / "spec.yaml"
+    yml.write_text(
+        "dim: 2\nraters: [{id: a, beta: 2.0, lam: 3.0}]\npreferences:\n  - {x0: [1, 0], x1: [0, 1], y: 1}\n"
+    )
+    assert int(from_spec(yml).problem.n_pref) == 1
+    flow = tmp_path / "flow.json"  # YAML flow style in a .json file is still accepted
+    flow.write_text("{dim: 2, noise_sd: 0.5}")
+    assert load_spec(flow) == {"dim": 2, "noise_sd": 0.5}
+    with pytest.raises(ConfigError, match="file not found"):
+        load_spec(tmp_path / "missing.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_spec(tmp_path / "list.json")
+    # `infer --set`: overrides apply, untouched record lists are passed through
+    out = _load(str(data), ("noise_sd=0.25", "prior.cov=2.0"))
+    assert out["noise_sd"] == 0.25 and out["prior"] == {"cov": 2.0} and "noise_sd" not in spec
+    assert out["preferences"] == spec["preferences"] and out["rewards"] == spec["rewards"]
+    assert _load(str(data), ("rewards=[]",))["rewards"] == []

@@ -6,13 +6,27 @@ from pathlib import Path
 
 import click
 
-from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_threads, write_json
+from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 
 ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
+_RECORD_KEYS = ("preferences", "rewards", "heldout")
 
 
 def _options(pairs: tuple[str, ...]) -> dict:
     return apply_overrides({}, pairs)
+
+
+def _load(path: str, overrides: tuple[str, ...]) -> dict:
+    """The spec / data file with ``--set`` overrides (record lists that no override names are not copied)."""
+    from bayescrl.models.spec import load_spec
+
+    spec = load_spec(path)
+    if not overrides:
+        return spec
+    named = {o.split("=", 1)[0].strip().split(".", 1)[0] for o in overrides}
+    big = {k: spec[k] for k in _RECORD_KEYS if k in spec and k not in named}
+    out = apply_overrides({k: v for k, v in spec.items() if k not in big}, overrides)
+    return {**out, **big}
 
 
 @click.command()
@@ -63,7 +77,7 @@ def infer(spec, engine, num_samples, seed, out, options, overrides, progress) ->
     from bayescrl.inference.engines import fit
     from bayescrl.models.spec import parse_spec
 
-    model = parse_spec(apply_overrides(load_yaml(spec), overrides))
+    model = parse_spec(_load(spec, overrides))
     opts = _options(options)
     if engine == "nuts":
         opts.setdefault("num_samples", num_samples)
@@ -72,7 +86,13 @@ def infer(spec, engine, num_samples, seed, out, options, overrides, progress) ->
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     idata.to_netcdf(str(out), engine="h5netcdf")
-    mean, cov = post.mean_cov("theta", num_samples, seed)
+    if post.chains is None:  # the draws just written are post.sample(num_samples, seed): do not redraw them
+        import torch
+
+        th = torch.as_tensor(idata.posterior["theta"].values).reshape(num_samples, -1).double()
+        mean, cov = th.mean(0), torch.cov(th.T).reshape(th.shape[1], th.shape[1])
+    else:
+        mean, cov = post.mean_cov("theta", num_samples, seed)
     diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
     summary = {"engine": engine, "theta_mean": mean, "theta_sd": cov.diagonal().sqrt(), "diagnostics": diag}
     write_json(out.with_suffix(".json"), summary)
@@ -120,7 +140,7 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     from bayescrl.models.simulate import simulate as run
 
     data = run(
-        apply_overrides(load_yaml(spec), overrides),
+        _load(spec, overrides),
         num_prefs=num_prefs,
         num_rewards=num_rewards,
         num_arms=num_arms or None,

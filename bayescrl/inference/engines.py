@@ -48,7 +48,8 @@ def fit(
     """Fit ``model`` to its data with ``engine``; engine options are keyword arguments:
 
     * bootstrap: ``p_offline`` (0.5), ``p_online`` (1.0), ``online_reward_noise`` (True),
-      ``anchor_prior`` (True), ``tol`` (1e-6), ``max_iter``;
+      ``anchor_prior`` (True), ``tol`` (1e-6), ``max_iter``, ``solver`` (fast path: auto | newton |
+      newton-cg);
     * svi: ``guide`` (normal | mvn | lowrank), ``lr``, ``max_steps``, ``num_particles``, ``rtol``;
     * nuts: ``num_samples`` (500), ``warmup`` (300), ``num_chains`` (2).
     """
@@ -193,7 +194,7 @@ def _laplace_generic(fn, infos, nest, seed, kw, options) -> Posterior:
 
 
 # ---------------------------------------------------------------------------- bootstrap
-_BOOT_KEYS = ("p_offline", "p_online", "online_reward_noise", "anchor_prior", "tol", "max_iter")
+_BOOT_KEYS = ("p_offline", "p_online", "online_reward_noise", "anchor_prior", "tol", "max_iter", "solver")
 
 
 def _bootstrap_fast(model: SpecModel, kw, options) -> Posterior:

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 import torch
 
-from bayescrl.inference.bootstrap import map_estimate
+from bayescrl.inference.bootstrap import MAPResult, map_estimate
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.utils.seeding import draw
 
 
 @dataclass
 class LaplaceResult:
-    """``mean [B?,D]``, ``cov [B?,D,D]`` of the joint (θ, ϑ_1..ϑ_R) and convergence of the MAP."""
+    """``mean [B?,D]``, ``cov [B?,D,D]`` of the joint (θ, ϑ_1..ϑ_R); the MAP's convergence and steps."""
 
     mean: torch.Tensor
     cov: torch.Tensor
@@ -28,6 +28,7 @@ class LaplaceResult:
     num_raters: int
     converged: torch.Tensor
     grad_norm: torch.Tensor
+    iters: int | None = None
 
     @property
     def theta_mean(self) -> torch.Tensor:
@@ -36,6 +37,10 @@ class LaplaceResult:
     @property
     def theta_cov(self) -> torch.Tensor:
         return self.cov[..., : self.dim, : self.dim]
+
+    @property
+    def vartheta_mean(self) -> torch.Tensor:
+        return self.mean[..., self.dim :].reshape(*self.mean.shape[:-1], self.num_raters, self.dim)
 
     def sample(self, n: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(theta [B?,n,d], vartheta [B?,n,R,d])`` drawn from the joint Gaussian."""
@@ -51,14 +56,27 @@ class LaplaceResult:
         return z[..., : self.dim], z[..., self.dim :].reshape(*z.shape[:-1], self.num_raters, self.dim)
 
 
-def laplace(problem: BTLinearProblem, *, tol: float = 1e-8, max_iter: int = 100) -> LaplaceResult:
-    """Gaussian approximation N(MAP, H⁻¹) for every data set of ``problem`` (batched)."""
-    res = map_estimate(problem, tol=tol, max_iter=max_iter, return_hessian=True)
+def laplace(
+    problem: BTLinearProblem,
+    *,
+    tol: float = 1e-8,
+    max_iter: int = 100,
+    init: LaplaceResult | MAPResult | tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> LaplaceResult:
+    """Gaussian approximation N(MAP, H⁻¹) for every data set of ``problem`` (batched).
+
+    ``init`` warm-starts the MAP's Newton iterations, e.g. after a few observations were appended: a
+    previous :class:`LaplaceResult` (its mean), :class:`MAPResult` or ``(theta, vartheta)`` pair (see
+    :func:`~bayescrl.inference.bootstrap.map_estimate`). The answer does not depend on it.
+    """
+    if isinstance(init, LaplaceResult):
+        init = (init.theta_mean, init.vartheta_mean)
+    res = map_estimate(problem, tol=tol, max_iter=max_iter, return_hessian=True, init=init)
     H = res.hessian[..., 0, :, :]
     chol = torch.linalg.cholesky(H)
     cov = torch.cholesky_inverse(chol)
     cov = 0.5 * (cov + cov.mT)
     mean = torch.cat([res.theta[..., 0, :], res.vartheta[..., 0, :, :].flatten(-2)], -1)
     return LaplaceResult(
-        mean, cov, problem.dim, problem.num_raters, res.converged[..., 0], res.grad_norm[..., 0]
+        mean, cov, problem.dim, problem.num_raters, res.converged[..., 0], res.grad_norm[..., 0], res.iters
     )

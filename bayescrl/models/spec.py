@@ -23,18 +23,20 @@ also be inferred jointly by the svi / nuts engines).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+import yaml
 
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import COMPETENCE_PRIORS, CompetencePrior, TransitionData, bt_linear_model
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import load_yaml
 
 DT = torch.float64
 _PRIOR_PARAMS = {"lognormal": ("loc", "scale"), "gamma": ("concentration", "rate"), "halfnormal": ("scale",)}
@@ -123,6 +125,48 @@ def _vec(value: Any, d: int, fld: str, index: int | None = None) -> list[float]:
     return [_num(v, fld, index) for v in value]
 
 
+_NUMBER_TYPES = frozenset((int, float))
+
+
+def _vectors(values: list, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised check of candidate vectors: ``ok [n]`` and the stacked ``[n, d]`` float64 array.
+
+    A row is ok when it is a list/tuple of d finite plain ``int``/``float`` numbers (checked at C speed);
+    other rows are zero in the array and must go through :func:`_vec`, which names the problem (or
+    accepts the row, e.g. numpy scalars) — so errors are exactly those of the per-value check.
+    """
+    n = len(values)
+    ok = np.fromiter(
+        (
+            isinstance(v, (list, tuple)) and len(v) == d and _NUMBER_TYPES.issuperset(map(type, v))
+            for v in values
+        ),
+        dtype=bool,
+        count=n,
+    )
+    arr = np.zeros((n, d))
+    if not ok.any():
+        return ok, arr
+    try:
+        if ok.all():
+            arr = np.array(values, dtype=np.float64).reshape(n, d)
+        else:
+            good = np.flatnonzero(ok)
+            arr[good] = np.array([values[i] for i in good], dtype=np.float64).reshape(-1, d)
+    except (OverflowError, ValueError):  # e.g. an int too large for a float: let _vec raise as before
+        return np.zeros(n, dtype=bool), np.zeros((n, d))
+    ok &= np.isfinite(arr).all(1)
+    return ok, arr
+
+
+def _matrix(values: list, d: int, fld: str) -> np.ndarray:
+    """Rows that must each be a list of d finite numbers; the first bad row raises :func:`_vec`'s error."""
+    ok, arr = _vectors(values, d)
+    for i in np.flatnonzero(~ok):
+        arr[i] = _vec(values[i], d, fld, int(i))
+    return arr
+
+
 def _records(spec: dict, key: str) -> list:
     recs = spec.get(key) or []
     if not isinstance(recs, list):
@@ -149,30 +193,65 @@ def _competence(value: Any, fld: str, index: int, *, positive: bool) -> tuple[fl
     return _num(value, fld, index, positive=positive, nonneg=not positive), None
 
 
+def _pref_record(rec: dict, i: int, d: int, ids: dict[str, int], key: str):
+    """One comparison, checked field by field: the reference check that names field, index and value."""
+    for k in ("x0", "x1", "y"):
+        if k not in rec:
+            raise DataError(f"{key}.{k}", None, "missing field", index=i)
+    x0 = _vec(rec["x0"], d, f"{key}.x0", i)
+    x1 = _vec(rec["x1"], d, f"{key}.x1", i)
+    if rec["y"] not in (0, 1) or isinstance(rec["y"], bool):
+        raise DataError(f"{key}.y", rec["y"], "must be 0 (x0 preferred) or 1 (x1 preferred)", index=i)
+    rid = rec.get("rater", next(iter(ids)) if len(ids) == 1 else None)
+    if rid is None:
+        raise DataError(f"{key}.rater", None, f"required when there are several raters {list(ids)}", index=i)
+    if str(rid) not in ids:
+        raise DataError(f"{key}.rater", rid, f"unknown rater id (known: {list(ids)})", index=i)
+    onl = rec.get("online", False)
+    if not isinstance(onl, bool):
+        raise DataError(f"{key}.online", onl, "must be true or false", index=i)
+    return x0, x1, float(rec["y"]), ids[str(rid)], onl
+
+
 def _prefs(recs: list, d: int, ids: dict[str, int], key: str):
-    x0, x1, y, rater, online = [], [], [], [], []
+    """Comparisons as arrays ``x0, x1 [n,d]``, ``y [n]``, ``rater [n]`` (int), ``online [n]`` (bool).
+
+    The vectors are checked in bulk (:func:`_vectors`); a record that fails any fast check goes through
+    :func:`_pref_record`, in record order, so the first bad record is reported exactly as before.
+    """
+    n = len(recs)
+    ok0, x0 = _vectors([rec.get("x0") for rec in recs], d)
+    ok1, x1 = _vectors([rec.get("x1") for rec in recs], d)
+    ok = (ok0 & ok1).tolist()
+    y, rater, online = np.empty(n), np.empty(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    default = next(iter(ids)) if len(ids) == 1 else None
     for i, rec in enumerate(recs):
-        for k in ("x0", "x1", "y"):
-            if k not in rec:
-                raise DataError(f"{key}.{k}", None, "missing field", index=i)
-        x0.append(_vec(rec["x0"], d, f"{key}.x0", i))
-        x1.append(_vec(rec["x1"], d, f"{key}.x1", i))
-        if rec["y"] not in (0, 1) or isinstance(rec["y"], bool):
-            raise DataError(f"{key}.y", rec["y"], "must be 0 (x0 preferred) or 1 (x1 preferred)", index=i)
-        y.append(float(rec["y"]))
-        rid = rec.get("rater", next(iter(ids)) if len(ids) == 1 else None)
-        if rid is None:
-            raise DataError(
-                f"{key}.rater", None, f"required when there are several raters {list(ids)}", index=i
-            )
-        if str(rid) not in ids:
-            raise DataError(f"{key}.rater", rid, f"unknown rater id (known: {list(ids)})", index=i)
-        rater.append(ids[str(rid)])
-        onl = rec.get("online", False)
-        if not isinstance(onl, bool):
-            raise DataError(f"{key}.online", onl, "must be true or false", index=i)
-        online.append(onl)
+        yi, rid, onl = rec.get("y"), rec.get("rater", default), rec.get("online", False)
+        if ok[i] and type(yi) in _NUMBER_TYPES and (yi == 0 or yi == 1) and type(onl) is bool:
+            r = ids.get(rid if type(rid) is str else str(rid)) if rid is not None else None
+            if r is not None:
+                y[i], rater[i], online[i] = yi, r, onl
+                continue
+        x0[i], x1[i], y[i], rater[i], online[i] = _pref_record(rec, i, d, ids, key)
     return x0, x1, y, rater, online
+
+
+def _rewards(recs: list, d: int):
+    """Online rewards as arrays ``x [n,d]``, ``r [n]`` (bulk check, per-record errors as for comparisons)."""
+    okx, xs = _vectors([rec.get("x") for rec in recs], d)
+    okx = okx.tolist()
+    rs = np.empty(len(recs))
+    for i, rec in enumerate(recs):
+        ri = rec.get("r")
+        if okx[i] and (type(ri) is int or (type(ri) is float and math.isfinite(ri))):
+            rs[i] = ri
+            continue
+        for k in ("x", "r"):
+            if k not in rec:
+                raise DataError(f"rewards.{k}", None, "missing field", index=i)
+        xs[i] = _vec(rec["x"], d, "rewards.x", i)
+        rs[i] = _num(rec["r"], "rewards.r", i)
+    return xs, rs
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -197,7 +276,7 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
     else:
         if not isinstance(cov_raw, list) or len(cov_raw) != d:
             raise DataError("prior.cov", cov_raw, f"must be a {d}×{d} matrix, a diagonal list or a scalar")
-        cov = torch.tensor([_vec(row, d, "prior.cov", i) for i, row in enumerate(cov_raw)], dtype=DT)
+        cov = torch.from_numpy(_matrix(cov_raw, d, "prior.cov"))
     if not torch.allclose(cov, cov.T, atol=1e-10):
         raise DataError("prior.cov", cov_raw, "must be symmetric")
     if torch.linalg.cholesky_ex(cov)[1] != 0:
@@ -226,25 +305,20 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
             lam_priors[i] = lp
 
     x0, x1, y, rater, online = _prefs(_records(spec, "preferences"), d, ids, "preferences")
-    xs, rs = [], []
-    for i, rec in enumerate(_records(spec, "rewards")):
-        for k in ("x", "r"):
-            if k not in rec:
-                raise DataError(f"rewards.{k}", None, "missing field", index=i)
-        xs.append(_vec(rec["x"], d, "rewards.x", i))
-        rs.append(_num(rec["r"], "rewards.r", i))
+    xs, rs = _rewards(_records(spec, "rewards"), d)
+    n = len(y)
     problem = BTLinearProblem.from_data(
         mean,
         cov,
         beta,
         lam,
         noise_sd,
-        x0=x0 or None,
-        x1=x1 or None,
+        x0=x0 if n else None,
+        x1=x1 if n else None,
         y=y,
-        rater=rater or None,
-        pref_online=online or None,
-        x=xs or None,
+        rater=rater if n else None,
+        pref_online=online if n else None,
+        x=xs if len(rs) else None,
         r=rs,
         rater_ids=tuple(ids),
         device=device,
@@ -275,8 +349,7 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
         if vt is not None:
             if not isinstance(vt, list) or len(vt) != len(ids):
                 raise DataError("truth.vartheta", vt, f"must list one [d] vector per rater ({len(ids)})")
-            rows = [_vec(v, d, "truth.vartheta", i) for i, v in enumerate(vt)]
-            truth["vartheta"] = torch.tensor(rows, dtype=DT, device=device)
+            truth["vartheta"] = torch.from_numpy(_matrix(vt, d, "truth.vartheta")).to(device)
     return SpecModel(problem, tuple(ids), beta_priors, lam_priors, transitions, heldout, truth, spec)
 
 
@@ -309,8 +382,38 @@ def _transitions(t: Any, device) -> TransitionData:
     return TransitionData(S, A, alpha.to(device).expand(S * A, S).clone(), L(s), L(a), L(nxt))
 
 
+def load_spec(path: str | Path) -> dict[str, Any]:
+    """Read a model spec or data file: ``*.json`` with the json module, anything else as YAML.
+
+    YAML is a superset of JSON, but PyYAML's pure-Python reader takes ~15 s per 10⁶ numbers (a data file
+    with 2,000 comparisons in d = 256 has that many) and YAML 1.1 reads exponents without a dot
+    (``1e-05``) as strings. A ``.json`` file that is not strict JSON (e.g. YAML flow style) is still read
+    as YAML; YAML uses libyaml's C reader when PyYAML has it. Errors name the file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError("config", str(path), "file not found")
+    text = path.read_text()
+    data = None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+    if data is None:
+        try:
+            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise ConfigError("config", str(path), f"not valid YAML/JSON: {exc}") from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError("config", str(path), f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
 def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
     """Build the model from a spec mapping or a YAML/JSON file path (a data file is a complete spec)."""
     if isinstance(spec, (str, Path)):
-        spec = load_yaml(spec)
+        spec = load_spec(spec)
     return parse_spec(spec, device=device)
