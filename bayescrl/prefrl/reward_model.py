@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import torch
 
-from bayescrl.inference.bootstrap import MAPResult, perturbed_map
+from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.laplace import laplace
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.utils.errors import ConfigError
@@ -89,7 +89,7 @@ class LinearRewardPosterior:
         self._mean = mu0.clone().to(self.device)
         self._cov = cov0.clone().to(self.device)
         self._pool: torch.Tensor | None = None  # bootstrap / MCMC draws of θ, (M, d)
-        self._warm: MAPResult | None = None
+        self._warm = None  # the previous fit (LaplaceResult or MAPResult): Newton's starting point
         self.diagnostics: dict = {"converged": True, "fits": 0}
 
     # ------------------------------------------------------------------ data
@@ -124,7 +124,8 @@ class LinearRewardPosterior:
             self._infer_beta()
         p = self.problem
         if self.engine == "laplace":
-            res = laplace(p)
+            res = laplace(p, init=self._warm)  # warm start: a round adds few labels
+            self._warm = res
             self._mean, self._cov = res.theta_mean.clone(), res.theta_cov.clone()
             self._pool = None
             conv = bool(res.converged.all())
