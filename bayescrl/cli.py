@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, standalone_mode=False)
     except BayesCRLError as exc:
-        click.echo(f"error: {exc}", err=True)
+        text = "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())  # always one line
+        click.echo(f"error: {text}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -121,8 +121,8 @@ def test_cli_simulate_infer_and_errors(tmp_path, capsys):
             "--out",
             str(out),
             "--no-progress",
-            "-o",
-            "p_offline=0.6",
+            "--set",
+            "engine_options.p_offline=0.6",
         ]
     )
     idata = az.from_netcdf(str(out))
@@ -131,6 +131,7 @@ def test_cli_simulate_infer_and_errors(tmp_path, capsys):
     assert idata.log_likelihood["pref"].shape == (1, 64, 30)
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["diagnostics"]["converged_fraction"] == 1.0
+    assert summary["diagnostics"]["options"]["p_offline"] == 0.6  # --set engine_options reached the engine
     draws = torch.as_tensor(idata.posterior["theta"].values).reshape(64, 2).double()  # summarised draws
     torch.testing.assert_close(
         torch.tensor(summary["theta_mean"], dtype=torch.float64), draws.mean(0), rtol=1e-9, atol=1e-12

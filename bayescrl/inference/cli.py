@@ -2,18 +2,30 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
+from bayescrl.utils.checks import check_memory, check_no_nan, prepare_out, prepare_out_file
 
 ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
 _RECORD_KEYS = ("preferences", "rewards", "heldout")
 
 
-def _options(pairs: tuple[str, ...]) -> dict:
-    return apply_overrides({}, pairs)
+def _checked(spec: dict) -> tuple[dict, dict]:
+    """(spec without ``engine_options``, the engine options) with every key of the spec checked."""
+    from bayescrl.inference.options import check_spec_keys
+
+    spec = dict(spec)
+    opts = spec.pop("engine_options", None)
+    check_spec_keys(spec)
+    if opts is not None and not isinstance(opts, dict):
+        raise ConfigError("engine_options", opts, "must be a mapping KEY: VALUE")
+    return spec, opts or {}
+
+
+def _memory(n_numbers: float, field: str, value, what: str) -> None:
+    """Refuse a job that would hold more than half the machine's memory (~64 bytes per Python number)."""
+    check_memory(64 * n_numbers, field, value, what)
 
 
 def _load(path: str, overrides: tuple[str, ...]) -> dict:
@@ -51,40 +63,39 @@ def _load(path: str, overrides: tuple[str, ...]) -> dict:
     help="ArviZ NetCDF output (h5netcdf); a JSON summary is written next to it.",
 )
 @click.option(
-    "-o",
-    "--option",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Engine option, e.g. -o p_offline=0.6 -o guide=lowrank -o num_chains=4 (repeatable).",
-)
-@click.option(
     "--set",
     "overrides",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Override a spec field, e.g. --set noise_sd=0.5.",
+    help="Override a spec field or set an engine option (repeatable), e.g. --set noise_sd=0.5 "
+    "--set engine_options.p_offline=0.6 --set engine_options.num_chains=4.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress bars.")
-def infer(spec, engine, num_samples, seed, out, options, overrides, progress) -> None:
+def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
     """Fit a posterior to SPEC (YAML model spec or JSON data file) and write ArviZ NetCDF.
 
     The reward parameter is the variable `theta` with dims (chain, draw, theta_dim); rater beliefs
     `vartheta` (chain, draw, rater, vartheta_dim); transitions `eta` when the spec has them. The
-    log_likelihood group holds the pointwise log-likelihood of every observation.
+    log_likelihood group holds the pointwise log-likelihood of every observation. Engine options (keyword
+    options of ``bayescrl.inference.engines.fit``) are ``--set engine_options.KEY=VALUE`` or an
+    ``engine_options:`` mapping in SPEC; unknown keys and bad values are refused before the fit.
     """
     set_torch_threads()
     from bayescrl.inference.engines import fit
+    from bayescrl.inference.options import check_engine_options
     from bayescrl.models.spec import parse_spec
 
-    model = parse_spec(_load(spec, overrides))
-    opts = _options(options)
+    raw, opts = _checked(_load(spec, overrides))
+    opts = check_engine_options(engine, opts)
+    out = prepare_out_file(out, "--out")
+    model = parse_spec(raw)
+    chains = int(opts.get("num_chains", 2)) if engine == "nuts" else 1
+    n_rater = len(model.rater_ids)
+    _memory(num_samples * chains * model.dim * (1 + n_rater), "--samples", num_samples, "the posterior draws")
     if engine == "nuts":
         opts.setdefault("num_samples", num_samples)
     post = fit(model, engine=engine, seed=seed, progress=progress, **opts)
     idata = post.to_arviz(num_samples, seed)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     idata.to_netcdf(str(out), engine="h5netcdf")
     if post.chains is None:  # the draws just written are post.sample(num_samples, seed): do not redraw them
         import torch
@@ -93,6 +104,7 @@ def infer(spec, engine, num_samples, seed, out, options, overrides, progress) ->
         mean, cov = th.mean(0), torch.cov(th.T).reshape(th.shape[1], th.shape[1])
     else:
         mean, cov = post.mean_cov("theta", num_samples, seed)
+    check_no_nan({"theta_mean": mean, "theta_sd": cov.diagonal()}, str(out))
     diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
     summary = {"engine": engine, "theta_mean": mean, "theta_sd": cov.diagonal().sqrt(), "diagnostics": diag}
     write_json(out.with_suffix(".json"), summary)
@@ -130,7 +142,9 @@ def infer(spec, engine, num_samples, seed, out, options, overrides, progress) ->
     "--greedy", is_flag=True, help="Deterministic greedy raters (the seed's flawed-expert ablation)."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spec field.")
+@click.option(
+    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spec field (repeatable)."
+)
 @click.option("--out", type=click.Path(dir_okay=False), default="data.json", show_default=True)
 def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, overrides, out) -> None:
     """Generate synthetic preference data from the rater spec SPEC (dim, prior, raters, noise_sd).
@@ -139,8 +153,12 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     """
     from bayescrl.models.simulate import simulate as run
 
+    raw, _ = _checked(_load(spec, overrides))
+    dim = raw.get("dim") if isinstance(raw.get("dim"), int) else 1
+    _memory((2 * (num_prefs + heldout) + num_rewards) * (dim + 1), "--num-prefs", num_prefs, "the data set")
+    out = prepare_out_file(out, "--out")
     data = run(
-        _load(spec, overrides),
+        raw,
         num_prefs=num_prefs,
         num_rewards=num_rewards,
         num_arms=num_arms or None,
@@ -171,28 +189,41 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     help="Synthetic data sets for the coverage of svi / nuts (one fit each).",
 )
 @click.option(
-    "-o",
-    "--option",
-    "options",
+    "--set",
+    "overrides",
     multiple=True,
-    metavar="ENGINE.KEY=VALUE",
-    help="Engine option, e.g. -o nuts.num_chains=4 -o bootstrap.p_offline=0.6.",
+    metavar="KEY=VALUE",
+    help="Override a spec field or set an engine option (repeatable), e.g. "
+    "--set engine_options.nuts.num_chains=4 --set engine_options.bootstrap.p_offline=0.6.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/compare", show_default=True)
-def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, options, seed, out_dir) -> None:
-    """Run every applicable engine on SPEC; write compare.md, compare.json and marginals.png."""
+def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, overrides, seed, out_dir) -> None:
+    """Run every applicable engine on SPEC; write compare.md, compare.json and marginals.png.
+
+    Engine options are ``--set engine_options.ENGINE.KEY=VALUE`` (or an ``engine_options: {ENGINE: {..}}``
+    mapping in SPEC); unknown engines, options and bad values are refused before any fit.
+    """
     set_torch_threads()
     from bayescrl.inference.compare import compare_engines, markdown_table
-    from bayescrl.models.spec import from_spec
+    from bayescrl.inference.options import ENGINES, check_engine_options
+    from bayescrl.models.spec import parse_spec
+    from bayescrl.utils.io import check_keys
 
     eng = [e.strip() for e in engines.split(",") if e.strip()] or None
-    opts = _options(options)
-    for k, v in opts.items():
+    for i, e in enumerate(eng or []):
+        if e not in ENGINES:
+            raise ConfigError("--engines", e, f"must be one of {list(ENGINES)}", index=i)
+    raw, opts = _checked(_load(spec, overrides))
+    check_keys(opts, ENGINES, "engine_options")
+    for e, v in opts.items():
         if not isinstance(v, dict):
-            raise ConfigError("option", k, "engine options are ENGINE.KEY=VALUE")
+            raise ConfigError(f"engine_options.{e}", v, "engine options are engine_options.ENGINE.KEY=VALUE")
+        opts[e] = check_engine_options(e, v, f"engine_options.{e}")
+    model = parse_spec(raw)
+    prepare_out(out_dir, "--out")
     report = compare_engines(
-        from_spec(spec),
+        model,
         eng,
         num_samples=num_samples,
         seed=seed,

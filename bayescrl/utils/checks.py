@@ -90,6 +90,9 @@ def prepare_out_file(path: str | Path, field: str = "out") -> Path:
     path = Path(path)
     if path.is_dir():
         raise ConfigError(field, str(path), "is a folder, expected a file name")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ConfigError(field, str(path), f"cannot write here: {str(parent)!r} is a file")
     prepare_out(path.parent, field)
     return path
 
