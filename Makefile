@@ -31,7 +31,7 @@ demo: $(VENV)/.installed
 	$(BIN)/bayescrl demo --out runs/demo
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bayescrl tests benchmarks examples

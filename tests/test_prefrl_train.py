@@ -1,6 +1,7 @@
 """Preference-based constrained RL end to end: LP optima from preferences, CLI, resume, bad input."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +10,13 @@ import torch
 from bayescrl.cli import main
 from bayescrl.envs import make_ergodic_cmdp, make_small_cmdp
 from bayescrl.prefrl.loop import train_with_preferences
+from bayescrl.utils.io import load_yaml
+
+# e-COP on the safe/hazard CMDP: the settings of examples/ecop/tabular_small_cmdp.yaml (and of the
+# env-reward test in test_crl_train.py)
+TABULAR_ECOP = load_yaml(Path(__file__).parents[1] / "examples" / "ecop" / "tabular_small_cmdp.yaml")[
+    "config"
+]
 
 
 def _tabular_policy(algo, n_states: int, horizon: int | None) -> np.ndarray:
@@ -24,22 +32,6 @@ def test_ecop_from_preferences_reaches_the_lp_optimum_of_an_episodic_cmdp():
     """≤ 500 simulated preferences: ≥ 85 % of the LP optimum's true return at ≤ 1.1 × the cost limit."""
     cmdp = make_small_cmdp("finite", horizon=10)  # J* = 6.5 at cost 3; never entering the hazard: 5.0
     opt = cmdp.solve()
-    cfg = dict(
-        n_envs=8,
-        rollout_steps=50,
-        minibatch_size=100,
-        update_epochs=5,
-        pi_lr=1e-3,
-        vf_lr=3e-3,
-        anneal_lr=True,
-        actor_hidden=(32,),
-        critic_hidden=(32,),
-        beta=1.0,
-        kappa=1.02,
-        beta_max=10.0,
-        advantage="finite_horizon",
-        gamma=1.0,
-    )
     spec = {
         "features": "onehot",
         "segment_length": 5,
@@ -48,7 +40,9 @@ def test_ecop_from_preferences_reaches_the_lp_optimum_of_an_episodic_cmdp():
         "queries": {"total": 300, "per_round": 20, "select": "bald"},
         "reward": "thompson",
     }
-    m = train_with_preferences("ecop", cmdp.make_env, spec, total_steps=30_000, cost_limits=[3.0], config=cfg)
+    m = train_with_preferences(
+        "ecop", cmdp.make_env, spec, total_steps=30_000, cost_limits=[3.0], config=TABULAR_ECOP
+    )
     learner = m["_learner"]
     ev = cmdp.evaluate(_tabular_policy(learner.algo, 2, 10))
     assert m["num_queries"] <= 500
@@ -247,22 +241,6 @@ def test_ecop_with_learned_reward_and_learned_cost_stays_within_the_limit():
     upper 0.9 posterior quantile of the learned cost, so the true cost stays within the limit."""
     cmdp = make_small_cmdp("finite", horizon=10)
     opt = cmdp.solve()
-    cfg = dict(
-        n_envs=8,
-        rollout_steps=50,
-        minibatch_size=100,
-        update_epochs=5,
-        pi_lr=1e-3,
-        vf_lr=3e-3,
-        anneal_lr=True,
-        actor_hidden=(32,),
-        critic_hidden=(32,),
-        beta=1.0,
-        kappa=1.02,
-        beta_max=10.0,
-        advantage="finite_horizon",
-        gamma=1.0,
-    )
     spec = {
         "features": "onehot",
         "segment_length": 5,
@@ -275,7 +253,9 @@ def test_ecop_with_learned_reward_and_learned_cost_stays_within_the_limit():
         "cost_queries": {"total": 200, "per_round": 20},
         "cost_quantile": 0.9,
     }
-    m = train_with_preferences("ecop", cmdp.make_env, spec, total_steps=30_000, cost_limits=[3.0], config=cfg)
+    m = train_with_preferences(
+        "ecop", cmdp.make_env, spec, total_steps=30_000, cost_limits=[3.0], config=TABULAR_ECOP
+    )
     learner = m["_learner"]
     ev = cmdp.evaluate(_tabular_policy(learner.algo, 2, 10))
     assert ev.value >= 0.85 * opt.value and ev.costs[0] <= 1.1 * 3.0, (ev.value, ev.costs)
