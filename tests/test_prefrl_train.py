@@ -293,3 +293,20 @@ def test_ensemble_reward_model_trains_and_its_state_round_trips(tmp_path):
     assert other.num_queries == 20
     algo.close()
     algo2.close()
+
+
+def test_non_finite_user_features_stop_the_run_with_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "badfeats.py").write_text(
+        "import torch\n"
+        "def phi(obs, actions, envf):\n"
+        "    out = torch.cat([obs, actions.reshape(-1, 1).double()], 1)\n"
+        "    return out / (out.sum(1, keepdim=True) * 0)\n"  # 0/0 and x/0: NaN and inf
+    )
+    monkeypatch.chdir(tmp_path)
+    spec = tmp_path / "prefs.yaml"
+    spec.write_text("features: badfeats:phi\nraters: [{id: a}]\n")
+    code, cap = _run(
+        [*TRAIN, "--total-steps", "200", "--preferences", str(spec), "--out", "run", *SMALL], capsys
+    )
+    assert code == 2 and "non-finite reward features" in cap.err
+    assert len(cap.err.strip().splitlines()) == 1
