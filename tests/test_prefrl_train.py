@@ -310,3 +310,32 @@ def test_non_finite_user_features_stop_the_run_with_one_line(tmp_path, monkeypat
     )
     assert code == 2 and "non-finite reward features" in cap.err
     assert len(cap.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("algo", ["ecop", "ppo-lag", "p3o", "focops", "cpo", "pcpo", "ipo", "acpo", "atrpo"])
+def test_every_registered_optimiser_trains_on_the_learned_reward(algo):
+    """The hook is the core's, so any registered algorithm trains on the posterior's reward."""
+    from bayescrl.constrained.registry import get_algorithm
+    from bayescrl.prefrl.loop import PreferenceLearner
+
+    cmdp = make_ergodic_cmdp(num_states=3, num_actions=2, seed=0)
+    cfg = {"n_envs": 2, "rollout_steps": 40, "update_epochs": 1, "normalize_obs": False}
+    agent = get_algorithm(algo)(lambda: cmdp.make_env(max_episode_steps=20), cmdp.limits.tolist(), 0, cfg)
+    spec = {
+        "raters": [{"id": "a", "beta": 5.0}],
+        "segment_length": 4,
+        "queries": {"total": 20, "per_round": 10},
+        "reward": "mean",
+    }
+    learner = PreferenceLearner(agent, spec)
+    seen = []
+    core_update = agent.update
+    agent.update = lambda batch: (seen.append(batch.rewards[:, 0].double().clone()), core_update(batch))[1]
+    agent.learn(160, progress=False, callback=learner.after_iteration)
+    assert learner.num_queries == 20 and len(seen) == 2
+    # the optimiser's rewards are entries of the learned reward table θ̂(s, a), not the env's r(s, a)
+    gap = lambda vals, table: (vals[:, None] - table[None, :]).abs().min(1).values.max().item()
+    theta = learner.posterior.mean()
+    true = torch.tensor(cmdp.rewards, dtype=torch.float64).reshape(-1)
+    assert gap(seen[-1], theta) < 1e-5 and gap(seen[-1], true) > 1e-3
+    agent.close()
