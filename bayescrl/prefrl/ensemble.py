@@ -75,7 +75,7 @@ class EnsembleRewardPosterior:
         steps: int = 100,
         batch_pairs: int = 64,
         lr: float = 3e-3,
-        learner_lam: float = 10.0,
+        learner_lam: float = 1000.0,
         seed: int = 0,
     ):
         if competence not in ("known", "infer", "ignore"):

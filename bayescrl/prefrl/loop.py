@@ -8,13 +8,19 @@ every rollout it
    (:mod:`~bayescrl.prefrl.segments`), kept in a buffer of recent segments;
 2. every ``queries.every`` iterations, while the budget lasts, picks ``queries.per_round`` pairs
    (:mod:`~bayescrl.prefrl.queries`), has the simulated raters answer (:mod:`~bayescrl.prefrl.raters`) and
-   updates the posterior (warm-started, :mod:`~bayescrl.prefrl.reward_model`);
-3. replaces the env reward of the rollout by the learned one — ``thompson``: ⟨θ̃, φ⟩ with a fresh posterior
-   draw θ̃ per iteration (posterior sampling, chapter `PSPL`); ``mean``: the posterior mean; ``lcb``: a lower
-   posterior quantile of ⟨θ, φ⟩ per step (risk-averse).
+   updates the posterior (warm-started; :mod:`~bayescrl.prefrl.reward_model`, or the MLP ensemble of
+   :mod:`~bayescrl.prefrl.ensemble`) — or, with ``labels: external``, writes the pairs to
+   ``OUT/queries/pending.json`` and stops training until people's answers come back (``--resume``);
+3. replaces the env reward of the rollout by the learned one — ``thompson``: the reward under a posterior
+   draw, held for ``thompson_hold`` iterations (posterior sampling, chapter `PSPL`); ``mean``: the posterior
+   mean; ``lcb``: a lower posterior quantile of each step's reward (risk-averse);
+4. with ``cost: learned``, asks the cost raters too and replaces the env costs by an upper posterior
+   quantile of the learned cost (:class:`~bayescrl.prefrl.reward_model.CostPosterior`), including the
+   episode costs the optimiser's constraint estimates use.
 
-The env's reward reaches only the simulated raters and the reports (``true_*`` fields); the costs are the
-env's own (``cost: env``), so the optimiser's constraint handling is unchanged.
+The env's reward (and, with a learned cost, its cost) reaches only the simulated raters and the reports:
+the iteration records' ``ep_return`` / ``ep_costs`` are the true ones, ``learned_ep_costs`` what the
+optimiser saw.
 """
 
 from __future__ import annotations
@@ -446,7 +452,11 @@ class PreferenceLearner:
             "num_queries": self.num_queries,
             "answers": dict(self.answers),
             "reward_correlation": float(np.mean(tail)) if tail else None,
-            "competence": dict(zip(self.posterior.rater_ids, self.posterior.beta, strict=False)),
+            "competence": (
+                {"all raters": self.posterior.beta[0]}
+                if self.spec.competence == "ignore"
+                else dict(zip(self.posterior.rater_ids, self.posterior.beta, strict=True))
+            ),
             "posterior_converged": self.posterior.diagnostics["converged"],
             **({"num_cost_queries": self.num_cost_queries} if self.cost_posteriors else {}),
             "preference_seconds": self.update_seconds,

@@ -52,7 +52,7 @@ class LinearRewardPosterior:
         engine_options: dict | None = None,
         num_samples: int = 64,
         prior_scale: float = 1.0,
-        learner_lam: float = 10.0,
+        learner_lam: float = 1000.0,
         seed: int = 0,
         device: str | torch.device = "cpu",
         prior_mean: torch.Tensor | None = None,

@@ -12,7 +12,7 @@ queries: {total: 400, per_round: 20, every: 1, select: bald, candidates: 1000}
 engine: laplace             # any bayescrl.inference engine (engine_options: {...})
 posterior_samples: 64
 prior_scale: 1.0
-learner_lam: 10.0           # λ the learner assumes when competence is inferred or ignored
+learner_lam: 1000.0         # λ the learner assumes when competence is inferred or ignored (ϑ_i ≈ θ)
 reward: thompson            # thompson | mean | lcb   (lcb_quantile: 0.1; thompson_hold: 1)
 cost: env                   # env | learned (from cost_raters' safety judgements; cost_quantile: 0.9)
 cost_raters: [{id: safety, beta: 5.0, lam: 100.0}]   # cost: learned only; their beta sets the cost's scale
@@ -64,7 +64,7 @@ class PreferenceSpec:
     engine_options: dict = field(default_factory=dict)
     posterior_samples: int = 64
     prior_scale: float = 1.0
-    learner_lam: float = 10.0
+    learner_lam: float = 1000.0
     reward: str = "thompson"
     lcb_quantile: float = 0.1
     thompson_hold: int = 1
