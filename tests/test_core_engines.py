@@ -149,7 +149,7 @@ def test_arviz_round_trip(tmp_path):
 
     m = from_spec(gaussian_spec(with_prefs=True))
     post = fit(m, engine="laplace")
-    idata = post.to_arviz(50, seed=0)
+    idata = post.to_arviz(50, seed=0, log_likelihood="sites")
     assert idata.posterior["theta"].dims == ("chain", "draw", "theta_dim")
     assert idata.posterior["theta"].shape == (1, 50, 2)
     assert idata.log_likelihood["reward"].shape == (1, 50, 20)

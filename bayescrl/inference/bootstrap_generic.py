@@ -5,10 +5,12 @@ The perturbations of Eq. `final_surrogate_perturbed_loss` generalised site by si
 * observed sites with a discrete likelihood (Bernoulli, Categorical, ...): the log-likelihood term of
   every observation is multiplied by ω ~ Bern(p) (``p_obs``: a float, or ``{site: p}``, or
   ``{site: tensor of per-observation p}``);
-* observed Normal sites: additive noise, the observation becomes y + σζ, ζ ~ N(0, 1) (σ the site's scale);
+* observed Normal sites (not transformed ones such as LogNormal): additive noise, the observation
+  becomes y + σζ, ζ ~ N(0, 1) (σ the site's scale);
 * latent Normal / MultivariateNormal sites (prior anchoring): log p(z − ε | parents) with ε drawn from
-  the zero-mean prior noise (σζ, or Lζ), so that the anchor is a prior draw; other latent families are
-  not perturbed (documented departure: the seed only anchors the Gaussian θ and ϑ).
+  the zero-mean prior noise (σζ, or Lζ), so that the anchor is a prior draw; other latent families
+  (LogNormal, Gamma, ...) are not perturbed (documented departure: the seed only anchors the Gaussian
+  θ and ϑ).
 
 The M perturbed problems are solved together: the model runs under a particle plate of size M at dim
 ``-(max_plate_nesting + 1)`` (``poutine.condition`` sets the latents, ``poutine.trace`` collects the
@@ -29,7 +31,18 @@ import pyro.poutine as poutine
 import torch
 from torch.distributions import biject_to
 
-from bayescrl.inference.sites import SiteInfo, _base, from_particles, to_particles
+from bayescrl.inference.sites import SiteInfo, from_particles, to_particles
+
+
+def _gaussian(fn):
+    """The Normal / MultivariateNormal under ``fn``'s ``Independent`` / expand / mask wrappers, or None.
+
+    Transformed distributions (LogNormal = exp of a Normal, ...) are *not* Gaussian: their value lives in the
+    transformed space, so a Gaussian perturbation of it would leave the support (a LogNormal β anchored as
+    a Normal went negative)."""
+    while isinstance(fn, (dist.Independent, dist.ExpandedDistribution, dist.MaskedDistribution)):
+        fn = fn.base_dist
+    return fn if isinstance(fn, (dist.Normal, dist.MultivariateNormal)) else None
 
 
 def _particle_trace(model: Callable, values: dict[str, torch.Tensor], M: int, nesting: int):
@@ -76,7 +89,7 @@ def generic_perturbed_map(
         bshape = (M, *([1] * (nest - len(infos[k].batch_shape))), *infos[k].batch_shape)
         p = p_obs.get(k, 1.0) if isinstance(p_obs, Mapping) else p_obs
         p = torch.as_tensor(p, dtype=torch.float64)
-        is_normal = isinstance(_base(node["fn"]), dist.Normal)
+        is_normal = isinstance(_gaussian(node["fn"]), dist.Normal)
         if is_normal:
             weights[k] = torch.ones(bshape, dtype=torch.float64)
             if obs_noise:
@@ -88,8 +101,7 @@ def generic_perturbed_map(
             )
     if anchor_prior:
         for k in latents:
-            base = _base(prior_tr.nodes[k]["fn"])
-            if isinstance(base, (dist.Normal, dist.MultivariateNormal)):
+            if _gaussian(prior_tr.nodes[k]["fn"]) is not None:
                 lat_z[k] = rand(prior_tr.nodes[k]["fn"].shape())
 
     def losses() -> torch.Tensor:
@@ -99,7 +111,7 @@ def generic_perturbed_map(
         for k in latents:
             fn, v = tr.nodes[k]["fn"], tr.nodes[k]["value"]
             if k in lat_z:
-                base = _base(fn)
+                base = _gaussian(fn)
                 eps = (
                     (base.scale_tril @ lat_z[k].unsqueeze(-1)).squeeze(-1)
                     if isinstance(base, dist.MultivariateNormal)
@@ -110,7 +122,7 @@ def generic_perturbed_map(
         for k in obs:
             fn, v = tr.nodes[k]["fn"], tr.nodes[k]["value"]
             if k in obs_z:
-                v = v + _base(fn).scale * obs_z[k]
+                v = v + _gaussian(fn).scale * obs_z[k]
             lp = fn.log_prob(v) * weights[k]
             total = total - lp.reshape(M, -1).sum(-1)
         return total

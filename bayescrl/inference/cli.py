@@ -76,7 +76,10 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
 
     The reward parameter is the variable `theta` with dims (chain, draw, theta_dim); rater beliefs
     `vartheta` (chain, draw, rater, vartheta_dim); transitions `eta` when the spec has them. The
-    log_likelihood group holds the pointwise log-likelihood of every observation. Engine options (keyword
+    log_likelihood group holds the pointwise log-likelihood of every observation (one variable: the
+    observed site, or `joint` over all sites, so `az.loo` works). Non-convergence (SVI stall or
+    disagreement with Laplace, NUTS R-hat / ESS / divergences) is printed as `warning:` lines and recorded
+    in the summary's diagnostics. Engine options (keyword
     options of ``bayescrl.inference.engines.fit``) are ``--set engine_options.KEY=VALUE`` or an
     ``engine_options:`` mapping in SPEC; unknown keys and bad values are refused before the fit.
     """
@@ -109,6 +112,8 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
     summary = {"engine": engine, "theta_mean": mean, "theta_sd": cov.diagonal().sqrt(), "diagnostics": diag}
     write_json(out.with_suffix(".json"), summary)
     click.echo(f"{engine}: theta mean = {[round(float(v), 4) for v in mean]}")
+    for msg in diag.get("warnings", []):  # also in the JSON summary (diagnostics.converged / warnings)
+        click.echo(f"warning: {engine} did not converge: {msg}", err=True)
     click.echo(f"wrote {out} and {out.with_suffix('.json')}")
 
 

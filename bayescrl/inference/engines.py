@@ -12,6 +12,7 @@ posterior η is conjugate and independent of (θ, ϑ) given the data, so every f
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
@@ -27,7 +28,7 @@ from bayescrl.inference.exact import DirichletPosterior, GaussianLinearPosterior
 from bayescrl.inference.laplace import laplace
 from bayescrl.inference.nuts import fit_nuts
 from bayescrl.inference.posterior import Posterior
-from bayescrl.inference.sites import site_infos
+from bayescrl.inference.sites import check_vectorised, site_infos
 from bayescrl.inference.svi import fit_svi
 from bayescrl.models.spec import SpecModel, from_spec
 from bayescrl.utils.errors import ConfigError
@@ -79,6 +80,8 @@ def fit(
         "coords": coords,
     }
     fast = isinstance(model, SpecModel) and model.fixed_competence
+    if not isinstance(model, SpecModel) and engine in ("laplace", "bootstrap", "svi"):
+        check_vectorised(fn, infos, nest, engine)  # these run the model under a particle plate
     if engine == "exact":
         post = Posterior(sampler=_exact_sampler(model, infos), approximate=False, **kw)
     elif engine == "laplace" and fast:
@@ -92,25 +95,55 @@ def fit(
     elif engine == "svi":
         sampler, diag = fit_svi(fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options)
         post = Posterior(sampler=sampler, diagnostics=diag, **kw)
+        if fast and options.get("check", True):
+            _check_against_laplace(post, model)
     else:
         chains, stats, diag = fit_nuts(
             fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options
         )
         post = Posterior(sampler=None, chains=chains, sample_stats=stats, diagnostics=diag, **kw)
     post.diagnostics["fit_seconds"] = time.perf_counter() - t0
+    for msg in post.diagnostics.get("warnings", []):
+        warnings.warn(f"{engine} did not converge: {msg}", RuntimeWarning, stacklevel=2)
     return post
 
 
+def _check_against_laplace(post: Posterior, model: SpecModel, n: int = 2000) -> None:
+    """SVI vs the (cheap, batched-Newton) Laplace fit of the same spec model: a θ sd more than 3× off on any
+    coordinate, or a mean more than 3 Laplace sd away, marks the fit unconverged (collapse detection)."""
+    lap = laplace(model.problem)
+    lm, lc = lap.theta_mean.double(), lap.theta_cov.double()
+    m, c = post.mean_cov("theta", n, seed=0)
+    lsd, sd = lc.diagonal().sqrt(), c.diagonal().sqrt()
+    ratio = sd / lsd
+    z = ((m - lm) / lsd).abs()
+    post.diagnostics.update(laplace_sd_ratio=ratio.tolist(), laplace_mean_z=z.tolist())
+    if bool((ratio < 1 / 3).any() or (ratio > 3).any() or (z > 3).any()):
+        post.diagnostics["converged"] = False
+        post.diagnostics.setdefault("warnings", []).append(
+            f"theta disagrees with Laplace: sd ratio {[round(float(v), 2) for v in ratio]}, "
+            f"|mean difference| / Laplace sd {[round(float(v), 2) for v in z]}"
+        )
+
+
 # ---------------------------------------------------------------------------- exact
+EXACT_RECOGNISES = (
+    "exact recognises the conjugate structures of spec models (bayescrl.models.from_spec) with fixed "
+    "rater competence: Gaussian prior of 'theta' + Normal 'reward' observations linear in theta "
+    "(Gaussian-linear), 'vartheta' ~ N(theta, I/lam^2) without preferences, Dirichlet 'eta' + Categorical "
+    "'transition' (Dirichlet-categorical); write the model as a spec, or use laplace / bootstrap / svi / nuts"
+)
+
+
 def _exact_sampler(model, infos):
     if not isinstance(model, SpecModel):
         bad = next((k for k, i in infos.items() if i.observed and i.dist_name != "Normal"), None)
-        reason = (
+        why = (
             f"site '{bad}' ({infos[bad].dist_name}) is not conjugate"
             if bad
-            else "conjugacy of a user Pyro model cannot be verified; build it with bayescrl.models.from_spec"
+            else "the conjugacy of a user Pyro model is not verified (its code is opaque to the engine)"
         )
-        raise ConfigError("engine", "exact", reason)
+        raise ConfigError("engine", "exact", f"{why}; {EXACT_RECOGNISES}")
     if model.beta_priors or model.lam_priors:
         site = next(k for k in infos if k.startswith(("beta_", "lam_")))
         raise ConfigError(

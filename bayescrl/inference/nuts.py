@@ -7,12 +7,10 @@ from typing import Any
 
 import numpy as np
 import pyro
-import pyro.poutine as poutine
 import torch
 from pyro.infer import MCMC, NUTS
-from pyro.infer.reparam import LocScaleReparam
 
-from bayescrl.inference.sites import SiteInfo, from_particles, site_infos, to_particles
+from bayescrl.inference.sites import SiteInfo, noncentred, recover_sites
 
 
 def fit_nuts(
@@ -37,14 +35,12 @@ def fit_nuts(
     draws, so the returned samples are the same variables.
 
     Returns ``chains {site: [C, D, *shape]}``, ``sample_stats {diverging: [C, D]}`` and diagnostics
-    (max R-hat and min bulk ESS over all scalar components of every latent site).
+    (max R-hat and min bulk ESS over all scalar components of every latent site, divergences,
+    ``converged`` and ``warnings``: R-hat > 1.01, bulk ESS < 100 per chain, any divergence; ``fit``
+    raises each as a ``RuntimeWarning``). With one chain R-hat is not computed.
     """
     latents = [k for k, i in infos.items() if not i.observed]
-    run_model = model
-    if reparam:
-        sites = {k: LocScaleReparam(0.0) for k in latents if infos[k].dist_name == "Normal"}
-        run_model = poutine.reparam(model, sites) if sites else model
-        rinfos = site_infos(run_model) if sites else infos
+    run_model, rinfos = noncentred(model, infos) if reparam else (model, infos)
     per_chain: list[dict[str, torch.Tensor]] = []
     diverging = []
     for c in range(num_chains):
@@ -62,7 +58,7 @@ def fit_nuts(
         mcmc.run()
         s = mcmc.get_samples()
         if run_model is not model:
-            s = _recover(run_model, s, rinfos, infos, latents, max_plate_nesting)
+            s = recover_sites(run_model, s, rinfos, infos, max_plate_nesting)
         per_chain.append({k: s[k].double() for k in latents})
         div = torch.zeros(num_samples, dtype=torch.bool)
         idx = mcmc.diagnostics().get("divergences", {}).get("chain 0", [])
@@ -73,19 +69,26 @@ def fit_nuts(
     diag = {"num_chains": num_chains, "num_samples": num_samples, "warmup": warmup}
     diag.update(rhat_ess(chains))
     diag["divergences"] = int(stats["diverging"].sum())
+    diag["warnings"] = nuts_warnings(diag)
+    diag["converged"] = not diag["warnings"]
     return chains, stats, diag
 
 
-def _recover(run_model, samples, rinfos, infos, latents, nesting) -> dict[str, torch.Tensor]:
-    """Original site values from non-centred draws (re-run the reparameterised model, vectorised)."""
-    n = next(iter(samples.values())).shape[0]
-    cond = {k: to_particles(v, rinfos[k], nesting) for k, v in samples.items() if k in rinfos}
-    with torch.no_grad(), pyro.plate("_particles", n, dim=-(nesting + 1)):
-        tr = poutine.trace(poutine.condition(run_model, cond)).get_trace()
-    return {
-        k: from_particles(tr.nodes[k]["value"].expand(n, *tr.nodes[k]["value"].shape[1:]), infos[k], n)
-        for k in latents
-    }
+RHAT_MAX = 1.01  # Vehtari et al. (2021), ArviZ's threshold
+ESS_PER_CHAIN = 100  # bulk ESS below 100 per chain: summaries are unreliable
+
+
+def nuts_warnings(diag: dict[str, Any]) -> list[str]:
+    """Reasons not to trust the chains: R-hat > 1.01, bulk ESS < 100 per chain, any divergence."""
+    out = []
+    rhat, ess, chains = diag.get("rhat_max", np.nan), diag.get("ess_bulk_min", np.nan), diag["num_chains"]
+    if rhat > RHAT_MAX:
+        out.append(f"R-hat {rhat:.3f} > {RHAT_MAX} (chains disagree; run longer: num_samples, warmup)")
+    if ess < ESS_PER_CHAIN * chains:
+        out.append(f"bulk ESS {ess:.0f} < {ESS_PER_CHAIN} per chain ({ESS_PER_CHAIN * chains})")
+    if diag.get("divergences", 0) > 0:
+        out.append(f"{diag['divergences']} divergent transitions (raise target_accept or reparametrise)")
+    return out
 
 
 def rhat_ess(chains: dict[str, torch.Tensor]) -> dict[str, float]:

@@ -89,6 +89,8 @@ ENGINE_OPTIONS: dict[str, dict[str, Any]] = {
         "rtol": _pos,
         "num_particles": _count,
         "rank": _rank,
+        "reparam": _choice(True, False, "auto"),
+        "check": _bool,
     },
     "nuts": {
         "num_samples": _count,

@@ -82,9 +82,21 @@ class Posterior:
         s = self.sample(n, seed)[site].reshape(n, -1).double()
         return s.mean(0), torch.cov(s.T).reshape(s.shape[1], s.shape[1])
 
-    def to_arviz(self, n: int = 1000, seed: int = 0, log_likelihood: bool = True):
+    def to_arviz(self, n: int = 1000, seed: int = 0, log_likelihood: bool | str = True):
         """``arviz.InferenceData`` with posterior (chain, draw, named dims), observed data, sample stats
-        (MCMC) and a shape-checked pointwise log_likelihood group."""
+        (MCMC) and a shape-checked pointwise log_likelihood group.
+
+        ``log_likelihood``: ``True`` / ``"joint"`` (default) gives ArviZ one variable, so that
+        ``az.loo(idata)`` and ``az.compare`` work without ``var_name``: the observed site's own name when
+        the model has one observed site, else ``joint`` — every observation of every site (``pref``,
+        ``reward``, ``transition``, in site order) concatenated along dim ``observation``, whose coordinate
+        labels them ``pref[0]``, ..., ``reward[0]``, ...; ``"sites"``: one variable per observed site
+        (``az.loo(idata, var_name="pref")``); ``"both"``: all of them; ``False``: no group.
+        """
+        if log_likelihood not in (True, False, "joint", "sites", "both"):
+            raise DataError(
+                "log_likelihood", log_likelihood, "must be True, False, 'joint', 'sites' or 'both'"
+            )
         az = import_arviz()
         if self.chains is not None:
             post = {k: v for k, v in self.chains.items()}
@@ -93,24 +105,36 @@ class Posterior:
         post = {k: v for k, v in post.items() if k in self.infos and not self.infos[k].observed}
         C, D = next(iter(post.values())).shape[:2]
         dims = {k: _dims(k, v.dim() - 2) for k, v in post.items()}
+        coords = dict(self.coords or {})
         ll = None
         if log_likelihood and self.model is not None and self.observed:
             flat = {k: v.reshape(C * D, *v.shape[2:]) for k, v in post.items()}
             lik = pointwise_log_lik(self.model, flat, self.infos, self.max_plate_nesting)
-            ll = {}
+            sites = {}
             for k, v in lik.items():
                 want = (C * D, *self.observed[k].shape)
                 if tuple(v.shape) != want:
                     raise RuntimeError(f"log_likelihood[{k}] has shape {tuple(v.shape)}, expected {want}")
-                ll[k] = _np(v.reshape(C, D, *v.shape[1:]))
-                dims[k] = _dims(k, v.dim() - 1)
+                sites[k] = v.reshape(C, D, *v.shape[1:])
+            mode = "joint" if log_likelihood is True else log_likelihood
+            ll = {}
+            if mode in ("sites", "both") or (mode == "joint" and len(sites) == 1):
+                for k, v in sites.items():
+                    ll[k] = _np(v)
+                    dims[k] = _dims(k, v.dim() - 2)
+            if mode == "both" or (mode == "joint" and len(sites) > 1):
+                ll["joint"] = _np(torch.cat([v.reshape(C, D, -1) for v in sites.values()], -1))
+                dims["joint"] = ["observation"]
+                coords["observation"] = [
+                    f"{k}[{i}]" for k, v in sites.items() for i in range(v[0, 0].numel())
+                ]
         obs = {k: _np(v) for k, v in self.observed.items()}
         kw: dict[str, Any] = {
             "posterior": {k: _np(v) for k, v in post.items()},
             "observed_data": obs or None,
             "log_likelihood": ll,
             "dims": dims,
-            "coords": self.coords or None,
+            "coords": coords or None,
         }
         if self.sample_stats:
             kw["sample_stats"] = {k: _np(v) for k, v in self.sample_stats.items()}
