@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("bayescrl.constrained.cli:train", "Train a constrained RL agent (e-COP, ACPO, baselines)."),
     "evaluate": ("bayescrl.constrained.cli:evaluate", "Re-run a saved constrained RL policy."),
     "mopo": ("bayescrl.mopo.cli:mopo", "MOPO multi-objective preference optimisation."),
+    "examples": ("bayescrl.examples_cli:examples", "List the shipped example configs or copy them to DIR."),
     "prefs": (
         "bayescrl.prefrl.cli:prefs",
         "Export pending preference queries to a labelling page; import labels.",
@@ -67,8 +68,16 @@ def _unavailable(name: str, why: str) -> click.Command:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bayescrl")
-def cli() -> None:
-    """bayescrl: Bayesian constrained and preference-based RL (warmPref-PS, PSPL, ACPO, e-COP, MOPO)."""
+@click.option("-v", "--verbose", count=True, help="More log lines on stderr (-v: debug).")
+@click.option("-q", "--quiet", count=True, help="Fewer log lines on stderr (-q: warnings only, -qq: errors).")
+def cli(verbose: int, quiet: int) -> None:
+    """bayescrl: Bayesian constrained and preference-based RL (warmPref-PS, PSPL, ACPO, e-COP, MOPO).
+
+    Status lines go to stderr through Python logging (``-q``/``-v``); results go to stdout.
+    """
+    from bayescrl.utils.runlog import setup_logging
+
+    setup_logging(verbose - quiet)
 
 
 def main(argv: list[str] | None = None) -> None:

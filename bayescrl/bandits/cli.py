@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from bayescrl.utils.runlog import log_options
+
 
 @click.command(name="bandit")
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path), required=False)
@@ -26,19 +28,30 @@ import click
     help="Override a config value (repeatable), e.g. --set offline.N=5 --set 'agents=[ps, lints]'.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
-def bandit(config: Path | None, seeds: int, out: Path, overrides: tuple[str, ...], progress: bool) -> None:
+@log_options
+def bandit(
+    config: Path | None,
+    seeds: int,
+    out: Path,
+    overrides: tuple[str, ...],
+    progress: bool,
+    log_dir: str | None,
+    wandb: bool | None,
+) -> None:
     """Run the agents of CONFIG (YAML; default: the seed's default protocol) on SEEDS seeds.
 
     ``--set key.sub=value`` (repeatable) overrides the config, e.g. ``--set offline.N=5 --set bandit.T=100
     --set 'agents=[ps, lints]'``. Writes OUT/results.json (per agent: final_regret_mean/std,
     regret_curve_mean/std, wall_time_s) and OUT/regret.png (mean ± 1 sd cumulative regret). A config
-    with a ``sweep:`` mapping runs every cell and adds OUT/summary.json and OUT/summary.png.
+    with a ``sweep:`` mapping runs every cell and adds OUT/summary.json and OUT/summary.png. ``--log-dir
+    DIR`` also writes the curves (per agent, per round) and final numbers as TensorBoard scalars.
     """
     from bayescrl.bandits.config import resolve_config
     from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
     from bayescrl.utils.checks import check_no_nan, positive_int, prepare_out
     from bayescrl.utils.errors import ConfigError
     from bayescrl.utils.io import apply_overrides, load_yaml
+    from bayescrl.utils.runlog import RunLogger
 
     if config is not None and "=" in config.name and not config.exists():
         raise ConfigError("config", str(config), "overrides are given with --set KEY=VALUE")
@@ -48,6 +61,7 @@ def bandit(config: Path | None, seeds: int, out: Path, overrides: tuple[str, ...
     if not cfg.get("sweep"):
         resolve_config(cfg)  # refused before the output folder is made
     prepare_out(out, "--out")
+    logger = RunLogger(log_dir, wandb, config=cfg, name=f"bandit:{out.name}")
     if cfg.get("sweep"):
         result = run_sweep(cfg, seeds=seeds, out=out, progress=progress)
         files = f"{out / 'summary.json'}, {out / 'summary.png'} and one folder per cell"
@@ -55,5 +69,7 @@ def bandit(config: Path | None, seeds: int, out: Path, overrides: tuple[str, ...
         result = run_experiment(cfg, seeds=seeds, out=out, progress=progress)
         files = f"{out / 'results.json'} and {out / 'regret.png'}"
     check_no_nan(result, str(out))
+    with logger:
+        logger.log_results({k: v for k, v in result.items() if k not in ("config", "sweep")})
     click.echo(final_table(result))
     click.echo(f"total {result['wall_time_s']:.1f} s; wrote {files}")

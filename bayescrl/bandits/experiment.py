@@ -229,7 +229,9 @@ def run_experiment(
         curves = {k: (v["regret_curve_mean"], v["regret_curve_std"]) for k, v in agents.items()}
         b, o = cfg["bandit"], cfg["offline"]
         title = f"K={b['K']}, d={b['d']}, N={o['N']}, β={o['beta']}, λ={o['lam']} ({seeds} seeds)"
-        plot_mean_sd(curves, out / "regret.png", "round t", "cumulative regret", title=title)
+        plot_mean_sd(
+            curves, out / "regret.png", "round t", "cumulative pseudo-regret (reward units)", title=title
+        )
     return result
 
 
@@ -306,7 +308,8 @@ def plot_cells(cells: Mapping[str, Any], path: Path, title: str = "") -> Path:
         ax.bar(xs, m, width, yerr=sd, capsize=2, label=a)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("final cumulative regret")
+    ax.set_xlabel("sweep cell")
+    ax.set_ylabel("final cumulative regret (reward units, ±1 sd over seeds)")
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3, axis="y")

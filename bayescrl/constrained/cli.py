@@ -11,6 +11,7 @@ Examples::
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import click
@@ -18,7 +19,10 @@ import click
 from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
 from bayescrl.utils.io import apply_overrides, check_keys, load_yaml, write_json
+from bayescrl.utils.runlog import RunLogger, log_options
 from bayescrl.utils.seeding import set_torch_threads
+
+_log = logging.getLogger(__name__)
 
 #: top-level keys of a ``--config`` run file
 RUN_KEYS = ("algo", "env", "env_kwargs", "total_steps", "seed", "cost_limits", "config", "out", "preferences")
@@ -146,6 +150,7 @@ def _resume_conflicts(agent, given: dict) -> list[str]:
     "--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS)."
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
+@log_options
 def train(
     algo,
     env_id,
@@ -160,11 +165,14 @@ def train(
     device,
     threads,
     progress,
+    log_dir,
+    wandb,
 ) -> None:
     """Train a constrained RL agent; writes metrics.json, curves.json/.png, metrics.jsonl, checkpoint.pt.
 
     With --preferences SPEC.yaml the reward is learned from (simulated) raters' preferences; the env's
-    reward reaches only the raters and the reports (see docs/prefrl.md)."""
+    reward reaches only the raters and the reports (see docs/prefrl.md). --log-dir DIR also writes each
+    iteration's record (return, costs, multipliers, losses; x = env steps) as TensorBoard scalars."""
     from bayescrl.constrained.registry import get_algorithm
 
     set_torch_threads(None if threads is None else positive_int(threads, "--threads"))
@@ -259,13 +267,29 @@ def train(
         },
     )
     try:
-        agent.learn(steps, out_dir=out, progress=progress, callback=learner and learner.after_iteration)
+        logger = RunLogger(log_dir, wandb, config=agent.config.to_dict(), name=f"{agent.name}:{out.name}")
+    except BayesCRLError:
+        agent.close()
+        raise
+    callback = learner and learner.after_iteration
+    if logger.active:
+        log_cb = logger.callback("train/")
+
+        def callback(algo, record, _learner_cb=callback):  # the learner first: it may add fields
+            if _learner_cb is not None:
+                _learner_cb(algo, record)
+            log_cb(algo, record)
+
+    try:
+        agent.learn(steps, out_dir=out, progress=progress, callback=callback)
         metrics = agent.write_results(out)
         if learner is not None:
             learner.save(out)
             metrics = learner.write_results(out, metrics)
+        logger.scalars(metrics, int(metrics.get("env_steps", 0)), prefix="final/")
     finally:
         agent.close()
+        logger.close()
     check_no_nan(metrics, str(out / "metrics.json"))
     if "final_avg_costs" in metrics:  # average-reward algorithms: per-step averages against per-step limits
         avg = metrics["final_avg_costs"]
@@ -342,13 +366,31 @@ def _truncate_metrics(out: Path, iteration: int) -> None:
 )
 @click.option("--stochastic", is_flag=True, help="Sample actions instead of the deterministic mean/argmax.")
 @click.option("--device", default="cpu", show_default=True)
-def evaluate(run_dir, episodes, seed, stochastic, device) -> None:
-    """Re-run the policy saved in RUN_DIR; writes RUN_DIR/evaluation.json."""
+@click.option(
+    "--video",
+    "video",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also record episodes to this file (.mp4 needs 'bayescrl[video]'; .gif works with Pillow). "
+    "MuJoCo envs need MUJOCO_GL=egl or osmesa without a display.",
+)
+@click.option(
+    "--video-episodes", default=1, show_default=True, type=int, help="Episodes to record with --video."
+)
+def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes) -> None:
+    """Re-run the policy saved in RUN_DIR; writes RUN_DIR/evaluation.json (and a video with --video)."""
     set_torch_threads()
     if episodes < 1:
         raise ConfigError("episodes", episodes, "must be >= 1")
     device = check_device(device, "--device")
     prepare_out(run_dir, "RUN_DIR", create=False)
+    if video is not None:
+        from bayescrl.constrained.video import check_video_path, default_gl_backend
+
+        default_gl_backend()  # before MuJoCo is imported by the env
+        check_video_path(video)
+        if video_episodes < 1:
+            raise ConfigError("--video-episodes", video_episodes, "must be >= 1")
     agent = _load_agent(run_dir, device)
     try:
         steps = episodes * agent.horizon
@@ -359,16 +401,26 @@ def evaluate(run_dir, episodes, seed, stochastic, device) -> None:
                 f"{episodes} x horizon {agent.horizon} = {steps:.2g} env steps; use fewer",
             )
         if steps > EVAL_STEPS_WARN:
-            click.echo(
-                f"warning: up to {steps:.2g} env steps ({episodes} episodes x {agent.horizon})", err=True
-            )
+            _log.warning("up to %.2g env steps (%d episodes x %d)", steps, episodes, agent.horizon)
         res = agent.evaluate(episodes, seed=seed, deterministic=not stochastic)
     finally:
         agent.close()
     check_no_nan(res, str(Path(run_dir) / "evaluation.json"))
     res["cost_limits"] = agent.cost_limits.tolist()
+    if video is not None:
+        from bayescrl.constrained.video import record_video
+
+        rec = record_video(
+            run_dir, video, episodes=video_episodes, seed=seed, deterministic=not stochastic, device=device
+        )
+        res["video"] = {k: rec[k] for k in ("path", "frames", "episodes", "fps")}
     write_json(Path(run_dir) / "evaluation.json", res)
     costs = ", ".join(f"{c:.2f}/{d:g}" for c, d in zip(res["mean_costs"], res["cost_limits"], strict=True))
     click.echo(
         f"{agent.name}: mean return {res['mean_return']:.2f} over {episodes} episodes, costs [{costs}]"
     )
+    if video is not None:
+        v = res["video"]
+        click.echo(
+            f"video: {v['episodes']} episode(s), {v['frames']} frames at {v['fps']} fps -> {v['path']}"
+        )

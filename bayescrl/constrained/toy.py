@@ -4,6 +4,8 @@
   with ``two_costs=True``, a second cost ``1[|theta| > 0.1]``.
 * :class:`CostPendulum` -- Pendulum-v1 (Box actions, truncated at 200 steps) with cost ``|a| > a_lim``.
 * :class:`NaNEnv` -- returns a NaN observation/reward after ``bad_step`` steps (bad-input tests).
+* :class:`PaintedWalk` -- a 1-D walk of fixed length that renders ``rgb_array`` frames without OpenGL
+  (video tests and examples on machines with no GL backend).
 """
 
 from __future__ import annotations
@@ -60,3 +62,36 @@ class NaNEnv(gym.Env):
             else:
                 r = float("nan")
         return obs, r, False, self.t >= 50, {"cost": 0.0}
+
+
+class PaintedWalk(gym.Env):
+    """A walk on ``[-1, 1]`` for ``length`` steps (action 0: left, 1: right; reward: position; cost:
+    ``1[x < 0]``) whose ``rgb_array`` frames are 64 x 64: grey level ``8 * t`` (the step index), and a
+    white column at the agent's position. Rendering needs only numpy."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 8}
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int = 6, render_mode: str | None = None):
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.length, self.render_mode = int(length), render_mode
+        self.x, self.t = 0.0, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.x, self.t = 0.0, 0
+        return np.array([self.x], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.x = float(np.clip(self.x + (0.25 if int(action) == 1 else -0.25), -1.0, 1.0))
+        info = {"cost": float(self.x < 0)}
+        return np.array([self.x], np.float32), self.x, False, self.t >= self.length, info
+
+    def render(self):
+        frame = np.full((64, 64, 3), min(8 * self.t, 255), np.uint8)
+        col = int(round((self.x + 1) / 2 * 63))
+        frame[:, col] = 255
+        return frame

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_threads, write_json
+from bayescrl.utils.runlog import log_options
 
 MODES = ("tabular", "synthetic", "lm")
 
@@ -93,8 +94,11 @@ def check_config(config: dict) -> None:
             positive_int(config[key], key)
 
 
-def run_config(config: dict, out: Path, device: str | None = None) -> dict:
-    """Dispatch one config on its ``mode``; returns the results (also written to ``out/results.json``)."""
+def run_config(config: dict, out: Path, device: str | None = None, logger=None) -> dict:
+    """Dispatch one config on its ``mode``; returns the results (also written to ``out/results.json``).
+
+    ``logger`` (a :class:`~bayescrl.utils.runlog.RunLogger`) receives the stochastic tabular solvers'
+    logged action probabilities and multipliers (mean over runs) per step."""
     from bayescrl.utils.checks import check_device, check_no_nan, prepare_out
 
     check_config(config)
@@ -114,7 +118,14 @@ def run_config(config: dict, out: Path, device: str | None = None) -> dict:
                 results["actions"],
                 out / "action_probs.png",
                 title=f"{results['solver']}, tau = {results['tau']}",
+                exact=results.get("exact_policy"),
             )
+            if logger is not None:
+                for name, hist in run.history.items():
+                    flat = hist.double().mean(1).reshape(len(hist), -1)  # [T, k], mean over runs
+                    cols = results["actions"] if name == "policy" else range(flat.shape[1])
+                    for j, col in zip(range(flat.shape[1]), cols, strict=False):
+                        logger.curve(f"history/{name}/{col}", flat[:, j].tolist(), run.steps)
         else:
             _bar(results["policy"], out / "policy.png", f"exact, tau = {results['tau']}")
     elif mode == "synthetic":
@@ -137,8 +148,10 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
 
     p = plt()
     fig, ax = p.subplots(figsize=(4.5, 3.2))
-    ax.bar(list(policy), list(policy.values()))
-    ax.set_ylabel("probability")
+    ax.bar(list(policy), list(policy.values()), label="exact solution")
+    ax.set_xlabel("action y")
+    ax.set_ylabel("probability π*(y)")
+    ax.legend(fontsize=8)
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -160,11 +173,27 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
     default=None,
     help="torch device (default: cpu; lm mode: the config's `device`, else cuda if available).",
 )
-def mopo(config_path: str, out: str, overrides: tuple[str, ...], device: str | None) -> None:
-    """MOPO multi-objective preference optimisation (tabular exact/stochastic, synthetic, language models)."""
+@log_options
+def mopo(
+    config_path: str,
+    out: str,
+    overrides: tuple[str, ...],
+    device: str | None,
+    log_dir: str | None,
+    wandb: bool | None,
+) -> None:
+    """MOPO multi-objective preference optimisation (tabular exact/stochastic, synthetic, language models).
+
+    ``--log-dir DIR`` also writes the results' numbers and curves as TensorBoard scalars."""
+    from bayescrl.utils.runlog import RunLogger
+
     set_torch_threads()
     config = apply_overrides(load_yaml(config_path), overrides)
-    results = run_config(config, Path(out), device=device)
+    check_config(config)  # before the log folder is made
+    logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
+    with logger:
+        results = run_config(config, Path(out), device=device, logger=logger)
+        logger.log_results({k: v for k, v in results.items() if k != "config"})
     summary = {k: results[k] for k in ("policy", "lambda", "G", "b") if k in results}
     if "hypervolume" in results:
         summary["hypervolume"] = results["hypervolume"]

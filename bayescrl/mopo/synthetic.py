@@ -101,34 +101,34 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
                 "exact_lambda": ex.lam.tolist(),
                 "tv_to_exact": total_variation(run.policy, ex.policy).tolist(),
             }
-            histories[(name, tau)] = run
+            histories[(name, tau)] = (run, ex.policy.tolist())
     if out is not None:
         _plot_sanity(histories, names, taus, out / "sanity_action_probs.png")
     return results
 
 
 def _plot_sanity(histories, names, taus, path: Path) -> None:
-    """Grid of learning curves like figure `mopo_action_probs` (rows: tau, columns: data sets)."""
+    """Grid of learning curves like figure `mopo_action_probs` (rows: tau, columns: data sets): mean with a
+    shaded ±1 sd band over runs, and the exact solution (:func:`solve_exact`) dashed in the same colour."""
     from bayescrl.utils.plotting import plt
 
     p = plt()
     fig, axes = p.subplots(len(taus), len(names), figsize=(3.4 * len(names), 2.6 * len(taus)), squeeze=False)
     for i, tau in enumerate(taus):
         for j, name in enumerate(names):
-            run = histories[(name, tau)]
+            run, exact = histories[(name, tau)]
             ax = axes[i, j]
             pol = run.history["policy"].numpy()  # [T, R, A]
             for a in range(pol.shape[-1]):
                 m, s = pol[:, :, a].mean(1), pol[:, :, a].std(1)
-                ax.plot(run.steps, m, label=f"y{a + 1}")
-                ax.fill_between(run.steps, m - s, m + s, alpha=0.2)
+                (line,) = ax.plot(run.steps, m, label=f"y{a + 1}")
+                ax.fill_between(run.steps, m - s, m + s, alpha=0.2, color=line.get_color(), lw=0)
+                ax.axhline(exact[a], ls="--", lw=1, color=line.get_color(), label="exact" if a == 0 else None)
             ax.set_ylim(-0.02, 1.02)
             ax.set_title(f"{name}, tau = {tau:g}", fontsize=9)
             ax.grid(alpha=0.3)
-            if i == len(taus) - 1:
-                ax.set_xlabel("step")
-            if j == 0:
-                ax.set_ylabel("action probability")
+            ax.set_xlabel("solver step")
+            ax.set_ylabel("action probability π(y)")
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -803,8 +803,8 @@ def _plot_front(rs: str, front: np.ndarray, methods: Mapping[str, np.ndarray], r
             v[:, 0], v[:, 1], marker=m, color=c, s=60 if k.startswith("MOPO") else 28, label=k, zorder=3
         )
     ax.scatter([ref[0]], [ref[1]], marker="+", color="k", s=60, label="HV reference")
-    ax.set_xlabel("E r1")
-    ax.set_ylabel("E r2")
+    ax.set_xlabel("expected reward E_π[r1]")
+    ax.set_ylabel("expected reward E_π[r2]")
     ax.set_title(f"reward set {rs}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)

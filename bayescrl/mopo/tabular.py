@@ -572,8 +572,12 @@ def solve_config(
     return out, run
 
 
-def plot_history(run: MopoRun, actions: Sequence[str], path, title: str = "") -> None:
-    """Action probabilities (mean ± sd over runs) against steps, like figure `mopo_action_probs`."""
+def plot_history(
+    run: MopoRun, actions: Sequence[str], path, title: str = "", exact: Mapping[str, float] | None = None
+):
+    """Action probabilities (mean ± sd over runs) against steps, like figure `mopo_action_probs`; with
+    ``exact`` (action -> probability of the exact solution, Eq. `mopo_closed_form`) drawn as dashed lines in
+    each action's colour. Returns the figure (closed)."""
     from bayescrl.utils.plotting import plot_mean_sd
 
     pol = run.history["policy"]  # [T, R, A]
@@ -581,4 +585,13 @@ def plot_history(run: MopoRun, actions: Sequence[str], path, title: str = "") ->
         a: (pol[:, :, i].mean(1).tolist(), pol[:, :, i].std(1, unbiased=False).tolist())
         for i, a in enumerate(actions)
     }
-    plot_mean_sd(curves, path, xlabel="step", ylabel="action probability", title=title, x=run.steps)
+    return plot_mean_sd(
+        curves,
+        path,
+        xlabel="solver step",
+        ylabel="action probability π(y)",
+        title=title,
+        x=run.steps,
+        refs={f"{a} (exact)": float(exact[a]) for a in actions if a in exact} if exact else None,
+        band_label="±1 sd over runs",
+    )

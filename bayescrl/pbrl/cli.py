@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
+from bayescrl.utils.runlog import log_options
 
 
 @click.command(name="pspl")
@@ -21,6 +22,7 @@ from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
 @click.option("--no-plots", is_flag=True, help="Write results.json only.")
+@log_options
 def pspl(
     config: str,
     seeds: int,
@@ -29,14 +31,18 @@ def pspl(
     device: str,
     no_progress: bool,
     no_plots: bool,
+    log_dir: str | None,
+    wandb: bool | None,
 ) -> None:
     """PSPL (top-two posterior sampling for preference-based RL) and baselines on RiverSwim/MountainCar.
 
     Writes OUT/results.json (per agent: final_simple_regret_mean/std, simple_regret_curve_mean,
-    cumulative_regret_mean, wall_time_s) and PNG plots of simple and cumulative regret.
+    cumulative_regret_mean, wall_time_s) and PNG plots of simple and cumulative regret. ``--log-dir DIR``
+    also writes the regret curves (per agent, per episode) as TensorBoard scalars.
     """
     from bayescrl.pbrl.experiment import run_experiment, validate_config
     from bayescrl.utils.checks import check_device, check_no_nan, positive_int, prepare_out
+    from bayescrl.utils.runlog import RunLogger
 
     set_torch_threads()
     seeds = positive_int(seeds, "--seeds")
@@ -44,8 +50,11 @@ def pspl(
     cfg = apply_overrides(load_yaml(config), overrides)
     validate_config(cfg)  # every field (and sweep cell) before any work or output
     prepare_out(out, "--out")
+    logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")
     res = run_experiment(cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots)
     check_no_nan(res, out)
+    with logger:
+        logger.log_results({k: v for k, v in res.items() if k != "config"})
     runs = (
         [("", res)]
         if "sweep" not in res

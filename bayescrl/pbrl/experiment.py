@@ -312,8 +312,14 @@ def run_experiment(
     return result
 
 
+SIMPLE_REGRET_LABEL = "simple regret V* − V^π (return units, log scale)"
+
+
 def plot_results(result: dict, out: Path) -> list[Path]:
-    """Simple and cumulative regret vs episode (mean ± sd), like the seed's figures."""
+    """Simple regret (log scale) and cumulative regret vs episode, mean with shaded ±1 sd over seeds.
+
+    Regret is in the MDP's value units: ``V*(s_0) - V^pi(s_0)``, the expected episode return lost by the
+    agent's current (simple) or played (cumulative) policies."""
     from bayescrl.utils.plotting import plot_mean_sd
 
     paths = []
@@ -327,9 +333,10 @@ def plot_results(result: dict, out: Path) -> list[Path]:
                 curves,
                 out / "simple_regret.png",
                 "online episodes k",
-                "simple regret",
+                SIMPLE_REGRET_LABEL,
                 title=f"{name}: simple regret",
                 x=x,
+                logy=True,
             )
         )
         cum = {
@@ -343,7 +350,7 @@ def plot_results(result: dict, out: Path) -> list[Path]:
                     cum,
                     out / "cumulative_regret.png",
                     "online episodes k",
-                    "cumulative regret",
+                    "cumulative regret Σ_k (V* − V^πk) (return units)",
                     title=f"{name}: cumulative regret",
                 )
             )
@@ -364,9 +371,10 @@ def plot_results(result: dict, out: Path) -> list[Path]:
                     curves,
                     out / f"sweep_{a}.png",
                     "online episodes k",
-                    "simple regret",
+                    SIMPLE_REGRET_LABEL,
                     title=f"{name}: {a}, varying {sw['key']}",
                     x=x,
+                    logy=True,
                 )
             )
     return paths

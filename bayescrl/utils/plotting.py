@@ -27,22 +27,44 @@ def plot_mean_sd(
     x: Sequence[float] | None = None,
     hline: float | None = None,
     hline_label: str = "limit",
+    logy: bool = False,
+    refs: Mapping[str, float] | None = None,
+    band_label: str = "±1 sd over seeds",
 ) -> Path:
-    """Plot ``{label: (mean, sd)}`` as lines with ±1 sd bands (the seed's figure style); save PNG."""
+    """Plot ``{label: (mean, sd)}`` as lines with shaded ±1 sd bands (the seed's figure style); save PNG.
+
+    ``logy`` draws the y axis on a log scale (bands and zeros clipped to the smallest positive value
+    shown); ``refs`` (label -> y) adds dashed reference lines, e.g. an exact solution, in the colour of the
+    curve with the same label prefix when there is one. ``band_label`` says what the bands are (legend).
+    """
     p = plt()
     fig, ax = p.subplots(figsize=(6.4, 4.2))
+    colours: dict[str, str] = {}
     for label, (mean, sd) in curves.items():
         mean, sd = np.asarray(mean, float), np.asarray(sd, float)
         xs = np.arange(1, len(mean) + 1) if x is None else np.asarray(x)
-        ax.plot(xs, mean, label=label)
-        ax.fill_between(xs, mean - sd, mean + sd, alpha=0.2)
+        (line,) = ax.plot(xs, mean, label=label)
+        colours[str(label)] = line.get_color()
+        lo, hi = mean - sd, mean + sd
+        if logy:
+            pos = np.concatenate([mean[mean > 0], hi[hi > 0]])
+            floor = pos.min() if pos.size else 1e-12
+            lo = np.maximum(lo, floor)
+        ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color(), lw=0)
+    if curves:
+        ax.fill_between([], [], [], color="0.5", alpha=0.2, label=band_label)  # legend entry for the bands
     if hline is not None:
         ax.axhline(hline, ls="--", color="k", lw=1, label=hline_label)
+    for label, y in (refs or {}).items():
+        colour = next((c for k, c in colours.items() if str(label).startswith(f"{k} ")), "k")
+        ax.axhline(float(y), ls="--", lw=1.2, color=colour, label=label)
+    if logy:
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.grid(alpha=0.3)
+    ax.grid(alpha=0.3, which="both" if logy else "major")
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = Path(path)

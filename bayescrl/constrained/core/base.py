@@ -567,10 +567,12 @@ class OnPolicyAlgorithm:
         axes = np.atleast_1d(axes)
         axes[0].plot(curves["env_steps"], curves["ep_return"])
         axes[0].set_title("episodic return")
+        axes[0].set_ylabel("return (sum of rewards per episode)")
         for i in range(self.m):
             axes[1 + i].plot(curves["env_steps"], [c[i] for c in curves["ep_costs"]])
             axes[1 + i].axhline(float(self.cost_limits[i]), ls="--", color="k", lw=1)
             axes[1 + i].set_title(f"episodic cost {i} (limit dashed)")
+            axes[1 + i].set_ylabel(f"cost {i} (sum per episode)")
         for ax in axes:
             ax.set_xlabel("env steps")
             ax.grid(alpha=0.3)

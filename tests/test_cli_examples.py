@@ -1,0 +1,54 @@
+"""``bayescrl examples list / copy DIR``: every file of examples/, shipped in the wheel, copied verbatim."""
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bayescrl.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+FILES = sorted(
+    p.relative_to(ROOT / "examples").as_posix() for p in (ROOT / "examples").rglob("*") if p.is_file()
+)
+
+
+def test_list_names_every_example_file(capsys):
+    main(["examples", "list"])
+    assert capsys.readouterr().out.split() == FILES
+    main(["examples", "list", "pspl"])
+    assert capsys.readouterr().out.split() == [f for f in FILES if f.startswith("pspl/")]
+
+
+def test_copy_writes_identical_files_and_refuses_to_overwrite(tmp_path, capsys):
+    dest = tmp_path / "ex"
+    main(["examples", "copy", str(dest)])
+    assert f"copied {len(FILES)} example files" in capsys.readouterr().out
+    for f in FILES:
+        assert (dest / f).read_bytes() == (ROOT / "examples" / f).read_bytes()
+    (dest / FILES[0]).write_text("edited")
+    with pytest.raises(SystemExit) as exc:
+        main(["examples", "copy", str(dest)])
+    assert exc.value.code == 2 and "--force" in capsys.readouterr().err
+    assert (dest / FILES[0]).read_text() == "edited"  # nothing overwritten
+    main(["examples", "copy", str(dest), "--force", "--family", FILES[0].split("/")[0]])
+    assert (dest / FILES[0]).read_bytes() == (ROOT / "examples" / FILES[0]).read_bytes()
+
+
+def test_wheel_ships_the_examples(tmp_path):
+    """Build a wheel from a copy of the sources (no network: no build isolation, no dependencies)."""
+    src = tmp_path / "src"
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "_examples")
+    shutil.copytree(ROOT / "bayescrl", src / "bayescrl", ignore=skip)
+    shutil.copytree(ROOT / "examples", src / "examples", ignore=skip)
+    for f in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE"):
+        shutil.copy(ROOT / f, src / f)
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index"]
+    proc = subprocess.run([*cmd, "-w", str(tmp_path / "whl"), str(src)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = (tmp_path / "whl").glob("bayescrl-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert {f"bayescrl/_examples/{f}" for f in FILES} <= names

@@ -1,0 +1,102 @@
+"""Plots people read: log-scale simple regret, shaded bands over seeds, exact MOPO solution, labelled axes.
+
+The figures are captured when saved (``Figure.savefig`` wrapped) and checked as matplotlib objects."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    figs: dict[str, Figure] = {}
+    orig = Figure.savefig
+
+    def savefig(self, fname, *a, **kw):
+        figs[str(fname).rsplit("/", 1)[-1]] = self
+        return orig(self, fname, *a, **kw)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return figs
+
+
+def _labelled(ax):
+    assert ax.get_xlabel().strip() and ax.get_ylabel().strip()
+
+
+def _bands(ax) -> list[PolyCollection]:
+    return [c for c in ax.collections if isinstance(c, PolyCollection) and len(c.get_paths())]
+
+
+def test_pspl_simple_regret_is_log_scale_with_a_band_per_agent(tmp_path, saved):
+    from bayescrl.pbrl.experiment import plot_results
+
+    k = np.arange(6)
+    agents = {
+        name: {
+            "simple_regret_curve_mean": (scale / (1 + k)).tolist(),
+            "simple_regret_curve_std": (0.1 * scale / (1 + k)).tolist(),
+            "cumulative_regret_mean": np.cumsum(scale / (1 + k)).tolist(),
+            "cumulative_regret_std": np.zeros(6).tolist(),
+        }
+        for name, scale in (("pspl", 1.0), ("dpo", 3.0))
+    }
+    plot_results({"env": {"name": "riverswim"}, "agents": agents}, tmp_path)
+    (ax,) = saved["simple_regret.png"].axes
+    assert ax.get_yscale() == "log" and "log scale" in ax.get_ylabel()
+    _labelled(ax)
+    assert len(_bands(ax)) == 2  # one shaded ±1 sd band per agent
+    line = next(ln for ln in ax.get_lines() if ln.get_label() == "dpo")
+    assert np.allclose(line.get_ydata(), 3.0 / (1 + k))
+    (cum,) = saved["cumulative_regret.png"].axes
+    assert cum.get_yscale() == "linear"
+    _labelled(cum)
+
+
+def test_mopo_tabular_plot_draws_the_exact_solution(tmp_path, saved):
+    from bayescrl.mopo.cli import run_config
+    from bayescrl.utils import load_yaml
+
+    cfg = load_yaml("examples/mopo/tabular_mopo.yaml")
+    cfg["mopo"].update(steps=200, log_every=50, runs=2)
+    res = run_config(cfg, tmp_path)
+    (ax,) = saved["action_probs.png"].axes
+    _labelled(ax)
+    exact = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_label().endswith("(exact)")}
+    assert exact.keys() == {f"{a} (exact)" for a in res["actions"]}
+    for a, p in res["exact_policy"].items():
+        assert exact[f"{a} (exact)"] == pytest.approx(p)
+    assert len(_bands(ax)) == len(res["actions"])
+
+
+def test_mopo_exact_bar_plot_and_sanity_grid_show_the_exact_solution(tmp_path, saved):
+    from bayescrl.mopo.cli import run_config
+    from bayescrl.utils import load_yaml
+
+    res = run_config(load_yaml("examples/mopo/tabular_exact.yaml"), tmp_path / "exact")
+    (ax,) = saved["policy.png"].axes
+    _labelled(ax)
+    assert [b.get_height() for b in ax.patches] == pytest.approx(list(res["policy"].values()))
+    cfg = load_yaml("examples/mopo/sanity.yaml")
+    cfg["mopo"] = {**(cfg.get("mopo") or {}), "steps": 50, "log_every": 25, "runs": 1}
+    cfg["tau"] = [1.0]
+    res = run_config(cfg, tmp_path / "sanity")
+    fig = saved["sanity_action_probs.png"]
+    for ax, (key, run) in zip(fig.axes, res["runs"].items(), strict=True):
+        _labelled(ax)
+        dashed = sorted(ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == "--")
+        assert dashed == pytest.approx(sorted(run["exact_policy"].values())), key
+
+
+def test_bandit_regret_plot_has_units_and_bands(tmp_path, saved):
+    from bayescrl.bandits.experiment import run_experiment
+
+    cfg = {"bandit": {"T": 10}, "agents": ["ps", "lints"]}
+    run_experiment(cfg, seeds=2, out=tmp_path, progress=False)
+    (ax,) = saved["regret.png"].axes
+    _labelled(ax)
+    assert "units" in ax.get_ylabel() and len(_bands(ax)) == 2
