@@ -137,9 +137,19 @@ def summarise(runs: list[dict]) -> dict:
             "cost_sd": (cost.std(0, ddof=1) if len(rs) > 1 else 0 * cost[0]).tolist(),
             "eval_return_mean": float(np.mean([r["eval_return"] for r in rs])),
             "num_queries": float(np.mean([r["num_queries"] for r in rs])),
-            "reward_correlation": float(np.nanmean([r["reward_correlation"] for r in rs])),
+            # None when the true reward never varied on the visited states (nothing collected, say)
+            "reward_correlation": _nanmean([r["reward_correlation"] for r in rs]),
         }
     return table
+
+
+def _nanmean(values) -> float | None:
+    vals = [v for v in values if v is not None and np.isfinite(v)]
+    return float(np.mean(vals)) if vals else None
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
 
 
 def _print(table: dict) -> None:
@@ -148,11 +158,12 @@ def _print(table: dict) -> None:
             f"{key:36s} {row['return_mean']:7.1f} ± {row['return_sd']:5.1f} "
             f"(median {row['return_median']:6.1f})  costs "
             + ", ".join(f"{c:5.1f} ± {s:4.1f}" for c, s in zip(row["cost_mean"], row["cost_sd"], strict=True))
-            + f"   corr {row['reward_correlation']:.3f}   n={row['seeds']}"
+            + f"   corr {_fmt(row['reward_correlation'])}"
+            + f"   n={row['seeds']}"
         )
 
 
-PLOTTED = ("oracle", "mean", "lcb", "thompson", "no-rater-model", "ensemble-no-rater-model")
+PLOTTED = ("oracle", "mean", "disagreement", "lcb", "thompson", "no-rater-model", "ensemble-no-rater-model")
 
 
 def plot(runs: list[dict], limit: float | None, path: Path, variants=PLOTTED) -> None:
@@ -204,13 +215,19 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)))
     ap.add_argument("--set", dest="overrides", action="append", default=[], help="BASE_SPEC override k=v")
-    ap.add_argument("--combine", nargs="+", help="only tabulate and plot the runs of these result names")
+    ap.add_argument(
+        "--combine", nargs="+", help="only tabulate and plot these results: NAME or NAME:variant,variant"
+    )
     args = ap.parse_args()
     if args.combine:
         import json
 
-        parts = [json.loads((OUT / f"{n}.json").read_text()) for n in args.combine]
-        runs = [r for p in parts for r in p["runs"]]
+        parts, runs = [], []
+        for item in args.combine:  # NAME or NAME:variant,variant (only those variants of that result)
+            name, _, keep = item.partition(":")
+            part = json.loads((OUT / f"{name}.json").read_text())
+            parts.append(part)
+            runs += [r for r in part["runs"] if not keep or r["variant"] in keep.split(",")]
         table = summarise(runs)
         _print(table)
         write_json(
@@ -241,6 +258,7 @@ def main() -> None:
         for f in as_completed(futs):
             r = f.result()
             runs.append(r)
+            write_json(OUT / f"{args.name}.partial.json", {"runs": runs})  # a crash later loses nothing
             print(
                 f"{r['algo']}/{r['variant']} seed {r['seed']}: return {r['tail_return']:.1f} "
                 f"cost {r['tail_costs'][0]:.1f} ({r['wall_s']:.0f} s)",
@@ -262,6 +280,7 @@ def main() -> None:
         },
     )
     plot(runs, args.limit, OUT / f"{args.name}.png")
+    (OUT / f"{args.name}.partial.json").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
