@@ -221,10 +221,13 @@ def test_inferred_competence_ranks_the_expert_above_the_novice():
     assert b_exp > 5 * b_nov, post.beta
 
 
-@pytest.mark.parametrize("engine", ["laplace", "bootstrap"])
+@pytest.mark.parametrize("engine", ["laplace", "bootstrap", "svi"])
 def test_engines_agree_on_the_reward_posterior(engine):
     theta = np.array([0.8, -0.4])
-    post = LinearRewardPosterior(2, ["a"], beta=[1.0], lam=[1e3], engine=engine, num_samples=400, seed=1)
+    opts = {"max_steps": 1500} if engine == "svi" else {}
+    post = LinearRewardPosterior(
+        2, ["a"], beta=[1.0], lam=[1e3], engine=engine, engine_options=opts, num_samples=400, seed=1
+    )
     x0, x1, y = _bt_data(300, theta, 1.0, 5)
     post.add(x0, x1, y, np.zeros(300))
     post.update()
