@@ -104,35 +104,28 @@ class PreferenceLearner:
             rater_ids.append(self.offline["id"])
             beta.append(self.offline["beta"])
             lam.append(self.offline["lam"])
+        common = dict(
+            beta=beta,
+            lam=lam,
+            competence=s.competence,
+            prior_scale=s.prior_scale,
+            learner_lam=s.learner_lam,
+            seed=self.seed + 2,
+        )
         if s.reward_model == "ensemble":
             from bayescrl.prefrl.ensemble import EnsembleRewardPosterior
 
             self.posterior = EnsembleRewardPosterior(
-                d,
-                rater_ids,
-                beta=beta,
-                lam=lam,
-                competence=s.competence,
-                members=s.ensemble_size,
-                hidden=s.hidden,
-                prior_scale=s.prior_scale,
-                learner_lam=s.learner_lam,
-                seed=self.seed + 2,
+                d, rater_ids, members=s.ensemble_size, hidden=s.hidden, **common
             )
         else:
             self.posterior = LinearRewardPosterior(
                 d,
                 rater_ids,
-                beta=beta,
-                lam=lam,
-                competence=s.competence,
                 engine=s.engine,
                 engine_options=s.engine_options,
                 num_samples=s.posterior_samples,
-                prior_scale=s.prior_scale,
-                learner_lam=s.learner_lam,
-                seed=self.seed + 2,
-                device="cpu",
+                **common,
             )
         if self.offline is not None:
             o = self.offline
