@@ -19,21 +19,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
+from ecop_compare import BASE_CFG  # benchmarks/ is the script's folder
 
 from bayescrl.utils.io import apply_overrides, write_json
 from bayescrl.utils.plotting import plt
 
 OUT = Path(__file__).parent / "results" / "prefrl"
-CFG = dict(
-    n_envs=8,
-    rollout_steps=200,
-    minibatch_size=200,
-    update_epochs=10,
-    pi_lr=1e-3,
-    vf_lr=1e-3,
-    eval_episodes=3,
-    checkpoint_every=0,
-)
+CFG = BASE_CFG  # the e-COP table's settings (8 envs x 200 steps per iteration), shared with ecop_compare
 # one expert, two novices (the mixed pool); the learner is not told who is who unless "known"
 RATERS = [
     {"id": "expert", "beta": 10.0, "lam": 100.0},

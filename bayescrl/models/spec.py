@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import COMPETENCE_PRIORS, CompetencePrior, TransitionData, bt_linear_model
 from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.io import load_yaml
 
 DT = torch.float64
 _PRIOR_PARAMS = {"lognormal": ("loc", "scale"), "gamma": ("concentration", "rate"), "halfnormal": ("scale",)}
@@ -383,33 +383,24 @@ def _transitions(t: Any, device) -> TransitionData:
 
 
 def load_spec(path: str | Path) -> dict[str, Any]:
-    """Read a model spec or data file: ``*.json`` with the json module, anything else as YAML.
+    """Read a model spec or data file: ``*.json`` with the json module, anything else (and a ``.json``
+    file that is not strict JSON) through :func:`bayescrl.utils.io.load_yaml`, the package's one YAML
+    reader (scientific notation as floats, one-line errors naming the file).
 
-    YAML is a superset of JSON, but PyYAML's pure-Python reader takes ~15 s per 10⁶ numbers (a data file
-    with 2,000 comparisons in d = 256 has that many) and YAML 1.1 reads exponents without a dot
-    (``1e-05``) as strings. A ``.json`` file that is not strict JSON (e.g. YAML flow style) is still read
-    as YAML; YAML uses libyaml's C reader when PyYAML has it. Errors name the file.
+    PyYAML's pure-Python reader takes ~15 s per 10⁶ numbers (a data file with 2,000 comparisons in
+    d = 256 has that many), hence the json fast path.
     """
     path = Path(path)
     if not path.exists():
         raise ConfigError("config", str(path), "file not found")
-    text = path.read_text()
-    data = None
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = json.loads(path.read_text())
         except ValueError:
             data = None
-    if data is None:
-        try:
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            raise ConfigError("config", str(path), f"not valid YAML/JSON: {exc}") from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError("config", str(path), f"top level must be a mapping, got {type(data).__name__}")
-    return data
+        if isinstance(data, dict):
+            return data
+    return load_yaml(path)
 
 
 def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
