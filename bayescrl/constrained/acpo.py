@@ -193,17 +193,20 @@ def _detach(dist):
 
 
 def trust_region_terms(
-    algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, damping: float
+    algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, damping: float, normalize_costs: bool = False
 ) -> TrustRegionTerms:
     """Surrogate gradients, CG solutions and Gram quantities for ``algo.policy`` on ``batch``.
 
-    Reward advantages normalised (if ``config.normalize_advantages``), cost advantages centred.
+    Reward advantages normalised (if ``config.normalize_advantages``).  Cost advantages are centred
+    (ACPO: ``a_i`` must stay in the units of ``c_i``) or, with ``normalize_costs``, normalised to mean 0 and
+    sd 1 as the appendix `Experimental Details` says for all methods (the Lagrangian ATRPO baseline, whose
+    step does not depend on ``c``).
     """
     policy = algo.policy
     x = algo.policy_input(batch.obs, batch.h)
     adv_r = batch.advantages[:, 0]
     adv_r = algo.normalize(adv_r) if algo.config.normalize_advantages else adv_r - adv_r.mean()
-    adv_c = algo.normalize(batch.advantages[:, 1:], center_only=True)
+    adv_c = algo.normalize(batch.advantages[:, 1:], center_only=not normalize_costs)
     with torch.no_grad():
         old_dist = policy.distribution(x)
         old_logp = policy.log_prob_from(old_dist, batch.actions)

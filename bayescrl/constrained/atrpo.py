@@ -16,6 +16,8 @@ Departures (``docs/acpo.md``):
   gives plain ATRPO with its TRPO step ``√(2δ/q) H⁻¹g``);
 * line search (0.75, ≤ 10 backtracks): KL ≤ δ and the Lagrangian surrogate ``(1−ℓ)Δr − ℓΣΔc_i`` does not
   decrease;
+* reward *and* cost advantages are normalised by their batch mean and sd (appendix `Experimental Details`),
+  so ``ℓ`` balances unit-scale gradients as in the thesis' table (until 2026-11-25 costs were only centred);
 * several constraints: ``a`` is the sum of the cost gradients (one ``ℓ`` as in the text);
 * Point-Circle is not in the table: ``ℓ = 0.5`` (the table's value for Point-Gather).
 """
@@ -126,7 +128,7 @@ class ATRPO(AverageProtocolMixin, OnPolicyAlgorithm):
 
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg: ATRPOConfig = self.config  # type: ignore[assignment]
-        tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping)
+        tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping, normalize_costs=True)
         if self.m:
             w, a = tr.W.sum(1), tr.A.sum(1)
             r, s = float(a @ tr.v), float(a @ w)

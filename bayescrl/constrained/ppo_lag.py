@@ -3,12 +3,14 @@
 Loss per minibatch: ``-( L^CLIP_R - sum_i lambda_i E[rho A_Ci] ) / (1 + sum_i lambda_i)`` with one
 multiplier per constraint updated before the policy step by projected gradient ascent
 ``lambda_i <- max(0, lambda_i + lr (J_Ci - d_i))``. Reward advantages normalised, cost advantages
-centred (as in safety-starter-agents).
+centred (as in safety-starter-agents, the code base of chapter `ecop`'s PPO-L).
 
 ``ell`` set (a number in [0, 1], or ``"table"`` for table `tab:lagrangian_parameters` by env id): the fixed
 balanced Lagrangian of chapter `acpo` instead, ``-( (1 - ell) L^CLIP_R - ell sum_i E[rho A_Ci] )``, i.e.
 Eq. `lagrangian_balanced` with PPO's clipped surrogate in place of the trust-region term (its constants
-``c`` and ``delta`` do not change the gradient). That is the chapter's "PPO with the Lagrangian" baseline.
+``c`` and ``delta`` do not change the gradient). That is the chapter's "PPO with the Lagrangian" baseline;
+as the chapter's appendix `Experimental Details` says, it normalises both the reward and the cost
+advantages (mean 0, sd 1), so ``ell`` weighs unit-scale terms.
 """
 
 from __future__ import annotations
@@ -63,13 +65,18 @@ class PPOLag(OnPolicyAlgorithm):
     def load_extra_state(self, state: dict) -> None:
         self.lagrange.load_state_dict(state["lagrange"])
 
+    def policy_advantages(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reward advantages normalised; cost advantages normalised with a fixed ``ell`` (chapter `acpo`'s
+        appendix: "for both rewards and constraints"), only centred for the adaptive multipliers."""
+        adv_r = batch.advantages[:, 0]
+        adv_r = self.normalize(adv_r) if self.config.normalize_advantages else adv_r
+        return adv_r, self.normalize(batch.advantages[:, 1:], center_only=self.ell is None)
+
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         fixed = self.ell is not None
         lam = None if fixed else self.lagrange.update(batch.ep_cost_est, self.cost_limits).float()
-        adv_r = batch.advantages[:, 0]
-        adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
-        adv_c = self.normalize(batch.advantages[:, 1:], center_only=True)
+        adv_r, adv_c = self.policy_advantages(batch)
         denom = 1.0 if fixed else 1.0 + float(lam.sum())
 
         def loss_fn(idx, ratio, dist):

@@ -1,0 +1,61 @@
+"""Pinned behaviour for the "Differences from the thesis" of chapter `acpo` (docs/reproduction.md)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bayescrl.constrained import atrpo as atrpo_mod
+from bayescrl.constrained.acpo import trust_region_terms
+from bayescrl.constrained.atrpo import ATRPO
+from bayescrl.constrained.ppo_lag import PPOLag
+from bayescrl.envs import make_ergodic_cmdp
+
+CFG = {"n_envs": 2, "rollout_steps": 100, "normalize_obs": False, "update_epochs": 1}
+
+
+def _factory():
+    cmdp = make_ergodic_cmdp(num_states=5, num_actions=3, seed=2)
+    return cmdp, (lambda: cmdp.make_env(max_episode_steps=50))
+
+
+def _batch(algo):
+    algo.collector.reset(algo.seed)
+    algo._started = True
+    roll = algo.collector.collect(algo.policy, algo.critic_value, algo.config.rollout_steps, algo.rng)
+    return algo.compute_advantages(roll)
+
+
+def test_atrpo_lagrangian_normalises_cost_advantages(monkeypatch):
+    """Appendix `Experimental Details`: advantages normalised "for both rewards and constraints"."""
+    cmdp, factory = _factory()
+    algo = ATRPO(factory, cost_limits=cmdp.limits.tolist(), seed=0, config={**CFG, "delta": 0.01, "ell": 0.5})
+    seen = []
+    real = atrpo_mod.trust_region_terms
+    monkeypatch.setattr(
+        atrpo_mod, "trust_region_terms", lambda *a, **k: seen.append(real(*a, **k)) or seen[-1]
+    )
+    algo.learn(200, progress=False)
+    algo.close()
+    adv_c = seen[0].adv_c
+    assert float(adv_c.std()) > 0.5  # the CMDP's costs vary
+    assert adv_c.mean(0).abs().max() < 1e-5
+    assert adv_c.std(0) == pytest.approx(torch.ones(adv_c.shape[1]), abs=1e-4)
+    # ACPO keeps the cost units (a_i next to c_i): only centred
+    centred = trust_region_terms(algo, _batch(algo), 2, 0.1).adv_c
+    assert centred.mean(0).abs().max() < 1e-5 and float(centred.std()) != pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("ell, unit", [(0.3, True), (None, False)])
+def test_ppo_lagrangian_cost_advantage_scaling(ell, unit):
+    """Fixed-ℓ PPO (chapter `acpo`) normalises cost advantages; adaptive PPO-L (safety-starter-agents)
+    only centres them."""
+    cmdp, factory = _factory()
+    algo = PPOLag(factory, cost_limits=cmdp.limits.tolist(), seed=0, config={**CFG, "ell": ell})
+    batch = _batch(algo)
+    adv_r, adv_c = algo.policy_advantages(batch)
+    algo.close()
+    assert float(adv_r.std()) == pytest.approx(1.0, abs=1e-4)
+    assert adv_c.mean(0).abs().max() < 1e-5
+    raw_sd = float(batch.advantages[:, 1].std())
+    assert float(adv_c[:, 0].std()) == pytest.approx(1.0 if unit else raw_sd, rel=1e-4)
