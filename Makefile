@@ -9,7 +9,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test install install-dev lint bench clean
+.PHONY: demo test install install-dev lint bench clean docs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -24,6 +24,10 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -c constraints.txt -e ".[dev]"
 	touch $@
 
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(PIP) install -c constraints.txt -e ".[docs]"
+	touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
@@ -33,8 +37,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n 2
 
+# The documentation site (mkdocs-material + mkdocstrings), warnings as errors, into site/.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bayescrl tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache site
