@@ -102,6 +102,26 @@ class ECOPConfig(TrainConfig):
             raise ConfigError("beta_max", self.beta_max, f"must be >= beta = {self.beta}")
 
 
+def ecop_multiplier_update(lam: torch.Tensor, psi: torch.Tensor, beta: float) -> torch.Tensor:
+    """Eq. `lagrangeupdaterule`: ``lambda_i <- max(0, lambda_i + beta Psi_i)`` (a violated constraint,
+    ``Psi_i > 0``, raises its multiplier)."""
+    return torch.clamp(lam + beta * psi, min=0.0)
+
+
+def ecop_damping(
+    gap: torch.Tensor, lam: torch.Tensor, beta: float, horizon: int, kappa: float, beta_max: float
+) -> tuple[float, float, float]:
+    """Adaptive damping of Algorithm `practical-ECOP`: returns ``(beta', C, zeta)``.
+
+    ``C = sum_t sum_i max(J_Ci - d_i, -lambda_i/beta)`` (the ``H`` equal terms of the sum over ``t``, see
+    the module docstring), ``zeta = sqrt(m)/beta max_i |lambda_i|``; ``beta' = min(beta_max, kappa beta)``
+    if ``C >= zeta``, else ``beta``. ``gap [m]`` holds ``J_Ci - d_i`` and ``lam [m]`` the multipliers.
+    """
+    c_val = float(horizon * torch.maximum(gap.double(), -lam.double() / beta).sum())
+    zeta = math.sqrt(lam.numel()) / beta * float(lam.abs().max())
+    return (min(beta_max, kappa * beta) if c_val >= zeta else beta), c_val, zeta
+
+
 def ecop_penalty(psi: torch.Tensor, lam: torch.Tensor, beta: float) -> torch.Tensor:
     """The constraint part of Eq. `main_e-COP_problem` for a vector ``psi`` of ``L_Ci + J_Ci - d_i``."""
     lam = lam.to(psi.dtype)
@@ -154,7 +174,7 @@ class ECOP(OnPolicyAlgorithm):
         # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1): the advantage term
         # sum_h E_{a ~ pi_{k-1}}[A^{pi_{k-1}}_{C,h}] is exactly 0, so Psi = J_C(pi_{k-1}) - d.
         psi_old = gap.double()
-        self.lam = torch.clamp(self.lam + self.beta * psi_old, min=0.0)
+        self.lam = ecop_multiplier_update(self.lam, psi_old, self.beta)
         lam, beta = self.lam.float(), self.beta
 
         def loss_fn(idx, ratio, dist):
@@ -168,10 +188,9 @@ class ECOP(OnPolicyAlgorithm):
 
         logs = first_order_policy_update(self, batch, loss_fn)
         if self.m and cfg.adaptive_beta:
-            c_val = self.horizon * torch.maximum(gap.double(), -self.lam / self.beta).sum()
-            zeta = math.sqrt(self.m) / self.beta * float(self.lam.abs().max())
-            if float(c_val) >= zeta:
-                self.beta = min(cfg.beta_max, cfg.kappa * self.beta)
-            logs["secondary_cost"], logs["zeta"] = float(c_val), zeta
+            self.beta, c_val, zeta = ecop_damping(
+                gap, self.lam, self.beta, self.horizon, cfg.kappa, cfg.beta_max
+            )
+            logs["secondary_cost"], logs["zeta"] = c_val, zeta
         logs["beta"] = self.beta
         return logs
