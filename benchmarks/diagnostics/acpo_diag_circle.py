@@ -1,6 +1,6 @@
 """Per-iteration diagnostics of ACPO on Point-Circle: Ĵ_C, branch, λ*, μ*, KL, linearised cost change.
 
-    .venv/bin/python benchmarks/acpo_diag_circle.py --steps 50000 --delta 0.01 --seed 0
+    .venv/bin/python benchmarks/diagnostics/acpo_diag_circle.py --steps 50000 --delta 0.01 --seed 0
 
 Prints one line per iteration and, at the end, the protocol evaluation of the deterministic and the
 stochastic policy (10 × 10³ steps), to separate "constraint enforced on the stochastic policy" from
@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/acpo_common.py
 
 from acpo_common import TASKS, algo_config  # noqa: E402
 

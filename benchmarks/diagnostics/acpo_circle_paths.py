@@ -1,6 +1,6 @@
 """Plot what trained Point-Circle policies do: x-y paths of the deterministic policy, strip and circle drawn.
 
-    .venv/bin/python benchmarks/acpo_circle_paths.py runs/probe/acpo_s6 runs/probe/atrpo_s6 \\
+    .venv/bin/python benchmarks/diagnostics/acpo_circle_paths.py runs/probe/acpo_s6 runs/probe/atrpo_s6 \\
         --labels "ACPO (plateau)" "ATRPO" --out benchmarks/results/acpo/diag/circle_paths.png
 
 Each run directory must hold a ``checkpoint.pt`` (``learn(out_dir=...)`` writes one).  For each run: one

@@ -1,6 +1,6 @@
 """Probe a trained ACPO/ATRPO policy on Point-Circle: estimation artefact or local optimum?
 
-    .venv/bin/python benchmarks/acpo_plateau_probe.py --algo acpo --seed 6 --steps 800000 \\
+    .venv/bin/python benchmarks/diagnostics/acpo_plateau_probe.py --algo acpo --seed 6 --steps 800000 \\
         --set n_envs=20 error_correction=0.2 log_std_init=-0.5 --run-dir runs/probe/acpo_s6 \\
         --out benchmarks/results/acpo/diag/probe_acpo_s6.json
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/acpo_common.py
 
 from acpo_common import TASKS, algo_config  # noqa: E402
 
