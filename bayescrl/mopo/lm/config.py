@@ -24,8 +24,9 @@ class MOPOLMConfig:
     beta 0.9995; t0 500 for 10k steps) scaled to short CPU runs.
 
     Attributes:
-        method: ``"mopo"`` (Lagrangian, Algorithm `mopo`), ``"mopo-lb"`` (relaxed log-barrier, remark
-            `logbarrier`) or ``"dpo"`` (the DPO loss on the same loop; data must have K = 1, ``prefs[0] = 1``
+        method: ``"mopo"`` (Lagrangian, Algorithm `mopo`), ``"mopo-lb"`` (one stochastic ascent step per
+            iteration on the relaxed log-barrier Lagrangian Eq. `logbarrier`, appendix `logbarrier`) or
+            ``"dpo"`` (the DPO loss on the same loop; data must have K = 1, ``prefs[0] = 1``
             meaning ``response_a`` is chosen; used by the D_J and scalarised baselines).
         extraction: how the policy is fitted to ``pi* = pi_ref rho*`` (MOPO methods): ``"bc"``, the
             importance-weighted behaviour cloning of Eq. `policy-extraction`; ``"pairwise"``, a departure: the
@@ -43,11 +44,15 @@ class MOPOLMConfig:
         thresholds: fixed thresholds ``b`` (K - 1 win-rates in [0, 1]); when set, ``beta`` is not used.
         t0: lag of the reference policy and period of the threshold update (Algorithm `mopo`).
         lagged_reference: use the lagged reference (``False``: always regularise towards ``pi_ref``).
-        steps, batch_size: optimisation steps and records per step (each record gives 2 sequences).
+        steps, batch_size: optimisation steps and records per step and process (each record gives 2
+            sequences; under ``accelerate launch`` with ``P`` processes a step sees ``P * batch_size``
+            records, TRL's per-device convention).
         lr: Adam learning rate of the policy (LoRA + heads).
         lr_lambda, lr_chi: step sizes of the projected dual updates of ``lambda`` and ``chi``.
         lambda_init, chi_init: initial ``lambda`` and ``chi``.
-        sigma_init, sigma_decay: log-barrier ``sigma_0`` and its per-step factor ``gamma`` (``mopo-lb``).
+        sigma_init, sigma_decay, sigma_min: log-barrier schedule ``sigma^(t) = max(gamma^t sigma_0,
+            sigma_min)`` (``mopo-lb``). The text lets ``sigma -> 0``; the floor (as in the tabular solver)
+            keeps the barrier's ``1/sigma`` slope finite for a finite step size; ``0`` = no floor.
         dpo_beta: inverse temperature of the DPO loss (``method="dpo"``).
         max_length: maximal prompt + response tokens (longer records are rejected, never truncated).
         cache_logprobs: cache reference and lagged log-probs per record (they are constant between lag
@@ -85,6 +90,7 @@ class MOPOLMConfig:
     chi_init: float = 1.0
     sigma_init: float = 1.0
     sigma_decay: float = 0.99
+    sigma_min: float = 1e-3
     dpo_beta: float = 0.1
     max_length: int = 128
     cache_logprobs: bool = True
@@ -103,7 +109,15 @@ class MOPOLMConfig:
         for name in ("tau", "lr", "dpo_beta"):
             if not getattr(self, name) > 0:
                 raise ConfigError(name, getattr(self, name), "must be > 0")
-        for name in ("epsilon", "lr_lambda", "lr_chi", "lambda_init", "grad_clip", "merge_lagged_mb"):
+        for name in (
+            "epsilon",
+            "lr_lambda",
+            "lr_chi",
+            "lambda_init",
+            "grad_clip",
+            "merge_lagged_mb",
+            "sigma_min",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(name, getattr(self, name), "must be >= 0")
         for name in ("t0", "steps", "batch_size", "max_length", "threshold_batches"):

@@ -11,6 +11,8 @@ Four sources are read:
 * JSONL in the native form above (:func:`load_jsonl`);
 * TRL-style rows ``prompt`` / ``chosen`` / ``rejected`` plus one 0/1 column per objective
   (:func:`from_trl_rows`; ``chosen`` becomes ``response_a``), e.g. a ``datasets.Dataset`` or a JSONL file;
+* TRL's preference format as a JSONL or Parquet file (:func:`load_trl`): ``chosen`` / ``rejected`` is the
+  primary objective's annotation, one ``pref_<name>`` 0/1 column per extra objective, optional ``rater``;
 * ``n`` sampled responses per prompt scored by programmatic objectives (:func:`from_scored_samples`);
 * HH-RLHF-style ``chosen`` / ``rejected`` transcripts whose shared prefix up to the last
   ``"\\n\\nAssistant:"`` is the prompt (:func:`load_hh_rlhf`).
@@ -47,6 +49,7 @@ class PreferenceData:
     responses_b: tuple[str, ...]
     prefs: torch.Tensor
     names: tuple[str, ...] = ()
+    raters: tuple[str, ...] = ()  # who labelled each record (optional ``rater`` column), or empty
 
     def __post_init__(self) -> None:
         n = len(self.prompts)
@@ -54,6 +57,8 @@ class PreferenceData:
             raise DataError("data", n, "prompts, responses and prefs must have the same length")
         if self.names and len(self.names) != self.num_objectives:
             raise DataError("objectives", list(self.names), f"expected {self.num_objectives} names")
+        if self.raters and len(self.raters) != n:
+            raise DataError("data.rater", len(self.raters), f"need one rater per record ({n})")
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -70,6 +75,7 @@ class PreferenceData:
             tuple(self.responses_b[i] for i in idx),
             self.prefs[idx].clone(),
             self.names,
+            tuple(self.raters[i] for i in idx) if self.raters else (),
         )
 
     def records(self) -> list[dict[str, Any]]:
@@ -252,6 +258,84 @@ def from_trl_rows(
     return validate_records(native, len(cols), cols, source=source)
 
 
+PREF_PREFIX = "pref_"
+
+
+def _read_rows(path: str | Path) -> list[Any]:
+    """Rows of a JSONL file, or of a Parquet file (``.parquet``/``.pq``; needs ``pyarrow``)."""
+    path = Path(path)
+    if path.suffix.lower() not in (".parquet", ".pq"):
+        return _read_jsonl(path)
+    if not path.exists():
+        raise DataError("data.path", str(path), "file not found")
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise DataError(
+            "data.path",
+            str(path),
+            "reading Parquet needs pyarrow: pip install 'bayescrl[parquet]' (or use JSONL)",
+        ) from exc
+    try:
+        return pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises ArrowInvalid & co. on a corrupt or non-Parquet file
+        raise DataError("data.path", str(path), f"not a readable Parquet file: {exc}") from exc
+
+
+def load_trl(
+    rows: Iterable[Mapping[str, Any]] | str | Path, primary: str = "chosen", source: str = "trl"
+) -> PreferenceData:
+    """Load TRL's preference format with one extra label column per additional objective.
+
+    Each row has ``prompt``, ``chosen``, ``rejected`` (TRL's ``DPOTrainer`` columns, plain strings) and, for
+    every extra objective ``<name>``, a 0/1 column ``pref_<name>`` (1: ``chosen`` is preferred under
+    ``<name>`` too, 0: ``rejected`` is), plus an optional ``rater`` column (kept in
+    :attr:`PreferenceData.raters`). The ``chosen``/``rejected`` annotation is objective ``primary`` and comes
+    last, the thesis' convention for the primary objective ``K``; the ``pref_`` columns come first in sorted
+    order. ``rows`` may be a JSONL or Parquet path or a list of mappings. A label column that some rows lack
+    (or hold null) is an error naming the first such row; nothing is dropped or imputed.
+    """
+    if isinstance(rows, (str, Path)):
+        source = Path(rows).name
+        rows = _read_rows(rows)
+    rows = list(rows)
+    if not rows:
+        raise DataError(source, 0, "no records")
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise DataError(source, row, "row must be a mapping", index=i)
+    cols = sorted({k for row in rows for k in row if isinstance(k, str) and k.startswith(PREF_PREFIX)})
+    names = tuple(c[len(PREF_PREFIX) :] for c in cols)
+    if primary in names or not primary:
+        raise DataError("data.primary", primary, f"must be a non-empty name other than {list(names)}")
+    has_rater = any("rater" in row for row in rows)
+    native, raters = [], []
+    for i, row in enumerate(rows):
+        for c in ("prompt", "chosen", "rejected", *cols):
+            v = row.get(c)
+            if v is None or (isinstance(v, float) and v != v):  # absent, null or NaN (Parquet/pandas)
+                what = "label missing (other rows have this column)" if c in cols else "missing field"
+                raise DataError(f"{source}.{c}", v, what, index=i)
+        if has_rater:
+            r = row.get("rater")
+            if r is None or isinstance(r, bool) or not isinstance(r, (str, int)):
+                raise DataError(f"{source}.rater", r, "rater must be a string or integer id in every row", i)
+            raters.append(str(r))
+        prefs = [_check_bit(row[c], f"{source}.{c}", i) for c in cols]
+        native.append(
+            {
+                "prompt": row["prompt"],
+                "response_a": row["chosen"],
+                "response_b": row["rejected"],
+                "prefs": [*prefs, 1],
+            }
+        )
+    data = validate_records(native, len(cols) + 1, (*names, primary), source=source)
+    return PreferenceData(
+        data.prompts, data.responses_a, data.responses_b, data.prefs, data.names, tuple(raters)
+    )
+
+
 def from_scored_samples(
     prompts: Sequence[str],
     answers: Sequence[Sequence[str]],
@@ -359,7 +443,11 @@ def load_hh_rlhf(
 
 
 def load_data(spec: Mapping[str, Any] | str | Path, num_objectives: int | None = None) -> PreferenceData:
-    """Load from a config entry: a path (native JSONL) or ``{"path", "format": native|trl|hh, "columns"}``."""
+    """Load from a config entry: a path (native JSONL) or ``{"path", "format": native|trl|hh, "columns"}``.
+
+    ``format: trl`` without ``columns`` reads ``pref_<name>`` label columns (:func:`load_trl`; JSONL or
+    Parquet, ``primary`` names the chosen/rejected objective); with ``columns`` every listed column is an
+    objective (:func:`from_trl_rows`)."""
     if isinstance(spec, (str, Path)):
         return load_jsonl(spec, num_objectives)
     fmt = spec.get("format", "native")
@@ -369,7 +457,9 @@ def load_data(spec: Mapping[str, Any] | str | Path, num_objectives: int | None =
     if fmt == "native":
         return load_jsonl(path, num_objectives, spec.get("names", ()))
     if fmt == "trl":
-        return from_trl_rows(path, spec.get("columns", ()))
+        if spec.get("columns"):
+            return from_trl_rows(path, spec["columns"])
+        return load_trl(path, spec.get("primary") or "chosen")
     if fmt == "hh":
         return load_hh_rlhf(path, spec.get("columns", ()))
     raise DataError("data.format", fmt, "must be one of native, trl, hh")

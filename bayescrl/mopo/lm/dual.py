@@ -112,6 +112,30 @@ def barrier_lambda(g: torch.Tensor, b: torch.Tensor, sigma: torch.Tensor) -> tor
     return obj.barrier_multipliers(g, b, sigma)
 
 
+def barrier_lagrangian(
+    log_ratio: torch.Tensor,
+    p: torch.Tensor,
+    q: torch.Tensor,
+    weight: torch.Tensor,
+    b: torch.Tensor,
+    sigma: torch.Tensor,
+    tau: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``L_LB(rho, sigma) = F(rho) - sum_k B_{sigma_k, sigma_k^2}(b_k - G_k(rho))`` (Eq. `logbarrier`), ``G``.
+
+    ``rho = pi_psi / pi_lag`` of the atoms from ``log_ratio = log pi_psi - log pi_lag`` ``(H, n)``,
+    self-normalised under the reference measure ``weight`` (``E_w[rho] = 1``, as ``rho*`` is normalised in
+    :func:`batch_dual`); ``F = E_w[rho p] - tau E_w[rho ln rho]`` and ``G = E_w[rho q]``
+    (:func:`objective.primal_values`). Differentiable in ``log_ratio``: its gradient is Eq.
+    `log-barrier-objective-grad`, ``dF + sum_k lam_k dG_k`` with ``lam_k = sigma_k / max(G_k - b_k,
+    sigma_k^2)``. With atoms = actions and ``weight = pi_ref`` this is the tabular objective of
+    :func:`bayescrl.mopo.tabular.run_mopo_lb` (tested). Returns ``(L_LB (H,), G (H, C))``.
+    """
+    rho = obj.normalized_ratio(log_ratio, weight)
+    f, g = obj.primal_values(rho, p, q, tau, weight=weight)
+    return obj.barrier_objective(f, g, b, sigma), g
+
+
 def threshold(beta: torch.Tensor, ell: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """``b = beta * G(rho^(t-t0))`` with ``rho^(t-t0) = pi_lag / pi_ref`` self-normalised on the batch."""
     return obj.adaptive_threshold(beta, obj.normalized_ratio(ell), q)

@@ -6,18 +6,31 @@ One step on a mini-batch of ``M`` records (``2M`` sequences after the symmetric 
    into a copy of the adapted weights once per lag, ``merge_lagged_mb``; cached until the next lag update)
    of every response, without gradients;
 2. ``chi`` step on the lower bound (Eq. `chi_update`) at ``rho_lam^(t-1)``;
-3. ``lambda`` step on the dual (Eq. `lambda_policy_update`), or the log-barrier multipliers (``mopo-lb``);
+3. ``lambda`` step on the dual (Eq. `lambda_policy_update`);
 4. ``rho_lam^(t)`` in closed form (Eq. `empirical-dual`) and one Adam step on the importance-weighted
    behaviour cloning loss ``-mean_j u_j log pi_psi(y_j | x_j)`` (Eq. `policy-extraction`), or with
    ``extraction="pairwise"`` on the pairwise cross-entropy of
    :func:`bayescrl.mopo.objective.pairwise_extraction_loss` (a documented departure);
+   ``mopo-lb`` replaces 2-4 by one Adam ascent step on the relaxed log-barrier Lagrangian ``L_LB(rho_psi,
+   sigma^(t))`` (Eq. `logbarrier`; appendix `logbarrier`: "at each iteration, one can take a single
+   optimization step") with ``rho_psi = pi_psi / pi_lag`` on the batch (:func:`dual.barrier_lagrangian`);
+   the logged ``lambda`` are the implied multipliers ``sigma / max(G - b, sigma^2)``;
 5. every ``t0`` steps: ``pi_lag <- pi_psi^(t - t0)`` and ``b <- beta * G(rho^(t - t0))``. ``G`` is estimated
    on the next ``threshold_batches`` training mini-batches, drawn ahead; their ``log pi_ref`` and
    ``log pi_lag`` are kept and those batches are trained on next, so the estimate costs no extra pass (the
    values are the ones the steps would compute: ``pi_ref`` and ``pi_lag`` do not change in between).
 
-``lambda``, ``chi``, ``b``, ``G`` and the lower bounds are logged at every step. The same loop trains the
-DPO baselines (``method="dpo"``) so that they share data, tokenisation, LoRA and precision with MOPO.
+``lambda``, ``chi``, ``b``, ``G`` and the lower bounds are logged at every step; a non-finite loss or
+multiplier stops training with a :class:`bayescrl.utils.DataError` naming the step.
+
+Several processes (``accelerate launch``, DDP): every process draws the same global batch of
+``P * batch_size`` records (one seeded generator) and trains on its slice; the per-atom quantities the dual
+needs (record indices, lagged log-ratios, log-ratios of ``mopo-lb``) are all-gathered, so every process
+computes the same ``chi``, ``lambda``, ``b`` and importance weights as one process on the global batch would,
+and the policy loss is each process's share of the global one (DDP averages the gradients).
+
+The same loop trains the DPO baselines (``method="dpo"``) so that they share data, tokenisation, LoRA and
+precision with MOPO.
 See :mod:`bayescrl.mopo.lm.dual` for where the batched formulas depart from the text.
 """
 
@@ -52,6 +65,23 @@ class _Batch:
     ell: torch.Tensor | None = None
 
 
+def sigma_at(c: MOPOLMConfig, t: int) -> torch.Tensor:
+    """``sigma^(t) = max(sigma_0 gamma^t, sigma_min)`` (appendix `logbarrier`; floor: see the config)."""
+    return obj.sigma_schedule(c.sigma_init, c.sigma_decay, t).float().clamp_min(c.sigma_min)
+
+
+def _check_finite(rec: dict[str, Any], step: int) -> None:
+    """Stop at the first non-finite loss or multiplier (a run never goes on, or ends, with NaN)."""
+    for key in ("loss", "lambda", "chi", "b", "G"):
+        if key in rec and not torch.isfinite(torch.as_tensor(rec[key], dtype=torch.float64)).all():
+            raise DataError(
+                f"train.{key}",
+                rec[key],
+                f"not finite at step {step}: training diverged (lower train.lr or train.lr_lambda, raise "
+                "train.tau, or use dtype float32)",
+            )
+
+
 def _adam(params: list[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
     """Adam, fused where torch has a fused kernel for the parameters' device (CPU, CUDA, ...): as TRL's
     default ``adamw_torch_fused`` (AdamW with weight decay 0 is Adam); ~4x faster than the per-tensor loop
@@ -71,8 +101,8 @@ class MOPOLMTrainer:
         tokenizer: a HF tokenizer with ``eos_token_id`` and ``pad_token_id``.
         data: validated preference data (K objectives).
         config: :class:`MOPOLMConfig`.
-        accelerator: optional ``accelerate.Accelerator`` (device placement, mixed precision, several GPUs:
-            dual statistics are averaged across processes so every process keeps the same ``lambda``).
+        accelerator: optional ``accelerate.Accelerator`` (device placement, mixed precision, several
+            processes: the dual is computed on the all-gathered global batch, see the module docstring).
         log_path: optional JSONL file receiving one line per step.
     """
 
@@ -126,7 +156,9 @@ class MOPOLMTrainer:
         self.step_count = 0
         self.lag_snapshot: dict[str, torch.Tensor] | None = None  # None = pi_ref itself
         self.pending_snapshot: dict[str, torch.Tensor] | None = None
-        self.gen = torch.Generator().manual_seed(c.seed + (accelerator.process_index if accelerator else 0))
+        self.world = accelerator.num_processes if accelerator is not None else 1
+        self.rank = accelerator.process_index if accelerator is not None else 0
+        self.gen = torch.Generator().manual_seed(c.seed)  # same on every process: one global batch order
         self._order: list[int] = []
         self._ahead: list[_Batch] = []  # drawn for a threshold estimate, trained on next
         n = len(data)
@@ -161,18 +193,30 @@ class MOPOLMTrainer:
         return self.accelerator.device if self.accelerator else next(self.model.parameters()).device
 
     def _mean(self, x: torch.Tensor) -> torch.Tensor:
-        if self.accelerator is None or self.accelerator.num_processes == 1:
+        if self.world == 1:
             return x
         return self.accelerator.reduce(x.to(self.device), reduction="mean").cpu()
 
+    def _gather(self, x: torch.Tensor) -> torch.Tensor:
+        """Concatenate ``x`` over processes along its last (atom) dim, in process order (CPU result)."""
+        if self.world == 1:
+            return x
+        y = self.accelerator.gather(x.movedim(-1, 0).contiguous().to(self.device))
+        return y.cpu().movedim(0, -1)
+
+    def _local(self, n_local: int) -> slice:
+        """This process's atoms in a gathered global batch."""
+        return slice(self.rank * n_local, (self.rank + 1) * n_local)
+
     def next_indices(self) -> list[int]:
-        """The next ``batch_size`` record indices (reshuffled each epoch, seeded)."""
-        out: list[int] = []
-        while len(out) < self.config.batch_size:
+        """This process's ``batch_size`` record indices of the next global batch (reshuffled each epoch,
+        seeded; every process draws the same ``world * batch_size`` indices and keeps its slice)."""
+        bs, out = self.config.batch_size, []
+        while len(out) < bs * self.world:
             if not self._order:
                 self._order = torch.randperm(len(self.data), generator=self.gen).tolist()
             out.append(self._order.pop())
-        return out
+        return out[self.rank * bs : (self.rank + 1) * bs]
 
     def batch(self, idx: list[int]) -> dict[str, torch.Tensor]:
         """Collated ``[a ; b]`` sequences of the records ``idx`` (``2 * len(idx)`` rows)."""
@@ -242,6 +286,15 @@ class MOPOLMTrainer:
         rows = torch.tensor(idx + [n + i for i in idx])
         return self._p_all[:, rows], self._q_all[:, rows]
 
+    def _global(self, idx: list[int], ell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``p``, ``q`` and ``ell`` of the global batch: every process's atoms ``[a_r ; b_r]`` in order."""
+        if self.world == 1:
+            return (*self._pq(idx), ell)
+        all_idx = self._gather(torch.tensor(idx)).view(self.world, -1).tolist()
+        parts = [self._pq(i) for i in all_idx]
+        p = torch.cat([a for a, _ in parts], 1)
+        return p, torch.cat([b for _, b in parts], 1), self._gather(ell)
+
     def _draw(self) -> _Batch:
         """The next training mini-batch: one drawn ahead by a threshold update, else a fresh one."""
         if self._ahead:
@@ -280,6 +333,7 @@ class MOPOLMTrainer:
         else:
             rec = self._mopo_step(idx, batch, ref, ell)
         self.step_count += 1
+        _check_finite(rec, self.step_count)
         if c.method != "dpo" and self.step_count % c.t0 == 0:
             self._lag_update()
         rec.update(step=self.step_count, seconds=time.perf_counter() - t0)
@@ -291,32 +345,59 @@ class MOPOLMTrainer:
 
     def _mopo_step(self, idx, batch, ref, ell) -> dict[str, Any]:
         c = self.config
-        p, q = self._pq(idx)
-        d = dual.batch_dual(p, q, ell, self.lam, c.tau)  # at lambda^(t-1)
-        g = self._mean(d.g)
-        if c.method == "mopo":
-            self.chi = self._mean(dual.chi_step(self.chi, d, q, c.epsilon, c.lr_chi))
-            bound = self._mean(dual.lower_bounds(d, q, self.chi, c.epsilon))
-            self.lam = dual.lambda_step(self.lam, bound, self.b, c.lr_lambda)
-        else:  # mopo-lb: multipliers from the relaxed barrier, sigma decreasing
-            bound = g
-            self.lam = dual.barrier_lambda(g, self.b, self.sigma)
-            self.sigma = self.sigma * c.sigma_decay
-        d = dual.batch_dual(p, q, ell, self.lam, c.tau, with_g=False)  # rho_lambda^(t)
+        p, q, ell_g = self._global(idx, ell)  # the global batch (= the local one on one process)
+        own = self._local(ell.shape[-1])
+        if c.method == "mopo-lb":
+            return self._barrier_step(batch, ref, ell, p, q, ell_g, own)
+        d = dual.batch_dual(p, q, ell_g, self.lam, c.tau)  # at lambda^(t-1)
+        g = d.g
+        self.chi = dual.chi_step(self.chi, d, q, c.epsilon, c.lr_chi)
+        bound = dual.lower_bounds(d, q, self.chi, c.epsilon)
+        self.lam = dual.lambda_step(self.lam, bound, self.b, c.lr_lambda)
+        d = dual.batch_dual(p, q, ell_g, self.lam, c.tau, with_g=False)  # rho_lambda^(t)
         logp = self.policy(batch)  # (H, 2M) with grad
         if c.extraction == "pairwise":  # rho* is relative to pi_lag = pi_ref * exp(ell)
             base = (ref.unsqueeze(0) + ell).to(logp.device, torch.float32)
-            loss = obj.pairwise_extraction_loss(logp.float(), base, d.log_rho.to(base)).mean()
-        else:  # Eq. `policy-extraction`
-            loss = obj.bc_loss(logp, d.u.to(logp.device)).mean()
+            loss = obj.pairwise_extraction_loss(logp.float(), base, d.log_rho[:, own].to(base)).mean()
+        else:  # Eq. `policy-extraction`; u has mean 1 over the global batch
+            loss = obj.bc_loss(logp, d.u[:, own].to(logp.device)).mean()
         self._backward(loss)
         return {
-            "loss": loss.item(),
+            "loss": self._mean(loss.detach()).item(),
             "lambda": self.lam.tolist(),
             "chi": self.chi.tolist(),
             "b": self.b.tolist(),
             "G": g.tolist(),
             "lower_bound": bound.tolist(),
+            "logratio_ref": (logp.detach().cpu() - ref).mean().item(),
+        }
+
+    def _barrier_step(self, batch, ref, ell, p, q, ell_g, own) -> dict[str, Any]:
+        """One ascent step on ``L_LB(rho_psi, sigma^(t))`` (Eq. `logbarrier`, appendix `logbarrier`).
+
+        ``L_LB`` couples the atoms (``rho`` is normalised over the batch), so it is differentiated in the
+        gathered log-ratios and each process backpropagates its atoms' share ``sum_j dL/dl_j l_j`` (times
+        the number of processes, which DDP's gradient average divides out)."""
+        c = self.config
+        t = self.step_count + 1
+        self.sigma = sigma_at(c, t).expand_as(self.b).clone()
+        logp = self.policy(batch)  # (H, 2M) with grad
+        rel = logp.detach().float().cpu() - ref - ell  # log pi_psi - log pi_lag
+        x = self._gather(rel).requires_grad_(True)
+        w = obj.normalized_ratio(ell_g) / ell_g.shape[-1]  # lagged reference measure of the atoms
+        lb, g = dual.barrier_lagrangian(x, p, q, w, self.b, self.sigma, c.tau)
+        (grad,) = torch.autograd.grad(lb.sum(), x)
+        coef = (grad[:, own] * self.world).to(logp.device, logp.dtype)
+        self._backward(-(coef * logp).sum())  # d/dpsi = -dL_LB/dpsi (this process's share)
+        self.lam = dual.barrier_lambda(g.detach(), self.b, self.sigma)
+        return {
+            "loss": -float(lb.detach().mean()),
+            "lambda": self.lam.tolist(),
+            "chi": self.chi.tolist(),
+            "b": self.b.tolist(),
+            "G": g.detach().tolist(),
+            "lower_bound": g.detach().tolist(),
+            "sigma": self.sigma.tolist(),
             "logratio_ref": (logp.detach().cpu() - ref).mean().item(),
         }
 
@@ -363,9 +444,9 @@ class MOPOLMTrainer:
             gs = []
             for d in self._ahead[: c.threshold_batches]:
                 _, ell = self._prepare(d)
-                _, q = self._pq(d.idx)
-                gs.append(dual.threshold(self.beta, ell, q))
-            self.b = self._mean(torch.stack(gs).mean(0))
+                _, q, ell_g = self._global(d.idx, ell)
+                gs.append(dual.threshold(self.beta, ell_g, q))
+            self.b = torch.stack(gs).mean(0)
 
     def train(self, steps: int | None = None) -> list[dict[str, Any]]:
         """Run ``steps`` (default ``config.steps``) iterations; returns the per-step log."""
