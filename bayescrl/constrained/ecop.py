@@ -47,15 +47,21 @@ Departures (documented in ``docs/ecop.md``):
 * ``sum_h E_{s ~ rho_h}[.]`` is estimated as ``H_eff * mean over samples`` with ``H_eff`` the mean
   episode length; cost advantages are centred but never scaled, so that ``L_Ci + J_Ci - d_i`` stays in
   cost units; reward advantages are normalised (mean 0, sd 1);
-* ``constraint_scale="per_step"`` (default) divides ``J_Ci - d_i`` by ``H_eff`` and uses the per-step
-  mean of the clipped cost surrogate (the constraint in per-step units, as P3O's ``(1 - gamma)`` and
-  CPO's ``c / ep_len`` rescalings). A positive rescaling of a constraint leaves the feasible set and the
-  solution unchanged (Theorem `th:relu_solution_same` holds with rescaled ``beta``, ``lambda``); with
-  episode units ``beta (J_C - d)`` moved ``lambda`` by hundreds per iteration on PointCircle.
-  ``constraint_scale="episode"`` gives the text's literal scale. (Until this was fixed, per_step also
-  divided the cost advantages by their sd, "normalising both" as the seed's appendix says; that made
-  ``L_Ci`` unitless next to ``(J_Ci - d_i) / H`` and inflated critic noise in cost-free batches to the
-  reward advantages' scale -- see :meth:`ECOP.cost_advantages`);
+* ``Psi``, ``lambda`` and ``beta`` are in episode units, as in the text: ``lambda <- max(0, lambda +
+  beta (J_C - d))`` and the penalty of Eq. `main_e-COP_problem` on ``L_Ci + J_Ci - d_i``.
+  ``constraint_scale="per_step"`` (default) divides the whole loss by ``H_eff`` (the reward term becomes
+  the per-sample mean; same minimiser, Adam steps of the usual size); ``"episode"`` keeps the literal
+  ``sum_h`` reward term. (Until 2026-11-25 per_step divided ``J_Ci - d_i`` and the surrogate by ``H_eff``
+  but not ``beta``: the effective damping and multiplier step were ``beta / H``; test
+  ``test_ecop_multiplier_step_is_beta_times_episode_gap``. Before that, per_step also divided the cost
+  advantages by their sd, which made ``L_Ci`` unitless next to ``J_Ci - d_i`` and inflated critic noise
+  in cost-free batches -- see :meth:`ECOP.cost_advantages`);
+* the loss is the *second* display of the chapter, Eq. `main_e-COP_problem`, with its term
+  ``lambda relu(Psi)`` next to the damped term, so for ``Psi > 0`` the penalty's slope is
+  ``2 lambda + beta Psi`` (``lambda + beta Psi`` on ``-lambda/beta < Psi <= 0``). The first display,
+  Eq. `damped_intermediate_problem`, has only the damped term (slope ``lambda + beta Psi``); the
+  algorithm box minimises Eq. `main_e-COP_problem`, the exact-penalty (P3O) term added when the clipped
+  surrogates are introduced, so the code follows the algorithm (test ``test_ecop_penalty_slope``);
 * in Eq. `lagrangeupdaterule`, ``Psi(pi_{k-1}, pi_{k-1})`` is evaluated as ``J_Ci - d_i``: its advantage
   term has expectation exactly 0 under ``pi_{k-1}``, and its sample estimate is only the critic's bias
   times ``H`` (which made the multipliers explode in our first PointCircle runs);
@@ -88,7 +94,7 @@ class ECOPConfig(TrainConfig):
     adaptive_beta: bool = True
     kappa: float = 1.02  # beta <- min(beta_max, kappa beta)
     beta_max: float = 20.0
-    constraint_scale: str = "per_step"  # per_step: Psi / H_eff (default) | episode: Psi as written
+    constraint_scale: str = "per_step"  # per_step: loss / H_eff (default) | episode: sum_h reward term
 
     def validate(self) -> None:
         super().validate()
@@ -116,6 +122,9 @@ def ecop_damping(
     ``C = sum_t sum_i max(J_Ci - d_i, -lambda_i/beta)`` (the ``H`` equal terms of the sum over ``t``, see
     the module docstring), ``zeta = sqrt(m)/beta max_i |lambda_i|``; ``beta' = min(beta_max, kappa beta)``
     if ``C >= zeta``, else ``beta``. ``gap [m]`` holds ``J_Ci - d_i`` and ``lam [m]`` the multipliers.
+    With ``lambda = 0``: ``zeta = 0`` and ``C = H sum_i max(J_Ci - d_i, 0) >= 0``, so the test holds on
+    *every* iteration, feasible or not, and beta grows by ``kappa`` per iteration until a multiplier is
+    positive or ``beta_max`` is reached (the text's rule, kept).
     """
     c_val = float(horizon * torch.maximum(gap.double(), -lam.double() / beta).sum())
     zeta = math.sqrt(lam.numel()) / beta * float(lam.abs().max())
@@ -153,11 +162,11 @@ class ECOP(OnPolicyAlgorithm):
     def cost_advantages(batch: Batch) -> torch.Tensor:
         """Cost advantages for ``L_Ci``: centred, never rescaled.
 
-        ``L_Ci + J_Ci - d_i`` must stay an estimate of ``J_Ci(theta) - d_i`` (in per-step units with
-        ``constraint_scale="per_step"``: ``mean(rho A_C)`` vs ``(J_C - d) / H``), so ``A_C`` keeps the
-        cost's units. Dividing by its sd (done before) mixed units -- the penalty switched on from the
-        surrogate alone, whatever ``J_C - d`` was -- and, in batches with no cost, blew critic noise up
-        to the reward advantages' scale (test ``test_ecop_cost_surrogate_scales_with_costs``).
+        ``L_Ci + J_Ci - d_i`` must stay an estimate of ``J_Ci(theta) - d_i`` (``H_eff mean(rho A_C)``
+        next to ``J_C - d``), so ``A_C`` keeps the cost's units. Dividing by its sd (done before) mixed
+        units -- the penalty switched on from the surrogate alone, whatever ``J_C - d`` was -- and, in
+        batches with no cost, blew critic noise up to the reward advantages' scale (test
+        ``test_ecop_cost_surrogate_scales_with_costs``).
         """
         adv = batch.advantages[:, 1:]
         return adv - adv.mean(0)
@@ -167,23 +176,23 @@ class ECOP(OnPolicyAlgorithm):
         h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
-        per_step = cfg.constraint_scale == "per_step"
         adv_c = self.cost_advantages(batch)
-        scale = 1.0 / h_eff if per_step else 1.0
-        gap = scale * (batch.ep_cost_est - self.cost_limits).float()  # J_Ci(pi_{k-1}) - d_i
+        # J_Ci(pi_{k-1}) - d_i in episode units, as in Eq. `lagrangeupdaterule` and `main_e-COP_problem`
+        gap = (batch.ep_cost_est - self.cost_limits).float()
         # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1): the advantage term
         # sum_h E_{a ~ pi_{k-1}}[A^{pi_{k-1}}_{C,h}] is exactly 0, so Psi = J_C(pi_{k-1}) - d.
-        psi_old = gap.double()
-        self.lam = ecop_multiplier_update(self.lam, psi_old, self.beta)
+        self.lam = ecop_multiplier_update(self.lam, gap.double(), self.beta)
         lam, beta = self.lam.float(), self.beta
+        # per_step: the whole loss of Eq. `main_e-COP_problem` divided by H_eff (same minimiser, per-sample
+        # reward term); episode: the literal sum over h of the reward term
+        r_weight, p_weight = (1.0, 1.0 / h_eff) if cfg.constraint_scale == "per_step" else (h_eff, 1.0)
 
         def loss_fn(idx, ratio, dist):
-            loss = -clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
+            loss = -r_weight * clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
             if self.m:
-                l_c = (1.0 if per_step else h_eff) * clipped_surrogate(
-                    ratio, adv_c[idx], cfg.clip, "max"
-                ).mean(0)
-                loss = loss + ecop_penalty(l_c + gap, lam, beta)
+                # L_Ci = sum_h E[max(rho A_C, clip(rho) A_C)] ~ H_eff * per-sample mean (episode units)
+                l_c = h_eff * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
+                loss = loss + p_weight * ecop_penalty(l_c + gap, lam, beta)
             return loss
 
         logs = first_order_policy_update(self, batch, loss_fn)
