@@ -24,7 +24,7 @@ def plot_mean_sd(
     xlabel: str,
     ylabel: str,
     title: str = "",
-    x: Sequence[float] | None = None,
+    x: Sequence[float] | Mapping[str, Sequence[float]] | None = None,
     hline: float | None = None,
     hline_label: str = "limit",
     logy: bool = False,
@@ -36,13 +36,15 @@ def plot_mean_sd(
     ``logy`` draws the y axis on a log scale (bands and zeros clipped to the smallest positive value
     shown); ``refs`` (label -> y) adds dashed reference lines, e.g. an exact solution, in the colour of the
     curve with the same label prefix when there is one. ``band_label`` says what the bands are (legend).
+    ``x`` is one x axis for all curves or a mapping label -> x (curves of different lengths).
     """
     p = plt()
     fig, ax = p.subplots(figsize=(6.4, 4.2))
     colours: dict[str, str] = {}
     for label, (mean, sd) in curves.items():
         mean, sd = np.asarray(mean, float), np.asarray(sd, float)
-        xs = np.arange(1, len(mean) + 1) if x is None else np.asarray(x)
+        xl = x.get(label) if isinstance(x, Mapping) else x  # one x for all curves, or one per label
+        xs = np.arange(1, len(mean) + 1) if xl is None else np.asarray(xl)
         (line,) = ax.plot(xs, mean, label=label)
         colours[str(label)] = line.get_color()
         lo, hi = mean - sd, mean + sd
