@@ -59,3 +59,26 @@ def test_ppo_lagrangian_cost_advantage_scaling(ell, unit):
     assert adv_c.mean(0).abs().max() < 1e-5
     raw_sd = float(batch.advantages[:, 1].std())
     assert float(adv_c[:, 0].std()) == pytest.approx(1.0 if unit else raw_sd, rel=1e-4)
+
+
+@pytest.mark.parametrize("q", [1e-14, 1e-12])
+def test_acpo_tiny_reward_gradient_skips_the_dual_step(monkeypatch, q):
+    """q = gᵀH⁻¹g in (1e-16, 1e-12] used to reach `acpo_dual` and raise ConfigError mid-training; now the
+    feasible branch takes no step (no ascent direction) and training goes on."""
+    from bayescrl.constrained import acpo as acpo_mod
+    from bayescrl.constrained.acpo import ACPO
+
+    real = acpo_mod.trust_region_terms
+
+    def tiny(*a, **k):
+        tr = real(*a, **k)
+        s = (q / tr.q) ** 0.5  # scale g (and H⁻¹g, r) so that gᵀH⁻¹g = q
+        tr.g, tr.v, tr.r, tr.q = s * tr.g, s * tr.v, s * tr.r, q
+        return tr
+
+    monkeypatch.setattr(acpo_mod, "trust_region_terms", tiny)
+    cmdp, factory = _factory()
+    algo = ACPO(factory, cost_limits=[10.0], seed=0, config={**CFG, "delta": 0.01})  # feasible
+    algo.learn(400, progress=False)
+    algo.close()
+    assert [h["branch"] for h in algo.history] == ["none", "none"]

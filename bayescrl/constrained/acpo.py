@@ -53,6 +53,7 @@ import torch
 
 from bayescrl.constrained.acpo_eval import AverageProtocolMixin
 from bayescrl.constrained.acpo_math import (
+    Q_MIN,
     acpo_accept,
     acpo_dual,
     acpo_dual_update,
@@ -311,12 +312,16 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
                 np.std(batch.ep_costs, 0) if len(batch.ep_costs) > 1 else np.zeros(self.m)
             ).tolist(),
         }
-        if tr.q <= 1e-16:
+        feasible = self.m == 0 or acpo_feasible(tr.S, c, cfg.delta)
+        if feasible and tr.q <= Q_MIN:
+            # no reward ascent direction (q = gᵀH⁻¹g ≈ 0, the dual Eq. `acpo_dual` is undefined) and x = 0
+            # is feasible: no step. Same threshold as `acpo_dual` (a q in (1e-16, 1e-12] used to reach
+            # it and raise mid-training); the recovery step below needs no q.
             logs.update(branch="none", backtracks=-1)
             self._last = {"mu": [0.0] * self.m}
             self._prev_pred = np.zeros(self.m)
             return logs
-        if self.m == 0 or acpo_feasible(tr.S, c, cfg.delta):
+        if feasible:
             if self.m == 0:
                 step, lam, mu = (
                     tr.v / math.sqrt(tr.q / (2 * cfg.delta)),

@@ -42,9 +42,12 @@ from bayescrl.constrained.core.optim import conjugate_gradient, line_search
 from bayescrl.utils.errors import ConfigError
 
 _EPS = 1e-12
+#: smallest ``q = gᵀH⁻¹g`` the dual accepts; callers skip the dual step at or below it (no ascent direction)
+Q_MIN = _EPS
 
 __all__ = [
     "DualSolution",
+    "Q_MIN",
     "acpo_accept",
     "acpo_dual",
     "acpo_dual_objective",
