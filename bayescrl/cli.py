@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "bayescrl.prefrl.cli:prefs",
         "Export pending preference queries to a labelling page; import labels.",
     ),
+    "sweep": ("bayescrl.sweep.cli:sweep", "Run a grid of runs (algos x envs x seeds x --set) on Ray."),
+    "report": ("bayescrl.sweep.cli:report", "Tabulate a sweep: mean ± sd over seeds, curves."),
 }
 
 
