@@ -1,0 +1,147 @@
+"""``bayescrl sweep SWEEP.yaml --out DIR`` and ``bayescrl report DIR``.
+
+Examples::
+
+    bayescrl sweep examples/sweeps/smoke.yaml --out runs/smoke            # local Ray, or a process pool
+    bayescrl sweep examples/sweeps/ecop_pointcircle.yaml --out runs/pc --address auto   # a running cluster
+    bayescrl sweep examples/sweeps/ecop_pointcircle.yaml --out runs/pc    # again: resumes, skips finished
+    bayescrl report runs/pc                                               # table + learning curves
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from bayescrl.utils.checks import positive_int
+
+
+@click.command("sweep")
+@click.argument("sweep_file", metavar="SWEEP.yaml", type=click.Path(dir_okay=False))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Sweep folder.")
+@click.option(
+    "--address",
+    default=None,
+    help="A running Ray cluster: ray://HOST:PORT (Ray client), HOST:PORT or auto. Default: a local Ray "
+    "instance started and stopped by this command (or, without Ray, a local process pool).",
+)
+@click.option(
+    "--workers", default=None, type=int, help="Runs at a time (default: this machine's / the cluster's CPUs)."
+)
+@click.option(
+    "--backend",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "ray", "local"]),
+    help="ray: Ray Core tasks; local: a local process pool (no Ray); auto: Ray when installed.",
+)
+@click.option(
+    "--retries", default=2, show_default=True, type=int, help="Restarts of a run whose process died."
+)
+@click.option("--dry-run", is_flag=True, help="Validate every grid point and list the runs; run nothing.")
+@click.option("--progress/--no-progress", default=None, help="Overall bar with ETA (default: on a terminal).")
+def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress) -> None:
+    """Run the grid of SWEEP.yaml (command x grid x seeds x --set grid); each run writes DIR/<run-id>/
+    as the single command does. Re-running resumes: finished runs are skipped, unfinished ones continue
+    from their checkpoints. Prints one line per finished run, then the report (bayescrl report DIR)."""
+    from bayescrl.sweep.report import build_report, run_summary
+    from bayescrl.sweep.runner import check_address, prepare_dir, resolve_backend, run_all
+    from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
+    from bayescrl.utils.checks import prepare_out
+
+    if workers is not None:
+        workers = positive_int(workers, "--workers")
+    if retries < 0:
+        positive_int(retries, "--retries", minimum=0)
+    spec = load_sweep(sweep_file)
+    out_dir = prepare_out(out, "--out", create=False)
+    runs = build_runs(spec, out_dir)
+    validate_runs(spec, runs)  # every grid point, before any run starts or any file is written
+    chosen = resolve_backend(backend, address)
+    if address is not None:
+        check_address(address)
+    if dry_run:
+        for r in runs:
+            click.echo(f"{r.id}: bayescrl {' '.join(r.argv)}")
+        click.echo(f"{len(runs)} runs valid ({chosen} backend); nothing run (--dry-run)")
+        return
+    prepare_out(out_dir, "--out")
+    prepare_dir(out_dir, spec, runs, sweep_file)
+    total, t0 = len(runs), time.time()
+    show = sys.stderr.isatty() if progress is None else progress
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, unit="run", desc="sweep", disable=not show, dynamic_ncols=True, file=sys.stderr)
+    failed: list[dict] = []
+    count = [0]
+
+    def on_done(rec: dict) -> None:
+        bar.update(1)
+        count[0] += 1
+        k = count[0]
+        if rec["status"] == "done":
+            extra = " (resumed from checkpoint)" if rec.get("resumed") else ""
+            summary = run_summary(spec, out_dir / rec["id"])
+            line = f"[{k}/{total}] {rec['id']}: done in {rec['wall_s']:.1f} s{extra}" + (
+                f"; {summary}" if summary else ""
+            )
+        else:
+            failed.append(rec)
+            line = (
+                f"[{k}/{total}] {rec['id']}: FAILED (exit {rec.get('returncode')}): {rec.get('error', '')} "
+                f"-- log: {out_dir / 'logs' / (rec['id'] + '.log')}"
+            )
+        tqdm.write(line, file=sys.stdout)
+
+    try:
+        done_before = [r for r in runs if _finished(out_dir, r, spec)]
+        bar.update(len(done_before))
+        count[0] = len(done_before)
+        if done_before:
+            tqdm.write(f"{len(done_before)} of {total} runs already finished (skipped)", file=sys.stdout)
+        run_all(
+            spec,
+            runs,
+            out_dir,
+            backend=chosen,
+            workers=workers,
+            address=address,
+            retries=retries,
+            on_done=on_done,
+        )
+    finally:
+        bar.close()
+    report = build_report(out_dir)
+    click.echo(report["markdown"].rstrip())
+    click.echo(
+        f"{total - len(failed)} of {total} runs finished in {time.time() - t0:.1f} s ({chosen} backend) -> "
+        f"{out_dir / 'report.md'}"
+    )
+    if failed:
+        click.echo(f"error: {len(failed)} run(s) failed: {', '.join(r['id'] for r in failed)}", err=True)
+        sys.exit(1)
+
+
+def _finished(out_dir: Path, run, spec) -> bool:
+    from bayescrl.sweep.report import run_done
+
+    return run_done(out_dir, run.id, spec.adapter.result)
+
+
+@click.command("report")
+@click.argument("sweep_dir", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("--plots/--no-plots", default=True, show_default=True, help="Learning-curve PNGs.")
+def report(sweep_dir, plots) -> None:
+    """Tabulate a sweep: mean ± sd over seeds per grid point, the thesis' numbers beside them (the sweep
+    file's `reference:` block), learning curves; writes DIR/report.md, DIR/report.json, DIR/curves_*.png."""
+    from bayescrl.sweep.report import build_report
+    from bayescrl.utils.checks import prepare_out
+
+    prepare_out(sweep_dir, "DIR", create=False)
+    rep = build_report(Path(sweep_dir), plots=plots)
+    click.echo(rep["markdown"].rstrip())
+    figs = ", ".join(rep["figures"]) or "no figures"
+    click.echo(f"wrote {Path(sweep_dir) / 'report.md'}, report.json, {figs}")

@@ -1,0 +1,285 @@
+"""``bayescrl report DIR``: a sweep's table (mean ± sd over seeds per grid point, the thesis' numbers beside
+them) and learning-curve figures.
+
+The thesis reports "the mean and standard deviation ... over 5 runs" (Table `rewards_costs_comparison`,
+the learning-curve figures of chapters `ecop` and `acpo`): here ``mean`` is the average over a group's
+finished seeds and ``sd`` the sample standard deviation (``ddof = 1``; none for one seed). Writes
+``DIR/report.md``, ``DIR/report.json`` and ``DIR/curves_<metric>.png``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import statistics
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bayescrl.sweep.spec import SweepSpec, parse_sweep
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import write_json
+
+MANIFEST = "sweep.json"
+
+
+def flatten(obj: Any, prefix: str = "", max_list: int = 16) -> dict[str, float]:
+    """Numeric leaves of a results tree as ``{"a.b.0": x}`` (lists longer than ``max_list`` -- curves --
+    are skipped; ``None`` is skipped)."""
+    out: dict[str, float] = {}
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k), max_list))
+    elif isinstance(obj, list) and len(obj) <= max_list:
+        for i, v in enumerate(obj):
+            out.update(flatten(v, f"{prefix}.{i}" if prefix else str(i), max_list))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        out[prefix] = float(obj)
+    return out
+
+
+def select(flat: Mapping[str, float], patterns: list[str] | tuple[str, ...]) -> dict[str, float]:
+    """The entries of ``flat`` matching ``patterns`` (``*`` wildcards), in pattern order."""
+    out: dict[str, float] = {}
+    for pat in patterns:
+        for key in flat:
+            if key not in out and fnmatch.fnmatchcase(key, pat):
+                out[key] = flat[key]
+    return out
+
+
+def series(data: Any, pattern: str) -> dict[str, list[float]]:
+    """Curves named by a dotted ``pattern`` (``*`` matches any key or column): ``ep_return``,
+    ``ep_costs.0`` (column 0 of a list of rows), ``agents.*.regret_curve_mean``."""
+    out: dict[str, list[float]] = {}
+
+    def walk(node: Any, parts: list[str], name: str) -> None:
+        if not parts:
+            if isinstance(node, list) and node and all(_num(v) for v in node):
+                out[name] = [float(v) for v in node]
+            return
+        head, rest = parts[0], parts[1:]
+        if isinstance(node, Mapping):
+            for key in node if head == "*" else [head]:
+                if key in node:
+                    walk(node[key], rest, f"{name}.{key}" if name else str(key))
+        elif isinstance(node, list) and node and isinstance(node[0], list):  # rows -> a column
+            width = len(node[0])
+            cols = range(width) if head == "*" else [int(head)] if head.isdigit() else []
+            for c in cols:
+                if c < width:
+                    walk([row[c] if c < len(row) else None for row in node], rest, f"{name}.{c}")
+
+    walk(data, pattern.split("."), "")
+    return out
+
+
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def read_manifest(out: Path) -> dict:
+    path = Path(out) / MANIFEST
+    if not path.exists():
+        raise ConfigError(
+            "DIR", str(out), f"holds no {MANIFEST}: not a sweep folder (bayescrl sweep ... --out)"
+        )
+    return json.loads(path.read_text())
+
+
+def run_done(out: Path, run_id: str, result: str) -> bool:
+    status = Path(out) / "status" / f"{run_id}.json"
+    if not status.exists() or not (Path(out) / run_id / result).exists():
+        return False
+    try:
+        return json.loads(status.read_text()).get("status") == "done"
+    except json.JSONDecodeError:
+        return False
+
+
+def run_summary(spec: SweepSpec, run_dir: Path, n: int = 3) -> str:
+    """A few of a finished run's headline numbers, for its progress line."""
+    try:
+        data = json.loads((run_dir / spec.adapter.result).read_text())
+    except (OSError, json.JSONDecodeError):
+        return ""
+    vals = select(flatten(data), spec.report.get("metrics") or spec.adapter.metrics)
+    return ", ".join(f"{k} {v:.4g}" for k, v in list(vals.items())[:n])
+
+
+def _same(a: Any, b: Any) -> bool:
+    if _num(a) and _num(b):
+        return math.isclose(float(a), float(b), rel_tol=1e-9)
+    return str(a) == str(b)
+
+
+def _fmt(x: float | None) -> str:
+    return "–" if x is None else f"{x:.4g}"
+
+
+def build_report(out: str | Path, plots: bool = True) -> dict:
+    """Aggregate the finished runs of the sweep in ``out``; write report.md/.json (+ PNGs); return it."""
+    out = Path(out)
+    manifest = read_manifest(out)
+    spec = parse_sweep(manifest["spec"])
+    adapter = spec.adapter
+    patterns = spec.report.get("metrics") or list(adapter.metrics)
+    varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
+    groups: dict[str, dict[str, Any]] = {}
+    missing = []
+    for run in manifest["runs"]:
+        point = run["point"]
+        label = ", ".join(f"{k}={point[k]}" for k in varying) or "all"
+        g = groups.setdefault(label, {"point": {k: point[k] for k in varying}, "runs": [], "values": {}})
+        if not run_done(out, run["id"], adapter.result):
+            missing.append(run["id"])
+            continue
+        data = json.loads((out / run["id"] / adapter.result).read_text())
+        g["runs"].append(run)
+        for key, value in select(flatten(data), patterns).items():
+            g["values"].setdefault(key, []).append(value)
+    keys: list[str] = []
+    for g in groups.values():
+        keys += [k for k in g["values"] if k not in keys]
+    keys = list(select(dict.fromkeys(keys, 0.0), patterns))  # pattern order
+    ref_rows = (spec.reference or {}).get("rows") or []
+    table = []
+    for label, g in groups.items():
+        stats = {}
+        for key in keys:
+            vals = g["values"].get(key, [])
+            stats[key] = {
+                "mean": statistics.fmean(vals) if vals else None,
+                "sd": statistics.stdev(vals) if len(vals) > 1 else None,
+                "n": len(vals),
+                "values": vals,
+            }
+        ref = {}
+        for row in ref_rows:
+            if all(k in g["point"] and _same(g["point"][k], v) for k, v in (row.get("match") or {}).items()):
+                ref.update({k: v for k, v in row.items() if k != "match"})
+        table.append(
+            {
+                "group": label,
+                "point": g["point"],
+                "seeds": [r["point"].get("seed") for r in g["runs"]],
+                "runs": [r["id"] for r in g["runs"]],
+                "metrics": stats,
+                "reference": ref,
+            }
+        )
+    ref_keys = [k for k in keys if any(k in row["reference"] for row in table)]
+    fixed = {k: v[0] for k, v in spec.axes.items() if len(v) == 1 and k != "seed"}
+    fixed.update({f"args.{k}": v for k, v in spec.args.items()})
+    fixed.update({f"set.{k}": v for k, v in spec.set_fixed.items()})
+    md = _markdown(spec, table, varying, keys, ref_keys, fixed, len(manifest["runs"]), missing)
+    figures = _figures(out, spec, manifest, varying) if plots else []
+    report = {
+        "name": spec.name,
+        "command": spec.command,
+        "hash": spec.hash,
+        "fixed": fixed,
+        "groups": table,
+        "metrics": keys,
+        "reference_source": (spec.reference or {}).get("source"),
+        "runs": len(manifest["runs"]),
+        "missing": missing,
+        "figures": [str(p.name) for p in figures],
+        "sd": "sample standard deviation over seeds (ddof = 1)",
+    }
+    write_json(out / "report.json", report)
+    (out / "report.md").write_text(md)
+    report["markdown"] = md
+    return report
+
+
+def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing) -> str:
+    title = spec.name or f"bayescrl {spec.command} sweep"
+    lines = [f"## {title}", ""]
+    if fixed:
+        lines += ["Fixed: " + ", ".join(f"{k} = {v}" for k, v in fixed.items()) + ".", ""]
+    head = [*varying, "seeds"]
+    for k in keys:
+        head.append(f"{k} (mean ± sd)")
+        if k in ref_keys:
+            head.append("thesis")
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in table:
+        cells = [str(row["point"][k]) for k in varying] + [str(len(row["runs"]))]
+        for k in keys:
+            s = row["metrics"][k]
+            cell = _fmt(s["mean"]) if s["sd"] is None else f"{_fmt(s['mean'])} ± {_fmt(s['sd'])}"
+            cells.append(cell)
+            if k in ref_keys:
+                cells.append(_fmt(row["reference"].get(k)))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    src = (spec.reference or {}).get("source")
+    if ref_keys and src:
+        lines += [f"Thesis numbers: {src}.", ""]
+    done = n_runs - len(missing)
+    lines.append(
+        f"{done} of {n_runs} runs finished" + (f"; not finished: {', '.join(missing)}" if missing else ".")
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> list[Path]:
+    """Learning curves per curve key: one line per group (mean ± 1 sd over its seeds)."""
+    import numpy as np
+
+    from bayescrl.utils.plotting import plot_mean_sd
+
+    adapter = spec.adapter
+    patterns = spec.report.get("curves") or list(adapter.curves)
+    if not adapter.curve_file or not patterns:
+        return []
+    per: dict[str, dict[str, list]] = {}  # curve name -> group -> [(x, y)]
+    limits: dict[str, set] = {}
+    for run in manifest["runs"]:
+        if not run_done(out, run["id"], adapter.result):
+            continue
+        try:
+            data = json.loads((out / run["id"] / adapter.curve_file).read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        xs = data.get(adapter.curve_x) if adapter.curve_x else None
+        label = ", ".join(f"{k}={run['point'][k]}" for k in varying) or "all"
+        for pat in patterns:
+            for name, ys in series(data, pat).items():
+                x = xs if isinstance(xs, list) and len(xs) == len(ys) else list(range(1, len(ys) + 1))
+                per.setdefault(name, {}).setdefault(label, []).append((x, ys))
+                if name.startswith("ep_costs."):
+                    limits.setdefault(name, set()).add(_cost_limit(out / run["id"], int(name.split(".")[1])))
+    paths = []
+    for name, by_group in per.items():
+        curves, xs = {}, {}
+        for label, runs in by_group.items():
+            n = min(len(y) for _, y in runs)
+            ys = np.asarray([y[:n] for _, y in runs], float)
+            curves[label] = (ys.mean(0), ys.std(0, ddof=1) if len(runs) > 1 else np.zeros(n))
+            xs[label] = runs[0][0][:n]
+        lim = limits.get(name, set())
+        hline = next(iter(lim)) if len(lim) == 1 and None not in lim else None
+        safe = name.replace("*", "all").replace("/", "-")
+        paths.append(
+            plot_mean_sd(
+                curves,
+                out / f"curves_{safe}.png",
+                adapter.curve_x.replace("_", " ") if adapter.curve_x else "round / episode",
+                name,
+                f"{spec.name or spec.command}: {name}",
+                x=xs,
+                hline=hline,
+                hline_label=f"limit {hline:g}" if hline is not None else "limit",
+            )
+        )
+    return paths
+
+
+def _cost_limit(run_dir: Path, i: int) -> float | None:
+    try:
+        return float(json.loads((run_dir / "metrics.json").read_text())["cost_limits"][i])
+    except (OSError, KeyError, IndexError, ValueError, TypeError):
+        return None

@@ -1,0 +1,468 @@
+"""The sweep file: parsing, the grid's expansion into runs (ids and argv) and up-front validation.
+
+::
+
+    command: train                       # train | bandit | pspl | mopo
+    grid: {algo: [ecop, ppo-lag], env: [bayescrl/PointCircle-v0], seed: [0, 1, 2, 3, 4]}
+    args: {total-steps: 200000, cost-limit: 10}   # the command's own options, the same for every run
+    set: {config.pi_lr: [3.0e-4, 1.0e-3]}         # --set overrides: a list is a grid axis, a scalar fixed
+    reference: {source: ..., rows: [{match: {algo: ecop}, train_final_return: 110.5}]}  # optional
+    report: {metrics: [final_return, final_costs.*], curves: [ep_return, ep_costs.0]}     # optional
+
+The runs are the Cartesian product of ``grid`` and the list-valued entries of ``set``. A grid or ``args``
+key is an option of the command (``total-steps`` or ``total_steps``), its positional ``config`` file, or
+``seed``, which each command receives in its own way (``train --seed S``; ``bandit``/``pspl`` ``--seeds 1
+--set seed=S``, so every seed is its own run and its result does not depend on which other seeds share a
+batch; ``mopo --set mopo.seed=S``, or ``seed_key``). ``bandit``/``pspl`` also take ``algo`` (one agent,
+``--set agents=[ALGO]``) and ``pspl`` ``env`` (``--set env.name=ENV``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bayescrl.utils.errors import BayesCRLError, ConfigError
+from bayescrl.utils.io import check_keys, load_yaml
+
+SWEEP_KEYS = ("command", "grid", "args", "set", "reference", "report", "name", "description", "seed_key")
+#: options the sweep sets itself (per run) and a sweep file may not give
+RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help")
+#: options a resumed ``train`` run accepts besides --resume/--out (see ``bayescrl.constrained.cli``)
+RESUME_OPTIONS = ("total_steps", "device", "threads", "log_dir", "wandb")
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """How the sweep drives one command: seeding, aliases, the file that marks a finished run, report
+    defaults (metric patterns over the flattened result file; curves as ``(x, y)`` keys of ``curve_file``)."""
+
+    module: str  #: "module:attr" of the click command
+    seed: Callable[[int, str | None], list[str]]
+    result: str
+    metrics: tuple[str, ...]
+    curve_file: str | None = None
+    curve_x: str | None = None
+    curves: tuple[str, ...] = ()
+    aliases: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)  # grid key -> --set item
+    resumable: bool = False
+
+
+def _seed_set(seed: int, key: str | None) -> list[str]:
+    return ["--seeds", "1", "--set", f"{key or 'seed'}={seed}"]
+
+
+ADAPTERS: dict[str, Adapter] = {
+    "train": Adapter(
+        "bayescrl.constrained.cli:train",
+        lambda s, _k: ["--seed", str(s)],
+        "metrics.json",
+        (
+            "train_final_return",
+            "train_final_costs.*",
+            "final_return",
+            "final_costs.*",
+            "final_avg_reward",
+            "final_avg_costs.*",
+            "reward_correlation",
+        ),
+        "curves.json",
+        "env_steps",
+        ("ep_return", "ep_costs.*"),
+        resumable=True,
+    ),
+    "bandit": Adapter(
+        "bayescrl.bandits.cli:bandit",
+        _seed_set,
+        "results.json",
+        ("agents.*.final_regret_mean",),
+        "results.json",
+        None,
+        ("agents.*.regret_curve_mean",),
+        {"algo": lambda v: f"agents=[{v}]"},
+    ),
+    "pspl": Adapter(
+        "bayescrl.pbrl.cli:pspl",
+        _seed_set,
+        "results.json",
+        ("agents.*.final_simple_regret_mean",),
+        "results.json",
+        None,
+        ("agents.*.simple_regret_curve_mean",),
+        {"algo": lambda v: f"agents=[{v}]", "env": lambda v: f"env.name={v}"},
+    ),
+    "mopo": Adapter(
+        "bayescrl.mopo.cli:mopo",
+        lambda s, k: ["--set", f"{k or 'mopo.seed'}={s}"],
+        "results.json",
+        ("hypervolume.*", "lambda.*", "G.*"),
+    ),
+}
+
+
+def get_command(name: str):
+    """The click command behind ``name`` (imported lazily, like the CLI does)."""
+    import importlib
+
+    module, attr = ADAPTERS[name].module.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@dataclass
+class Run:
+    """One grid point: its id, values, and the argv of the command (without the program name)."""
+
+    id: str
+    point: dict[str, Any]
+    argv: list[str]
+    resume_argv: list[str] | None
+    out: Path
+
+
+@dataclass
+class SweepSpec:
+    command: str
+    grid: dict[str, list]
+    args: dict[str, Any]
+    set_fixed: dict[str, Any]
+    set_grid: dict[str, list]
+    reference: dict
+    report: dict
+    name: str
+    seed_key: str | None
+    raw: dict
+
+    @property
+    def adapter(self) -> Adapter:
+        return ADAPTERS[self.command]
+
+    @property
+    def hash(self) -> str:
+        """Hash of what the runs depend on (``reference``/``report``/``name`` may change)."""
+        keep = {k: self.raw.get(k) for k in ("command", "grid", "args", "set", "seed_key")}
+        return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    @property
+    def axes(self) -> dict[str, list]:
+        """Every varying axis in order: grid keys (seed last), then ``set`` keys."""
+        grid = {k: v for k, v in self.grid.items() if k != "seed"}
+        return {**grid, **self.set_grid, **({"seed": self.grid["seed"]} if "seed" in self.grid else {})}
+
+    def points(self) -> list[dict[str, Any]]:
+        axes = self.axes
+        return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+
+
+def load_sweep(path: str | Path) -> SweepSpec:
+    """Read and check a sweep file (structure only; :func:`validate_runs` checks every run's values)."""
+    data = load_yaml(path)
+    return parse_sweep(data)
+
+
+def _as_list(value: Any, field_: str) -> list:
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise ConfigError(field_, value, "an empty list gives no runs")
+    if len({json.dumps(v, sort_keys=True, default=str) for v in values}) < len(values):
+        raise ConfigError(field_, value, "repeats a value")
+    return values
+
+
+def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
+    check_keys(data, SWEEP_KEYS, "sweep")
+    command = data.get("command")
+    if command not in ADAPTERS:
+        raise ConfigError("command", command, f"must be one of {', '.join(ADAPTERS)}")
+    sections = {}
+    for name in ("grid", "args", "set", "reference", "report"):
+        value = data.get(name) or {}
+        if not isinstance(value, Mapping):
+            raise ConfigError(name, value, "must be a mapping")
+        sections[name] = dict(value)
+    grid = {str(k): _as_list(v, f"grid.{k}") for k, v in sections["grid"].items()}
+    set_grid = {str(k): _as_list(v, f"set.{k}") for k, v in sections["set"].items() if isinstance(v, list)}
+    set_fixed = {str(k): v for k, v in sections["set"].items() if not isinstance(v, list)}
+    for key in grid:
+        if key in sections["args"]:
+            raise ConfigError(f"args.{key}", sections["args"][key], "is also a grid axis; give it once")
+    for key in sections["args"]:
+        if str(key).replace("_", "-") in RESERVED:
+            raise ConfigError(f"args.{key}", sections["args"][key], "is set by the sweep for every run")
+    for key in grid:
+        if key.replace("_", "-") in RESERVED:
+            raise ConfigError(f"grid.{key}", grid[key], "is set by the sweep for every run")
+    if "seed" in grid:
+        for s in grid["seed"]:
+            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+                raise ConfigError("grid.seed", s, "seeds must be integers >= 0")
+    seed_key = data.get("seed_key")
+    if seed_key is not None and not isinstance(seed_key, str):
+        raise ConfigError("seed_key", seed_key, "must be a dotted config key, e.g. mopo.seed")
+    spec = SweepSpec(
+        command=command,
+        grid=grid,
+        args={str(k): v for k, v in sections["args"].items()},
+        set_fixed=set_fixed,
+        set_grid=set_grid,
+        reference=sections["reference"],
+        report=sections["report"],
+        name=str(data.get("name") or ""),
+        seed_key=seed_key,
+        raw=dict(data),
+    )
+    _check_reference(spec)
+    _check_report(spec)
+    return spec
+
+
+def _check_reference(spec: SweepSpec) -> None:
+    ref = spec.reference
+    if not ref:
+        return
+    check_keys(ref, ("source", "rows"), "reference")
+    rows = ref.get("rows") or []
+    if not isinstance(rows, list):
+        raise ConfigError("reference.rows", rows, "must be a list of {match: {...}, METRIC: number}")
+    axes = [k for k in spec.axes if k != "seed"]
+    for i, row in enumerate(rows):
+        if not isinstance(row, Mapping) or not isinstance(row.get("match", {}), Mapping):
+            raise ConfigError("reference.rows", row, "expected {match: {KEY: VALUE}, METRIC: number}", i)
+        check_keys(row.get("match", {}), axes, f"reference.rows[{i}].match")
+        for key, value in row.items():
+            if key != "match" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ConfigError(f"reference.rows[{i}].{key}", value, "must be a number")
+
+
+def _check_report(spec: SweepSpec) -> None:
+    check_keys(spec.report, ("metrics", "curves"), "report")
+    for key in ("metrics", "curves"):
+        value = spec.report.get(key)
+        if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            raise ConfigError(f"report.{key}", value, "must be a list of (dotted, * wildcard) keys")
+
+
+# ------------------------------------------------------------------------------------------ argv
+def _options(cmd) -> dict[str, Any]:
+    """Click parameters by every name a sweep file may use (``total-steps``, ``total_steps``, ``seeds``)."""
+    import click
+
+    names: dict[str, Any] = {}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            for opt in (*p.opts, *p.secondary_opts):
+                if opt.startswith("--"):
+                    names[opt[2:]] = p
+        else:  # the positional CONFIG file of bandit/pspl/mopo
+            names["config"] = p
+        names[p.name] = p
+        names[p.name.replace("_", "-")] = p
+    return names
+
+
+def _yaml_value(value: Any) -> str:
+    """A value as YAML flow text for ``--set KEY=VALUE`` (parsed back by the one override parser)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)  # JSON is YAML 1.2 flow syntax
+
+
+def _option_argv(param, key: str, value: Any) -> list[str]:
+    import click
+
+    if isinstance(param, click.Argument):
+        return [_path(param, value)]
+    flag = param.opts[0]
+    if param.is_flag:
+        if not isinstance(value, bool):
+            raise ConfigError(key, value, "is a flag: true or false")
+        if value:
+            return [flag]
+        return [param.secondary_opts[0]] if param.secondary_opts else []
+    values = value if (param.multiple and isinstance(value, list)) else [value]
+    if isinstance(value, (list, dict)) and not param.multiple:
+        raise ConfigError(key, value, f"{flag} takes one value")
+    out: list[str] = []
+    for v in values:
+        out += [flag, _path(param, v)]
+    return out
+
+
+def _path(param, value: Any) -> str:
+    """Option values as text; relative paths (files the run reads) made absolute from the current folder."""
+    import click
+
+    text = _yaml_value(value) if not isinstance(value, bool) else str(value).lower()
+    if isinstance(param.type, click.Path) and text and not Path(text).is_absolute():
+        return str(Path(text).resolve())
+    return text
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+def _slug(key: str, value: Any) -> str:
+    if key == "seed":
+        return f"s{value}"
+    text = str(value).split("/")[-1] if key in ("env", "config", "preferences") else _yaml_value(value)
+    if key in ("config", "preferences"):
+        text = Path(text).stem
+    text = _SAFE.sub("-", text).strip("-") or "x"
+    return text if key in ("algo", "env", "config") else f"{key.split('.')[-1]}={text}"
+
+
+def run_ids(spec: SweepSpec) -> list[tuple[str, dict]]:
+    """``(id, point)`` per run: the varying values joined (``ecop_PointCircle-v0_pi_lr=0.001_s0``)."""
+    varying = [k for k, v in spec.axes.items() if len(v) > 1 or k == "seed"]
+    out, seen = [], set()
+    for point in spec.points():
+        rid = "_".join(_slug(k, point[k]) for k in varying) or "run"
+        if len(rid) > 100 or rid in seen or rid.startswith(("_", ".")):
+            digest = hashlib.sha1(json.dumps(point, sort_keys=True, default=str).encode()).hexdigest()[:8]
+            rid = f"{rid[:90]}-{digest}"
+        seen.add(rid)
+        out.append((rid, point))
+    return out
+
+
+def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
+    """Every run's argv (``[command, ...options, --out DIR/<id>]``); unknown keys refused by name."""
+    cmd = get_command(spec.command)
+    opts = _options(cmd)
+    adapter = spec.adapter
+    runs = []
+    for rid, point in run_ids(spec):
+        out = (out_dir / rid).resolve()
+        argv, resume = [spec.command], [spec.command, "--resume", str(out)]
+        sets = [f"{k}={_yaml_value(v)}" for k, v in spec.set_fixed.items()]
+        values = {**spec.args, **{k: v for k, v in point.items() if k in spec.grid}}
+        for key, value in values.items():
+            where = f"grid.{key}" if key in spec.grid else f"args.{key}"
+            if key == "seed":
+                argv += adapter.seed(value, spec.seed_key)
+                continue
+            if key == "seeds" and adapter.seed is _seed_set:
+                raise ConfigError(where, value, "each seed is its own run: list the seeds in grid.seed")
+            if key in adapter.aliases:
+                sets.append(adapter.aliases[key](value))
+                continue
+            if key not in opts:
+                valid = sorted({p.name.replace("_", "-") for p in cmd.params} - set(RESERVED) - {"seeds"})
+                check_keys({key: value}, [*valid, "seed", *adapter.aliases], where.rsplit(".", 1)[0])
+            param = opts[key]
+            if param.name in ("out", "out_dir", "resume_dir", "overrides", "progress", "no_progress"):
+                raise ConfigError(where, value, "is set by the sweep for every run")
+            piece = _option_argv(param, where, value)
+            argv += piece
+            if param.name in RESUME_OPTIONS:
+                resume += piece
+        sets += [f"{k}={_yaml_value(point[k])}" for k in spec.set_grid]
+        for item in sets:
+            argv += ["--set", item]
+        if "no_progress" in opts or "--no-progress" in opts.get("progress", _NoOpt).secondary_opts:
+            argv.append("--no-progress")
+            resume.append("--no-progress")
+        argv += ["--out", str(out)]
+        resume += ["--out", str(out)]
+        runs.append(Run(rid, point, argv, resume if adapter.resumable else None, out))
+    return runs
+
+
+class _NoOpt:
+    secondary_opts: tuple = ()
+
+
+# ------------------------------------------------------------------------------------------ validation
+def validate_runs(spec: SweepSpec, runs: list[Run]) -> None:
+    """Check every run with the command's own validators before any run starts (one line on error)."""
+    import click
+
+    cmd = get_command(spec.command)
+    check = VALIDATORS[spec.command]
+    seen: set[str] = set()
+    for run in runs:
+        try:
+            ctx = cmd.make_context(spec.command, list(run.argv[1:]), resilient_parsing=False)
+        except click.ClickException as exc:
+            raise ConfigError(f"run {run.id}", " ".join(run.argv[1:]), exc.format_message()) from None
+        params = {k: v for k, v in ctx.params.items() if k not in ("out", "out_dir")}
+        key = json.dumps(params, sort_keys=True, default=str)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check(params)
+        except BayesCRLError as exc:
+            where = ", ".join(f"{k}={v}" for k, v in run.point.items()) or run.id
+            raise type(exc)(exc.field, exc.value, f"{exc.reason} (grid point {where})") from None
+
+
+def _check_train(p: dict) -> None:
+    from bayescrl.constrained.cli import RUN_KEYS, _check_size
+    from bayescrl.constrained.core.envs import resolve_env_factory
+    from bayescrl.constrained.registry import get_algorithm
+    from bayescrl.utils.checks import check_device, positive_int
+    from bayescrl.utils.io import apply_overrides
+
+    check_device(p.get("device", "cpu"), "--device")
+    spec = load_yaml(p["config_file"]) if p.get("config_file") else {}
+    spec = apply_overrides(spec, p.get("overrides") or ())
+    check_keys(spec, RUN_KEYS)
+    if spec.get("config") is not None and not isinstance(spec["config"], dict):
+        raise ConfigError("config", spec["config"], "must be a mapping of training options")
+    algo, env = p.get("algo") or spec.get("algo"), p.get("env_id") or spec.get("env")
+    if algo is None:
+        raise ConfigError("algo", None, "give algo (grid, args or the --config file)")
+    if env is None:
+        raise ConfigError("env", None, "give env (grid, args or the --config file)")
+    steps = p.get("total_steps") if p.get("total_steps") is not None else spec.get("total_steps")
+    positive_int(steps, "total_steps")
+    cls = get_algorithm(algo)
+    resolve_env_factory(env, spec.get("env_kwargs"))
+    _check_size(env, spec.get("env_kwargs"), spec.get("config"), cls)
+    if p.get("preferences_file") or spec.get("preferences") is not None:
+        from bayescrl.prefrl.spec import parse_preference_spec
+
+        parse_preference_spec(p.get("preferences_file") or spec["preferences"])
+
+
+def _check_bandit(p: dict) -> None:
+    from bayescrl.bandits.config import resolve_config
+    from bayescrl.utils.io import apply_overrides
+
+    cfg = load_yaml(p["config"]) if p.get("config") else {}
+    cfg = apply_overrides(cfg, p.get("overrides") or ())
+    if cfg.get("sweep"):
+        raise ConfigError(
+            "sweep", cfg["sweep"], "use the sweep file's grid/set instead of the config's sweep"
+        )
+    resolve_config(cfg)
+
+
+def _check_pspl(p: dict) -> None:
+    from bayescrl.pbrl.experiment import validate_config
+    from bayescrl.utils.checks import check_device
+    from bayescrl.utils.io import apply_overrides
+
+    check_device(p.get("device", "cpu"), "--device")
+    validate_config(apply_overrides(load_yaml(p["config"]), p.get("overrides") or ()))
+
+
+def _check_mopo(p: dict) -> None:
+    from bayescrl.mopo.cli import check_config
+    from bayescrl.utils.io import apply_overrides
+
+    check_config(apply_overrides(load_yaml(p["config_path"]), p.get("overrides") or ()))
+
+
+VALIDATORS: dict[str, Callable[[dict], None]] = {
+    "train": _check_train,
+    "bandit": _check_bandit,
+    "pspl": _check_pspl,
+    "mopo": _check_mopo,
+}
