@@ -82,3 +82,22 @@ def test_acpo_tiny_reward_gradient_skips_the_dual_step(monkeypatch, q):
     algo.learn(400, progress=False)
     algo.close()
     assert [h["branch"] for h in algo.history] == ["none", "none"]
+
+
+def test_acpo_gae_uses_the_same_phase_stratified_rate_as_c():
+    """Eq. `avg_GAE`'s Ĵ_C and c = Ĵ_C − l use one estimate (cost_estimate="phase"); "batch" keeps the
+    batch mean in both. 100-step rollouts of 30-step episodes: phases are uneven, so the two differ."""
+    from bayescrl.constrained.acpo import ACPO, phase_stratified_rate
+
+    cmdp = make_ergodic_cmdp(num_states=5, num_actions=3, seed=2)
+    factory = lambda: cmdp.make_env(max_episode_steps=30)  # noqa: E731
+    rates = {}
+    for est in ("phase", "batch"):
+        algo = ACPO(factory, cost_limits=[10.0], seed=0, config={**CFG, "cost_estimate": est})
+        batch = _batch(algo)
+        algo.close()
+        rates[est] = batch.avg_rates.double()
+        phase = phase_stratified_rate(batch.rewards, batch.h)
+        mean = batch.rewards.double().mean(0)
+        assert float((phase - mean).abs().max()) > 1e-3
+        torch.testing.assert_close(rates[est], phase if est == "phase" else mean, rtol=1e-5, atol=1e-6)

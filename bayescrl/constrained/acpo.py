@@ -33,7 +33,8 @@ Departures (see also ``docs/acpo.md``):
 * several constraints: the text's recovery step is for one; we recover along the sum of the violated
   constraints' gradients;
 * ``H`` is damped (``cg_damping · I``, TRPO/CPO codes) so CG solves a positive-definite system;
-* ``Ĵ_{C_i}`` is the *phase-stratified* batch mean (``cost_estimate="phase"``, :func:`phase_stratified_rate`):
+* ``Ĵ_{C_i}`` (in ``c_i`` and in the GAE's TD errors alike) is the *phase-stratified* batch mean
+  (``cost_estimate="phase"``, :func:`phase_stratified_rate`):
   every within-episode time index weighted equally, which is the average cost of the reset chain.  The
   plain batch mean (``"batch"``, the text's "batch mean") is biased when a batch is not a whole number of
   episodes per env (2500 = 5 × 500 steps, 200-step episodes): on Point-Circle it alternated between
@@ -288,10 +289,20 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
     def multipliers(self) -> list[float]:
         return [float(x) for x in self._last.get("mu", [])]
 
+    def average_rates(self, rewards: torch.Tensor, h) -> torch.Tensor | None:
+        """``Ĵ`` of the GAE Eq. `avg_GAE`: with ``cost_estimate="phase"`` the phase-stratified rate of every
+        channel, so the advantages and ``c_i = Ĵ_{C_i} − l_i`` use the same ``Ĵ_{C_i}``; ``"batch"``: the
+        batch mean (the text)."""
+        if self.config.cost_estimate != "phase":  # type: ignore[attr-defined]
+            return None
+        k = rewards.shape[-1]
+        rate = phase_stratified_rate(rewards.reshape(-1, k), torch.as_tensor(h).reshape(-1))
+        return rate.to(rewards.dtype)
+
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg: ACPOConfig = self.config  # type: ignore[assignment]
         tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping)
-        if cfg.cost_estimate == "phase":
+        if cfg.cost_estimate == "phase":  # the Ĵ_C of the advantages (:meth:`average_rates`)
             j_c = phase_stratified_rate(batch.rewards[:, 1:], batch.h)
         else:
             j_c = (

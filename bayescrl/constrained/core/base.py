@@ -215,7 +215,8 @@ class OnPolicyAlgorithm:
         if cfg.advantage == "discounted":
             adv, ret = discounted_gae(rewards, values, next_values, term, end, self.gammas, cfg.gae_lambda)
         elif cfg.advantage == "average":
-            adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda)
+            rates = self.average_rates(rewards, roll["h"])
+            adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda, rates)
         else:
             adv, ret = finite_horizon_advantages(
                 rewards,
@@ -253,6 +254,10 @@ class OnPolicyAlgorithm:
             horizon=self.horizon,
             avg_rates=avg,
         )
+
+    def average_rates(self, rewards: torch.Tensor, h) -> torch.Tensor | None:
+        """``Ĵ`` per channel for the average-reward GAE (``None``: the batch mean, Eq. `avg_GAE`)."""
+        return None
 
     @staticmethod
     def normalize(x: torch.Tensor, center_only: bool = False) -> torch.Tensor:
