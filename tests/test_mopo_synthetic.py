@@ -44,8 +44,9 @@ def test_d2_equal_mass_on_undominated_actions(sanity):
 def test_d3_downweights_unobserved_action_more_as_tau_decreases(sanity):
     low, high = sanity["D3/tau=0.1"]["policy_mean"]["y3"], sanity["D3/tau=1"]["policy_mean"]["y3"]
     assert low < 0.01 and high > 0.1 and low < high
-    # closed form at tau = 1 (constraint inactive): pi(y3) = 1 / (1 + 2 e^{0.75})
-    assert high == pytest.approx(1 / (1 + 2 * math.exp(0.75)), abs=0.02)
+    # closed form at tau = 1 with win rates (q = 1, 0, 0 for y1, y2, y3; p = 1/2, 1/2, 0): the constraint is
+    # active, pi(y1) = b = 1/2, and y2 : y3 = e^{0.5} : 1, so pi(y3) = 0.5 / (1 + e^{0.5})
+    assert high == pytest.approx(0.5 / (1 + math.exp(0.5)), abs=0.02)
 
 
 def test_sanity_runs_close_to_exact(sanity):

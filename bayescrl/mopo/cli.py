@@ -19,18 +19,22 @@ MODES = ("tabular", "synthetic", "lm")
 _COMMON = {"mode": None, "name": None, "description": None}
 _COUNTS = ("steps", "runs", "batch", "hidden", "log_every", "n", "n_x", "n_y", "n_w", "n_thresholds")
 _STOCHASTIC = ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final")
+#: the `bradley_terry` section (plus `engine_options`, any keys: the engine checks them)
+_BT_KEYS = ("engine", "num_samples", "prior_scale", "competence", "lower_quantile", "seed")
 #: valid keys per mode (``None``: a value; a mapping: a section; ``"*"``: any key), checked before any work
 SCHEMAS: dict[str, dict] = {
     "tabular": {
         **_COMMON,
         **dict.fromkeys(("solver", "actions", "reference", "primary", "tau", "b", "data", "augment")),
+        **dict.fromkeys(("raters", "preference_model", "estimator")),
+        "bradley_terry": {**dict.fromkeys(_BT_KEYS), "engine_options": {"*": None}},
         "exact": {},
         "mopo": dict.fromkeys((*_STOCHASTIC, "beta", "t0", "eps")),
         "mopo_lb": dict.fromkeys((*_STOCHASTIC, "sigma0", "gamma", "sigma_min")),
     },
     "sanity": {
         **_COMMON,
-        **dict.fromkeys(("experiment", "datasets", "tau", "primary")),
+        **dict.fromkeys(("experiment", "datasets", "tau", "primary", "estimator")),
         "b": {"*": None},
         "mopo": dict.fromkeys((*_STOCHASTIC, "beta", "t0", "eps")),
     },

@@ -52,19 +52,24 @@ SANITY_DATASETS: dict[str, list[tuple[str, str, list[int]]]] = {
 SANITY_B = {"D1": 0.5, "D2": 0.75, "D3": 0.5}
 
 
-def sanity_problem(name: str, primary: int = 1):
-    """The canonical data set ``name`` (D1, D2, D3) as a :class:`~bayescrl.mopo.tabular.TabularProblem`."""
+def sanity_problem(name: str, primary: int = 1, estimator: str = "win_rate"):
+    """The canonical data set ``name`` (D1, D2, D3) as a :class:`~bayescrl.mopo.tabular.TabularProblem`
+    with the section's uniform ``pi_ref``; ``estimator`` as in :func:`~bayescrl.mopo.tabular.parse_tabular`
+    (win rates and scores coincide on D1 and D2, whose action frequencies are uniform; on D3 the scores of
+    y1 and y2 are 1.5 times their win rates)."""
     if name not in SANITY_DATASETS:
         raise ConfigError("datasets", name, f"unknown sanity data set (known: {list(SANITY_DATASETS)})")
     recs = [{"y": a, "y_prime": b, "prefs": p} for a, b, p in SANITY_DATASETS[name]]
-    return parse_tabular({"actions": ["y1", "y2", "y3"], "data": recs, "primary": primary})
+    cfg = {"actions": ["y1", "y2", "y3"], "data": recs, "primary": primary, "reference": "uniform"}
+    return parse_tabular({**cfg, "estimator": estimator})
 
 
 def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
     """Sanity check of section `Synthetic Sanity Check`; returns per data set and ``tau`` the final policies.
 
     Config keys: ``datasets`` (default D1, D2, D3), ``tau`` (list, default [0.1, 1]), ``b`` (mapping data
-    set -> threshold), ``primary`` (default 1), ``mopo: {steps, lr, batch, runs, seed, t0, beta, eps}``.
+    set -> threshold), ``primary`` (default 1), ``estimator`` (``win_rate`` or ``score``),
+    ``mopo: {steps, lr, batch, runs, seed, t0, beta, eps}``.
     """
     names = list(config.get("datasets", list(SANITY_DATASETS)))
     taus = [float(t) for t in config.get("tau", [0.1, 1.0])]
@@ -82,10 +87,17 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
         lr_final=opts.get("lr_final"),
     )
     primary = int(config.get("primary", 1))
-    results: dict[str, Any] = {"experiment": "sanity", "primary": primary, "settings": kw, "runs": {}}
+    estimator = config.get("estimator", "win_rate")
+    results: dict[str, Any] = {
+        "experiment": "sanity",
+        "primary": primary,
+        "estimator": estimator,
+        "settings": kw,
+        "runs": {},
+    }
     histories = {}
     for name in names:
-        prob = sanity_problem(name, primary)
+        prob = sanity_problem(name, primary, estimator)
         b = torch.tensor([float(b_cfg[name])], dtype=torch.float64)
         for tau in taus:
             beta = opts.get("beta")

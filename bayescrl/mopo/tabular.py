@@ -44,6 +44,10 @@ class TabularProblem:
 
     ``y``/``y_prime`` are action indices of the *raw* records, ``ind[N, K]`` their 0/1 indicators
     ``I_k(y > y')``; ``primary`` is the column of the primary objective; ``ref`` is ``pi_ref`` over actions.
+    ``rater[N]`` indexes ``raters`` (records without a rater: the first). ``estimator`` picks the empirical
+    per-action estimate (:func:`~bayescrl.mopo.preferences.empirical_scores`); ``scores`` (``p[A]``,
+    ``q[A, K-1]``), when set, replaces it (the Bradley–Terry posterior summaries of
+    :func:`apply_preference_model`).
     """
 
     actions: list[str]
@@ -52,13 +56,37 @@ class TabularProblem:
     ind: Tensor
     primary: int
     ref: Tensor
+    rater: Tensor | None = None
+    raters: list = field(default_factory=list)
+    estimator: str = "win_rate"
+    scores: tuple[Tensor, Tensor] | None = None
 
     @property
     def n_objectives(self) -> int:
         return int(self.ind.shape[-1])
 
     def records(self, augment: bool = True) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """``(y, y', p, q)`` per record, symmetrically augmented (appendix `samplingbasedcop`) by default."""
+        """``(y, y', p, q)`` per record, symmetrically augmented (appendix `samplingbasedcop`) by default.
+
+        With ``estimator: win_rate`` record ``i`` carries the weight ``N pi_ref(y_i) / #{j: y_j = y_i}``
+        (1 when ``pi_ref`` is the data's frequency), so that the record mean ``(1/N) sum_i rho(y_i) I(y_i,
+        y'_i)`` of the stochastic solvers equals ``E_ref[rho p_hat]`` with the win rates ``p_hat`` (the exact
+        solver's problem). With ``scores`` set the records are the ``A`` actions themselves, each carrying ``A
+        pi_ref(a)`` times its estimate, so that a uniform mini-batch mean is unbiased for the same quantity.
+        """
+        if self.scores is not None:
+            p_s, q_s = self.scores
+            a = torch.arange(len(self.actions), device=self.ref.device)
+            w = len(self.actions) * self.ref.to(p_s)
+            return a, a, w * p_s, w[:, None] * q_s
+        y, yp, p, q = self._raw_records(augment)
+        if self.estimator == "win_rate":  # weight N pi_ref(y_i) / #{j: y_j = y_i}: mean = E_ref[rho win rate]
+            counts = torch.zeros_like(self.ref).index_add_(0, y, torch.ones_like(p))
+            w = (y.shape[0] * self.ref / counts.clamp_min(1.0))[y]
+            p, q = p * w, q * w[:, None]
+        return y, yp, p, q
+
+    def _raw_records(self, augment: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         y, yp, ind = (self.y, self.y_prime, self.ind)
         if augment:
             y, yp, ind = O.augment_symmetric(y, yp, ind)
@@ -67,24 +95,28 @@ class TabularProblem:
 
     def action_scores(self, augment: bool = True) -> tuple[Tensor, Tensor]:
         """Per-action estimates ``(p_hat[A], q_hat[A, K-1])`` (module docstring)."""
-        y, _, p, q = self.records(augment)
-        n_act = len(self.actions)
-        n = y.shape[0]
-        sp = torch.zeros(n_act, dtype=p.dtype, device=p.device).index_add_(0, y, p)
-        sq = torch.zeros(n_act, q.shape[-1], dtype=q.dtype, device=q.device).index_add_(0, y, q)
-        denom = n * self.ref
-        safe = torch.where(denom > 0, denom, torch.ones_like(denom))
-        return sp / safe, sq / safe[:, None]
+        if self.scores is not None:
+            return self.scores
+        from bayescrl.mopo.preferences import empirical_scores
+
+        y, _, p, q = self._raw_records(augment)
+        return empirical_scores(y, p, q, self.ref, self.estimator)
 
 
 def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu") -> TabularProblem:
     """Build a :class:`TabularProblem` from the inline config of the ``mopo`` command.
 
-    ``actions: [names]``, ``data: [{"y": name, "y_prime": name, "prefs": [0/1 per objective]}]``,
-    ``primary`` (index, default the last objective, as in the text), optional ``reference`` (probabilities,
-    a list aligned with ``actions`` or a mapping name -> probability; default uniform). Every malformed record
-    raises :class:`DataError` naming the field, the record index and the value.
+    ``actions: [names]``, ``data: [{"y": name, "y_prime": name, "prefs": [0/1 per objective], "rater": id}]``
+    (``rater`` optional, one of ``raters: [{id, beta?, lam?}]``), ``primary`` (index, default the last
+    objective, as in the text), optional ``reference``: ``data`` (the default: the frequency of each action
+    among the records' ``y`` -- of ``y`` and ``y'`` with the symmetric augmentation -- since the records'
+    responses are draws from ``pi_ref`` in the thesis' set-up), ``uniform``, or probabilities (a list
+    aligned with ``actions`` or a mapping name -> probability); ``estimator``: ``win_rate`` (default) or
+    ``score`` (:func:`~bayescrl.mopo.preferences.empirical_scores`). Every malformed record raises
+    :class:`DataError` naming the field, the record index and the value.
     """
+    from bayescrl.mopo.preferences import ESTIMATORS, action_frequency, parse_raters
+
     actions = config.get("actions")
     if not isinstance(actions, list) or len(actions) < 2:
         raise ConfigError("actions", actions, "must be a list of at least two action names")
@@ -95,8 +127,10 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
     data = config.get("data")
     if not isinstance(data, list) or not data:
         raise ConfigError("data", data, "must be a non-empty list of {y, y_prime, prefs} records")
+    raters = parse_raters(config.get("raters"))
+    rater_index = {r.id: i for i, r in enumerate(raters)}
     k = None
-    ys, yps, rows = [], [], []
+    ys, yps, rows, rts = [], [], [], []
     for i, rec in enumerate(data):
         if not isinstance(rec, Mapping):
             raise DataError("data", rec, "record must be a mapping with y, y_prime, prefs", index=i)
@@ -124,6 +158,13 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
             raise DataError(
                 "data.y_prime", rec["y_prime"], "a record must compare two different actions", index=i
             )
+        if "rater" in rec:
+            if str(rec["rater"]) not in rater_index:
+                known = list(rater_index) or "none: list them under 'raters'"
+                raise DataError("data.rater", rec["rater"], f"unknown rater (known: {known})", index=i)
+            rts.append(rater_index[str(rec["rater"])])
+        else:
+            rts.append(0)
         ys.append(index[str(rec["y"])])
         yps.append(index[str(rec["y_prime"])])
         rows.append([float(v) for v in prefs])
@@ -131,7 +172,23 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
     primary = config.get("primary", k - 1)
     if isinstance(primary, bool) or not isinstance(primary, int) or not -k <= primary < k:
         raise ConfigError("primary", primary, f"must be an objective index in [0, {k - 1}]")
-    ref = _parse_reference(config.get("reference"), names)
+    estimator = config.get("estimator", "win_rate")
+    if estimator not in ESTIMATORS:
+        raise ConfigError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
+    ref_cfg = config.get("reference", "data")
+    if ref_cfg == "data":
+        seen = ys + yps if config.get("augment", True) else ys
+        ref = action_frequency(torch.tensor(seen), len(names))
+        if bool((ref == 0).any()):
+            missing = names[int(torch.nonzero(ref == 0)[0, 0])]
+            raise ConfigError(
+                "reference",
+                "data",
+                f"action {missing!r} never appears in the records, so its empirical frequency is 0 "
+                "(Supp(pi) = Supp(pi_ref)); give reference: uniform or probabilities",
+            )
+    else:
+        ref = _parse_reference(ref_cfg, names)
     dt = torch.float64
     return TabularProblem(
         actions=names,
@@ -140,6 +197,9 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
         ind=torch.tensor(rows, dtype=dt, device=device),
         primary=primary % k,
         ref=ref.to(device),
+        rater=torch.tensor(rts, device=device),
+        raters=raters,
+        estimator=estimator,
     )
 
 
@@ -155,7 +215,9 @@ def _parse_reference(ref: Any, names: list[str]) -> Tensor:
     elif isinstance(ref, list) and len(ref) == n:
         vals = [float(v) for v in ref]
     else:
-        raise ConfigError("reference", ref, f"must be 'uniform', a list of {n} probabilities or a mapping")
+        raise ConfigError(
+            "reference", ref, f"must be 'data', 'uniform', a list of {n} probabilities or a mapping"
+        )
     for i, v in enumerate(vals):
         if not v > 0:
             raise ConfigError("reference", v, "probabilities must be > 0 (Supp(pi) = Supp(pi_ref))", index=i)
@@ -498,6 +560,52 @@ def total_variation(p: Tensor, q: Tensor) -> Tensor:
     return 0.5 * (p - q).abs().sum(-1)
 
 
+def apply_preference_model(
+    problem: TabularProblem, model: str = "empirical", options: Mapping[str, Any] | None = None
+) -> tuple[TabularProblem, dict]:
+    """Set ``problem.scores`` from ``preference_model`` (:mod:`bayescrl.mopo.preferences`).
+
+    ``empirical``: the problem is returned unchanged (its records give the estimates) and no extra results.
+    ``bradley-terry``: the posterior mean of ``p_k(a)`` for the primary objective and, for the constrained
+    ones, the mean or (``lower_quantile``) that lower posterior quantile; the extra results are
+    ``preference_probs`` (mean and 90 % interval per objective and action), the competence used per rater and
+    the engine's diagnostics. For Gaussian posterior marginals the per-action lower quantile bounds the
+    quantile of ``G(pi) = sum_a pi(a) q(a)`` from below (the sd of a mixture is at most the mixture of sds).
+    """
+    from dataclasses import replace
+
+    from bayescrl.mopo.preferences import PREFERENCE_MODELS, fit_bradley_terry, parse_bt_options
+
+    if model not in PREFERENCE_MODELS:
+        raise ConfigError("preference_model", model, f"must be one of {list(PREFERENCE_MODELS)}")
+    if model == "empirical":
+        return problem, {}
+    opts = parse_bt_options(options)
+    rater = problem.rater if problem.rater is not None else torch.zeros_like(problem.y)
+    est = fit_bradley_terry(
+        problem.y, problem.y_prime, problem.ind, rater, problem.raters, problem.ref, **opts
+    )
+    k = problem.n_objectives
+    others = [i for i in range(k) if i != problem.primary]
+    dev = problem.ref.device
+    lq = opts["lower_quantile"]
+    q_src = est.mean if lq is None else est.quantile(float(lq))
+    scores = (est.mean[problem.primary].to(dev), q_src[others].T.contiguous().to(dev))
+    extra = {
+        "preference_model": model,
+        "preference_probs": est.to_json(problem.actions),
+        "rater_beta": est.beta,
+        "inference": {
+            "engine": opts["engine"],
+            "competence": opts["competence"],
+            "lower_quantile": lq,
+            "num_samples": opts["num_samples"],
+            "diagnostics": est.diagnostics,
+        },
+    }
+    return replace(problem, scores=scores), extra
+
+
 def solve_config(
     config: Mapping[str, Any], device: str | torch.device = "cpu"
 ) -> tuple[dict, MopoRun | None]:
@@ -510,6 +618,11 @@ def solve_config(
     tau = float(tau)
     solver = config.get("solver", "exact")
     augment = bool(config.get("augment", True))
+    if solver not in ("exact", "mopo", "mopo-lb"):
+        raise ConfigError("solver", solver, "must be one of exact, mopo, mopo-lb")
+    problem, pref_extra = apply_preference_model(
+        problem, config.get("preference_model", "empirical"), config.get("bradley_terry")
+    )
     opts: dict[str, Any] = (
         dict(config.get(solver.replace("-", "_"), {}) or {}) if isinstance(solver, str) else {}
     )
@@ -520,6 +633,7 @@ def solve_config(
         "tau": tau,
         "actions": problem.actions,
         "primary": problem.primary,
+        **pref_extra,
     }
     if solver == "exact":
         if b is None:

@@ -1,0 +1,356 @@
+r"""Per-action preference probabilities for tabular MOPO: empirical win rates or a Bayesian Bradley–Terry fit.
+
+MOPO's problem Eq. `main-obj` needs, per objective ``k`` and action ``y``, the expected preference
+``p_k(y) = E_{y'~pi_ref}[P_k(y > y')]`` (the thesis' ``p_k(y > mu)``, with ``mu = pi_ref`` as in the tabular
+experiments). A record always compares two *different* actions, so both estimators below target
+``p_k(y) = E_{y'~pi_ref}[P_k(y > y') | y' != y]`` (the same quantity with the tie term dropped; for
+``A`` actions and a uniform reference the two differ by the affine map ``x -> 1/(2A) + (1 - 1/A) x``).
+
+* ``preference_model: empirical`` -- :func:`empirical_scores`. ``estimator: win_rate`` (default): the
+  fraction of the (augmented) records with ``y_i = y`` that prefer ``y``; in ``[0, 1]`` like the thesis'
+  ``p(y > mu)`` inside Eq. `dual`. ``estimator: score``: the importance-weighted score
+  ``sum_{i: y_i = y} I_k / (N pi_ref(y))`` of Eq. `empirical-cop` (the previous default; it exceeds 1 when an
+  action is over-represented relative to ``pi_ref``). The two agree when ``pi_ref`` is the data's
+  frequency of ``y`` (the default ``reference: data``). An action without records gets 0 (data set D3).
+* ``preference_model: bradley-terry`` -- :func:`fit_bradley_terry`. Per objective ``k``, utilities
+  ``u_k in R^A`` over actions with the rater-competence model of :mod:`bayescrl.models` (Eq.
+  `rater_preference_dist`: one-hot items, ``theta = u_k``, rater ``i``'s belief ``vartheta_i ~ N(u_k,
+  I/lam_i^2)``, ``P(y_i > y'_i) = sigmoid(beta_i (vartheta_i[y] - vartheta_i[y']))``), prior
+  ``u_k ~ N(0, s^2 I)``, fitted by any :mod:`bayescrl.inference` engine. The *true* preference probability is
+  ``P_k(y > y') = sigmoid(u_k(y) - u_k(y'))``: a rater with ``beta = 1`` and large ``lam`` labels with it,
+  so ``beta`` is competence relative to that scale (one rater with a known ``beta``, or a single rater,
+  fixes it). Posterior draws of ``u_k`` give draws of ``p_k(y)``; MOPO uses their mean and, with
+  ``lower_quantile``, a lower posterior quantile of the constrained objectives.
+
+Competence (``raters: [{id, beta?, lam?}]``): a rater with ``beta`` has known competence; without it,
+``competence: infer`` (default) estimates ``beta_i`` by marginal maximum likelihood
+(:func:`bayescrl.bandits.competence.beta_mle`, the thesis' plug-in recipe of chapter `warmPref-PS`) on rater
+``i``'s labels with ``u_k`` integrated out under its posterior given the known raters' labels (so the known
+raters set the scale), then refits ``u_k`` with the plug-in ``beta``; ``competence: joint`` puts a
+log-normal prior on the unknown ``beta_i`` inside the Pyro model and lets the engine (svi, nuts, or the
+generic laplace / bootstrap) infer it jointly with ``u_k``. ``lam`` defaults to 1000 (each rater's belief
+is the truth up to label noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from bayescrl.utils import ConfigError, DataError
+
+PREFERENCE_MODELS = ("empirical", "bradley-terry")
+ESTIMATORS = ("win_rate", "score")
+COMPETENCE = ("infer", "joint")
+DEFAULT_LAM = 1000.0
+#: keys of the ``bradley_terry`` config section
+BT_KEYS = (
+    "engine",
+    "engine_options",
+    "num_samples",
+    "prior_scale",
+    "competence",
+    "lower_quantile",
+    "seed",
+)
+
+
+@dataclass
+class Rater:
+    """One rater of the spec: ``beta`` None means unknown (inferred)."""
+
+    id: str
+    beta: float | None
+    lam: float = DEFAULT_LAM
+
+
+@dataclass
+class PreferenceEstimate:
+    """Per-objective, per-action preference probabilities ``p_k(a)``: ``mean [K, A]``; with a posterior also
+    ``draws [S, K, A]``; ``beta`` the competence used per rater; ``diagnostics`` per objective."""
+
+    mean: Tensor
+    draws: Tensor | None = None
+    beta: dict[str, float] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def quantile(self, q: float) -> Tensor:
+        """Posterior ``q``-quantile of ``p_k(a)`` ``[K, A]`` (the mean when there are no draws)."""
+        if self.draws is None:
+            return self.mean
+        return torch.quantile(self.draws, q, dim=0)
+
+    def to_json(self, actions: Sequence[str], objectives: Sequence[str] | None = None) -> dict:
+        """``{objective: {action: {mean, q05, q95}}}`` (the 90 % equal-tailed posterior interval)."""
+        lo, hi = self.quantile(0.05), self.quantile(0.95)
+        names = objectives or [str(k) for k in range(self.mean.shape[0])]
+        return {
+            names[k]: {
+                a: {"mean": float(self.mean[k, j]), "q05": float(lo[k, j]), "q95": float(hi[k, j])}
+                for j, a in enumerate(actions)
+            }
+            for k in range(self.mean.shape[0])
+        }
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+
+def parse_raters(raters: Any) -> list[Rater]:
+    """Validate ``raters: [{id, beta?, lam?}]``; at least one known ``beta`` when several raters are listed
+    and any is unknown (a single rater without ``beta`` gets ``beta = 1``: it sets the scale)."""
+    if raters is None:
+        return []
+    if not isinstance(raters, list) or not raters:
+        raise ConfigError("raters", raters, "must be a non-empty list of {id, beta, lam}")
+    out: list[Rater] = []
+    for i, rec in enumerate(raters):
+        if not isinstance(rec, Mapping) or "id" not in rec:
+            raise ConfigError("raters", rec, "each rater must be a mapping with an 'id'", index=i)
+        unknown = set(rec) - {"id", "beta", "lam"}
+        if unknown:
+            raise ConfigError(
+                f"raters.{sorted(unknown)[0]}", rec, "unknown key (valid: id, beta, lam)", index=i
+            )
+        rid = str(rec["id"])
+        if any(r.id == rid for r in out):
+            raise ConfigError("raters.id", rid, "duplicate rater id", index=i)
+        beta = rec.get("beta")
+        if beta is not None and (
+            isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0
+        ):
+            raise ConfigError("raters.beta", beta, "must be a number > 0 (or absent: inferred)", index=i)
+        if beta is not None and not math.isfinite(beta):
+            raise ConfigError("raters.beta", beta, "must be finite", index=i)
+        lam = rec.get("lam", DEFAULT_LAM)
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 < lam < math.inf:
+            raise ConfigError("raters.lam", lam, "must be a finite number > 0", index=i)
+        out.append(Rater(rid, None if beta is None else float(beta), float(lam)))
+    if len(out) == 1 and out[0].beta is None:
+        out[0].beta = 1.0
+    if any(r.beta is None for r in out) and all(r.beta is None for r in out):
+        raise ConfigError(
+            "raters",
+            [r.id for r in out],
+            "give at least one rater's beta: with several raters of unknown competence the scale of the "
+            "utilities is not identified",
+        )
+    return out
+
+
+def parse_bt_options(opts: Any) -> dict[str, Any]:
+    """Defaults and checks of the ``bradley_terry`` section (all before any fit)."""
+    from bayescrl.inference.engines import ENGINES
+
+    opts = dict(opts or {})
+    for key in opts:
+        if key not in BT_KEYS:
+            raise ConfigError(f"bradley_terry.{key}", opts[key], f"unknown key (valid: {', '.join(BT_KEYS)})")
+    out = {
+        "engine": opts.get("engine", "laplace"),
+        "engine_options": dict(opts.get("engine_options") or {}),
+        "num_samples": opts.get("num_samples", 2000),
+        "prior_scale": opts.get("prior_scale", 1.5),
+        "competence": opts.get("competence", "infer"),
+        "lower_quantile": opts.get("lower_quantile"),
+        "seed": opts.get("seed", 0),
+    }
+    if out["engine"] not in ENGINES or out["engine"] == "exact":
+        raise ConfigError(
+            "bradley_terry.engine",
+            out["engine"],
+            "must be one of laplace, bootstrap, svi, nuts (the Bradley-Terry likelihood is not conjugate)",
+        )
+    n = out["num_samples"]
+    if isinstance(n, bool) or not isinstance(n, int) or n < 10:
+        raise ConfigError("bradley_terry.num_samples", n, "must be an integer >= 10")
+    s = out["prior_scale"]
+    if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < math.inf:
+        raise ConfigError("bradley_terry.prior_scale", s, "must be a finite number > 0")
+    if out["competence"] not in COMPETENCE:
+        raise ConfigError("bradley_terry.competence", out["competence"], f"must be one of {list(COMPETENCE)}")
+    q = out["lower_quantile"]
+    if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q < 0.5):
+        raise ConfigError("bradley_terry.lower_quantile", q, "must be in (0, 0.5) or null")
+    if isinstance(out["seed"], bool) or not isinstance(out["seed"], int):
+        raise ConfigError("bradley_terry.seed", out["seed"], "must be an integer")
+    return out
+
+
+# ---------------------------------------------------------------------------------------- estimators
+
+
+def action_frequency(y: Tensor, n_actions: int) -> Tensor:
+    """Empirical frequency of each action among the records' ``y`` ``[A]`` (float64)."""
+    counts = torch.zeros(n_actions, dtype=torch.float64, device=y.device)
+    counts.index_add_(0, y, torch.ones_like(y, dtype=torch.float64))
+    return counts / counts.sum()
+
+
+def empirical_scores(
+    y: Tensor, p: Tensor, q: Tensor, ref: Tensor, estimator: str = "win_rate"
+) -> tuple[Tensor, Tensor]:
+    """Per-action ``(p_hat[A], q_hat[A, C])`` from (augmented) records ``y[N]``, ``p[N]``, ``q[N, C]``.
+
+    ``win_rate``: ``sum_{i: y_i = a} I / #{i: y_i = a}`` (0 for an action without records); ``score``:
+    ``sum_{i: y_i = a} I / (N pi_ref(a))`` (Eq. `empirical-cop`'s per-action form; the previous default,
+    kept bit-for-bit).
+    """
+    if estimator not in ESTIMATORS:
+        raise ConfigError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
+    n_act = ref.shape[0]
+    sp = torch.zeros(n_act, dtype=p.dtype, device=p.device).index_add_(0, y, p)
+    sq = torch.zeros(n_act, q.shape[-1], dtype=q.dtype, device=q.device).index_add_(0, y, q)
+    if estimator == "score":
+        denom = y.shape[0] * ref
+    else:
+        denom = torch.zeros(n_act, dtype=p.dtype, device=p.device).index_add_(0, y, torch.ones_like(p))
+    safe = torch.where(denom > 0, denom, torch.ones_like(denom))
+    return sp / safe, sq / safe[:, None]
+
+
+def pairwise_to_action(u: Tensor, ref: Tensor) -> Tensor:
+    """``p(a) = sum_{a' != a} ref(a') sigmoid(u_a - u_a') / (1 - ref(a))`` for utilities ``u[..., A]``."""
+    diff = torch.sigmoid(u.unsqueeze(-1) - u.unsqueeze(-2))  # [..., A, A]: P(a > a')
+    eye = torch.eye(u.shape[-1], dtype=torch.bool, device=u.device)
+    w = ref.to(u).expand_as(diff).masked_fill(eye, 0.0)
+    return (diff * w).sum(-1) / w.sum(-1).clamp_min(torch.finfo(u.dtype).tiny)
+
+
+def _problem(y, y_prime, labels, rater, betas, lams, prior_scale, n_act, ids):
+    from bayescrl.models.linear import BTLinearProblem
+
+    eye = torch.eye(n_act, dtype=torch.float64)
+    return BTLinearProblem.from_data(
+        torch.zeros(n_act, dtype=torch.float64),
+        prior_scale**2 * torch.eye(n_act, dtype=torch.float64),
+        betas,
+        lams,
+        x0=eye[y_prime],  # Y = 1: x1 = e_y preferred (Eq. `rater_preference_dist`)
+        x1=eye[y],
+        y=labels,
+        rater=rater,
+        rater_ids=ids,
+    )
+
+
+def _infer_betas(
+    y, y_prime, labels, rater, raters: list[Rater], prior_scale: float, n_act: int
+) -> list[float]:
+    """Plug-in ``beta_i`` of the unknown raters (module docstring): marginal ML under the known raters'
+    posterior of ``u``."""
+    from bayescrl.bandits.competence import beta_mle
+    from bayescrl.inference.laplace import laplace
+
+    known = [i for i, r in enumerate(raters) if r.beta is not None]
+    mask = torch.isin(rater, torch.tensor(known, dtype=rater.dtype))
+    prob = _problem(
+        y[mask],
+        y_prime[mask],
+        labels[mask],
+        torch.searchsorted(torch.tensor(known), rater[mask]),
+        [raters[i].beta for i in known],
+        [raters[i].lam for i in known],
+        prior_scale,
+        n_act,
+        tuple(raters[i].id for i in known),
+    )
+    if int(mask.sum()):
+        lap = laplace(prob)
+        mu, cov = lap.theta_mean.double(), lap.theta_cov.double()
+    else:
+        mu, cov = prob.mu0, prob.cov0
+    eye = torch.eye(n_act, dtype=torch.float64)
+    coarse = torch.logspace(-2, 2, 17, dtype=torch.float64)  # factor 1.78, then a factor-1.12 refinement
+    fine = torch.logspace(-0.25, 0.25, 11, dtype=torch.float64)
+    out = []
+    for i, r in enumerate(raters):
+        if r.beta is not None:
+            out.append(r.beta)
+            continue
+        rows = rater == i
+        if not int(rows.sum()):
+            out.append(1.0)  # no labels: the value is never used
+            continue
+        args = (eye[y_prime[rows]][None], eye[y[rows]][None], labels[rows][None], mu, cov, r.lam)
+        est = beta_mle(*args, coarse)
+        out.append(float(beta_mle(*args, est[0] * fine)[0]))
+    return out
+
+
+def fit_bradley_terry(
+    y: Tensor,
+    y_prime: Tensor,
+    ind: Tensor,
+    rater: Tensor,
+    raters: list[Rater],
+    ref: Tensor,
+    *,
+    engine: str = "laplace",
+    engine_options: Mapping[str, Any] | None = None,
+    num_samples: int = 2000,
+    prior_scale: float = 1.5,
+    competence: str = "infer",
+    seed: int = 0,
+    **_: Any,
+) -> PreferenceEstimate:
+    """Posterior of ``p_k(a)`` per objective from raw (not augmented) records ``y, y_prime [N]``,
+    ``ind [N, K]`` (1: ``y`` preferred) and rater indices ``rater [N]`` into ``raters``.
+
+    One fit of the rater-competence Bradley–Terry model (:mod:`bayescrl.models`) per objective with
+    :func:`bayescrl.inference.fit`; ``num_samples`` posterior draws of ``u_k`` become draws of ``p_k``
+    (:func:`pairwise_to_action`). Raises :class:`DataError` for a rater index without a rater.
+    """
+    from bayescrl.inference.engines import fit
+    from bayescrl.models.pyro_models import CompetencePrior
+    from bayescrl.models.spec import SpecModel
+
+    if not raters:
+        raters = [Rater("r0", 1.0)]
+    n_act, k_n = ref.shape[0], ind.shape[-1]
+    y, y_prime, rater = y.cpu().long(), y_prime.cpu().long(), rater.cpu().long()
+    if int(rater.max()) >= len(raters):
+        raise DataError("data.rater", int(rater.max()), "rater index without a rater in 'raters'")
+    ids = tuple(r.id for r in raters)
+    draws, diags, betas_used = [], {}, {}
+    for k in range(k_n):
+        labels = ind[:, k].double().cpu()
+        if competence == "infer":
+            betas = _infer_betas(y, y_prime, labels, rater, raters, prior_scale, n_act)
+            priors = {}
+        else:
+            betas = [1.0 if r.beta is None else r.beta for r in raters]
+            priors = {
+                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": 1.5})
+                for i, r in enumerate(raters)
+                if r.beta is None
+            }
+        prob = _problem(y, y_prime, labels, rater, betas, [r.lam for r in raters], prior_scale, n_act, ids)
+        model = SpecModel(problem=prob, rater_ids=ids, beta_priors=priors)
+        post = fit(model, engine=engine, seed=seed + k, **dict(engine_options or {}))
+        s = post.sample(num_samples, seed=seed + k)
+        u = s["theta"].double().reshape(num_samples, n_act)
+        draws.append(pairwise_to_action(u, ref.double().cpu()))
+        beta_k = {
+            r.id: (float(s[f"beta_{r.id}"].double().median()) if f"beta_{r.id}" in s else betas[i])
+            for i, r in enumerate(raters)
+        }
+        betas_used[str(k)] = beta_k
+        diags[str(k)] = {
+            key: val
+            for key, val in post.diagnostics.items()
+            if isinstance(val, (bool, int, float, str)) or key == "warnings"
+        }
+        diags[str(k)]["beta"] = beta_k
+    d = torch.stack(draws, 1)  # [S, K, A]
+    return PreferenceEstimate(
+        d.mean(0),
+        d,
+        beta={r.id: [betas_used[str(k)][r.id] for k in range(k_n)] for r in raters},
+        diagnostics=diags,
+    )
