@@ -22,6 +22,9 @@ ENV_IDS: dict[str, tuple[str, int | None]] = {
     "bayescrl/AntGather-v0": ("bayescrl.envs.ant:AntGatherEnv", 500),
     "bayescrl/AntRun-v0": ("bayescrl.envs.run:AntRunEnv", 200),
     "bayescrl/HumanoidRun-v0": ("bayescrl.envs.run:HumanoidRunEnv", 200),
+    # traffic on SUMO (the `traffic` extra; horizon, warm-up and truncation handled by the env itself)
+    "bayescrl/Grid-v0": ("bayescrl.envs.traffic.grid:GridEnv", None),
+    "bayescrl/Bottleneck-v0": ("bayescrl.envs.traffic.bottleneck:BottleneckEnv", None),
     # tabular CMDPs (episode length set by the CMDP: H for the finite criterion, else 1000)
     "bayescrl/SmallCMDP-v0": ("bayescrl.envs.registration:small_cmdp_env", None),
     "bayescrl/ErgodicCMDP-v0": ("bayescrl.envs.registration:ergodic_cmdp_env", None),
