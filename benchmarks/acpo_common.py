@@ -30,7 +30,23 @@ TASKS: dict[str, dict[str, Any]] = {
     "PointGather": {"env": "bayescrl/PointGather-v0", "limit": 0.1 / 200, "horizon": 200},
     "AntCircle": {"env": "bayescrl/AntCircle-v0", "limit": 10.0 / 200, "horizon": 200},
     "AntGather": {"env": "bayescrl/AntGather-v0", "limit": 0.2 / 500, "horizon": 500},
+    # traffic (SUMO, the `traffic` extra): e-COP table's episodic limits 75 and 50; the chapter's policies
+    # (16,16) and (50,25) with linear baselines (critic_hidden=())
+    "Grid": {
+        "env": "bayescrl/Grid-v0",
+        "limit": 75.0 / 200,
+        "horizon": 200,
+        "config": {"actor_hidden": (16, 16), "critic_hidden": ()},
+    },
+    "Bottleneck": {
+        "env": "bayescrl/Bottleneck-v0",
+        "limit": 50.0 / 200,
+        "horizon": 200,
+        "config": {"actor_hidden": (50, 25), "critic_hidden": ()},
+    },
 }
+#: tasks run when --tasks is not given
+DEFAULT_TASKS = ("PointCircle", "PointGather", "AntCircle", "AntGather")
 
 #: baselines trained on the discounted criterion (γ = 0.999), which take the episodic limit l · H
 DISCOUNTED = ("cpo", "pcpo", "ppo-lag")
@@ -77,12 +93,13 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     task = TASKS[job["task"]]
     limit = task["limit"] * task["horizon"] if job["algo"] in DISCOUNTED else task["limit"]
     cls = get_algorithm(job["algo"])
-    algo = cls(task["env"], [limit], job["seed"], job["config"])
+    algo = cls(task["env"], [limit], job["seed"], {**job["config"], **task.get("config", {})})
     ev = ProtocolEvaluator(every=job["eval_every"], n_traj=job["eval_traj"], traj_steps=job["eval_steps"])
     t0 = time.perf_counter()
     try:
         algo.learn(job["steps"], progress=False, callback=ev)
-        final = average_reward_evaluation(algo, 10, 1000)  # the protocol at the end of training
+        # the protocol at the end of training (10 x 1000 steps unless the job says less)
+        final = average_reward_evaluation(algo, job.get("final_traj", 10), job.get("final_steps", 1000))
     finally:
         algo.close()
     rec = {

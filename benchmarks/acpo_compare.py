@@ -19,14 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from acpo_common import ALGOS, TASKS, aggregate, algo_config, plot_group, run_all  # noqa: E402
+from acpo_common import ALGOS, DEFAULT_TASKS, TASKS, aggregate, algo_config, plot_group, run_all  # noqa: E402
 
 from bayescrl.utils.io import write_json  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
+    ap.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS), choices=list(TASKS))
     ap.add_argument("--algos", nargs="+", default=["acpo", "cpo", "atrpo"], choices=list(ALGOS))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument(
@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--eval-every", type=int, default=1000)
     ap.add_argument("--eval-traj", type=int, default=10)
     ap.add_argument("--eval-steps", type=int, default=1000)
+    ap.add_argument("--final-traj", type=int, default=10, help="final protocol: trajectories")
+    ap.add_argument("--final-steps", type=int, default=1000, help="final protocol: steps per trajectory")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="benchmarks/results/acpo")
     ap.add_argument(
@@ -104,6 +106,8 @@ def main(argv: list[str] | None = None) -> dict:
                         "eval_every": args.eval_every,
                         "eval_traj": args.eval_traj,
                         "eval_steps": args.eval_steps,
+                        "final_traj": args.final_traj,
+                        "final_steps": args.final_steps,
                         "delta": args.delta,
                         "path": str(out / "runs" / f"{tag}.json"),
                     }

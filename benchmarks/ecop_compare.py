@@ -104,10 +104,20 @@ def main() -> None:
     p.add_argument("--jobs", type=int, default=1, help="runs in parallel (one process, one thread each)")
     p.add_argument("--out-dir", type=Path, default=OUT)
     p.add_argument("--machine", default="shared 2-core machine, other engineers' jobs running")
+    p.add_argument(
+        "--set", nargs="*", default=[], metavar="KEY=VALUE", help="config entries for every run (JSON values)"
+    )
     args = p.parse_args()
+    sets = {}
+    for kv in args.set:
+        key, _, val = kv.partition("=")
+        try:
+            sets[key] = json.loads(val)
+        except json.JSONDecodeError:
+            sets[key] = val
     out_dir = args.out_dir
     torch.set_num_threads(1)
-    jobs = [(a, a, {}) for a in args.algos]
+    jobs = [(a, a, dict(sets)) for a in args.algos]
     for v in args.ecop_variants:
         beta = float(v.split("-")[0].removeprefix("beta"))
         jobs.append(
@@ -172,7 +182,7 @@ def main() -> None:
         "table": table,
         "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); 95% CI "
         "= 1.96 sd/sqrt(n)",
-        "config": BASE_CFG,
+        "config": {**BASE_CFG, **sets},
         "machine": args.machine,
         "jobs": args.jobs,
         "torch": torch.__version__,
