@@ -53,10 +53,10 @@ def log_marginal_likelihood(
     """``log p(D0 | β)`` ``[S, G]`` for every seed and every ``β`` in ``betas [G]``.
 
     ``method="laplace"`` (default): Laplace approximation around the MAP of ``ϑ`` for each (seed, β),
-    found by a batched Newton solve of the ``[S·G]`` Bayesian logistic regressions — accurate for large
-    ``N`` where the likelihood is peaked. ``method="mc"``: plain Monte Carlo over ``num_mc`` prior draws
-    of ``ϑ`` (unbiased in ``p``, but degenerate for large ``N``; used to cross-check in the tests).
-    """
+    found by a batched damped Newton solve (step halving) of the ``[S·G]`` Bayesian logistic regressions —
+    accurate for large ``N`` where the likelihood is peaked. ``method="mc"``: plain Monte Carlo over
+    ``num_mc`` prior draws of ``ϑ`` (unbiased in ``p``, but degenerate for large ``N``; used to cross-check
+    in the tests)."""
     S, N, d = x0.shape
     cov = cov0 + torch.eye(d, dtype=cov0.dtype, device=cov0.device) / lam**2
     z = _signed_diff(x0, x1, y)  # [S,N,d]
@@ -70,13 +70,30 @@ def log_marginal_likelihood(
         raise ConfigError("method", method, "must be 'laplace' or 'mc'")
     prec = torch.cholesky_inverse(torch.linalg.cholesky(cov))
     bz = betas[None, :, None, None] * z[:, None]  # [S,G,N,d]
+
+    def log_joint(v: torch.Tensor) -> torch.Tensor:  # log-likelihood + log-prior up to a constant [S,G]
+        dv = v - mu0
+        return F.logsigmoid((bz * v[:, :, None]).sum(-1)).sum(-1) - 0.5 * ((dv @ prec) * dv).sum(-1)
+
     v = mu0.expand(S, betas.shape[0], d).clone()
-    for _ in range(newton_iters):  # strictly concave: plain Newton converges fast from the prior mean
+    f = log_joint(v)
+    for _ in range(newton_iters):  # strictly concave: damped Newton from the prior mean
         m = (bz * v[:, :, None]).sum(-1)
         s = torch.sigmoid(-m)  # d/dm logσ(m)
         grad = (s[..., None] * bz).sum(2) - (v - mu0) @ prec
         H = torch.einsum("sgn,sgnd,sgne->sgde", s * (1 - s), bz, bz) + prec
-        v = v + torch.linalg.solve(H, grad.unsqueeze(-1)).squeeze(-1)
+        step = torch.linalg.solve(H, grad.unsqueeze(-1)).squeeze(-1)
+        # step halving until the log joint does not decrease: plain Newton on a logistic likelihood can
+        # fall into a 2-cycle far from the mode (it did for β ≳ 1 with μ0 ≠ 0, giving log p ≈ -1600)
+        t = torch.ones_like(f)
+        tiny = (grad * step).sum(-1) <= 1e-12 * (1 + f.abs())  # converged: round-off decides, accept
+        for _ in range(40):
+            f_new = log_joint(v + t[..., None] * step)
+            ok = (f_new >= f) | tiny
+            if bool(ok.all()):
+                break
+            t = torch.where(ok, t, 0.5 * t)
+        v, f = torch.where(ok[..., None], v + t[..., None] * step, v), torch.where(ok, f_new, f)
     m = (bz * v[:, :, None]).sum(-1)
     s = torch.sigmoid(-m)
     H = torch.einsum("sgn,sgnd,sgne->sgde", s * (1 - s), bz, bz) + prec
