@@ -71,7 +71,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     # warmTSOF (Algorithm `prac_warmtsof`)
     "cost": 0.0,
     "eps0": 1.0,
-    "p_online": 1.0,
+    "p_online": 0.5,  # ω_n ~ Bern(0.5) on online comparisons too (Eq. `final_surrogate_perturbed_loss`)
     # competence estimation
     "entropy_c": 25.0,
     "beta_prior_loc": math.log(5.0),

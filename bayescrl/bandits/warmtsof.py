@@ -3,7 +3,7 @@
 At round ``t`` the agent draws ``θ̂_t`` by a perturbed MAP (Eq. `final_surrogate_perturbed_loss`), finds
 the top-two arms ``A¹_t, A²_t`` under ``θ̂_t`` and, if their gap ``⟨A¹_t - A²_t, θ̂_t⟩ < ε_t``, pays ``c`` to
 ask the rater of ``D0`` (same ``ϑ``, ``β`` and expert model) to compare them; the comparison joins the
-data as an *online* comparison (Bern(``p_online``) weights in the bootstrap), ``θ̃_t`` is re-drawn and
+data as an *online* comparison, ``θ̃_t`` is re-drawn and
 ``A_t = argmax ⟨a, θ̃_t⟩``. The cost enters the regret: ``regret_t = ⟨A*, θ⟩ - ⟨A_t, θ⟩ + c_t``.
 
 ``get_epsilon`` (left open by the seed, "will be decided through analysis") — our rule::
@@ -14,6 +14,11 @@ data as an *online* comparison (Bern(``p_online``) weights in the bootstrap), ``
 with unit-norm arms, so the agent asks while the sampled top-two gap is within posterior noise, and it
 only asks about gaps that are worth more than the price ``c`` of the question (``ε_t = 0``: never ask).
 ``λ`` and ``β`` (arguments of the seed's ``get_epsilon``) are not used by this rule.
+
+The online comparisons join ``D_t`` and the posterior is updated "using Equation
+`final_surrogate_perturbed_loss`", whose preference term weights every comparison by ``ω_n ~ Bern(0.5)``:
+so they get Bern(``p_online`` = 0.5) bootstrap weights like the offline ones (``p_online = 1`` would leave
+them unperturbed and make the re-drawn ``θ̃_t`` over-confident about the asked pair).
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ class WarmTSOFAgent(BootstrapAgent):
         label: str = "warmtsof",
         **kw,
     ):
+        kw.setdefault("p_online", 0.5)  # ω_n ~ Bern(0.5), Eq. `final_surrogate_perturbed_loss`
         kw.update(generator=generator, extra_pref_capacity=env.T, label=label)
         super().__init__(env, data, beta, lam, **kw)
         self.data, self.cost, self.eps0 = data, cost, eps0
