@@ -22,6 +22,11 @@ from bayescrl.utils.runlog import log_options
 @click.option("--device", default="cpu", show_default=True)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
 @click.option("--no-plots", is_flag=True, help="Write results.json only.")
+@click.option(
+    "--no-train",
+    is_flag=True,
+    help="task: diffusion only: use the cached base model, never train one (error if the cache is missing).",
+)
 @log_options
 def pspl(
     config: str,
@@ -31,10 +36,12 @@ def pspl(
     device: str,
     no_progress: bool,
     no_plots: bool,
+    no_train: bool,
     log_dir: str | None,
     wandb: bool | None,
 ) -> None:
-    """PSPL (top-two posterior sampling for preference-based RL) and baselines on RiverSwim/MountainCar.
+    """PSPL (top-two posterior sampling for preference-based RL) and baselines on RiverSwim/MountainCar,
+    or (``task: diffusion``) PSPL vs DPS fine-tuning a small diffusion model from trajectory preferences.
 
     Writes OUT/results.json (per agent: final_simple_regret_mean/std, simple_regret_curve_mean,
     cumulative_regret_mean, wall_time_s) and PNG plots of simple and cumulative regret. ``--log-dir DIR``
@@ -48,6 +55,10 @@ def pspl(
     seeds = positive_int(seeds, "--seeds")
     device = check_device(device, "--device")
     cfg = apply_overrides(load_yaml(config), overrides)
+    if isinstance(cfg, dict) and cfg.get("task") == "diffusion":
+        from bayescrl.pbrl.diffusion.cli import run_diffusion
+
+        return run_diffusion(cfg, seeds, out, device, not no_progress, not no_plots, no_train, log_dir, wandb)
     validate_config(cfg)  # every field (and sweep cell) before any work or output
     prepare_out(out, "--out")
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")

@@ -1,0 +1,47 @@
+"""``bayescrl pspl CONFIG.yaml`` for configs with ``task: diffusion`` (dispatched from ``pbrl.cli``)."""
+
+from __future__ import annotations
+
+import click
+
+
+def run_diffusion(
+    cfg: dict,
+    seeds: int,
+    out: str,
+    device: str,
+    progress: bool,
+    plots: bool,
+    no_train: bool,
+    log_dir: str | None,
+    wandb: bool | None,
+) -> None:
+    """Validate (every field before any work), run, print one line per agent and the output folder."""
+    from bayescrl.pbrl.diffusion import require
+    from bayescrl.pbrl.diffusion.experiment import run_experiment, validate_config
+    from bayescrl.utils.checks import check_device, check_no_nan, positive_int, prepare_out
+    from bayescrl.utils.runlog import RunLogger
+
+    seeds = positive_int(seeds, "--seeds")
+    device = check_device(device, "--device")
+    validate_config(cfg)
+    require()
+    prepare_out(out, "--out")
+    logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")
+    res = run_experiment(cfg, seeds, out, device=device, progress=progress, plots=plots, no_train=no_train)
+    check_no_nan(res, out)
+    with logger:
+        logger.log_results({k: v for k, v in res.items() if k != "config"})
+    runs = (
+        [("", res)]
+        if "sweep" not in res
+        else [(f"{res['sweep']['key']}={r['value']} ", r) for r in res["sweep"]["runs"]]
+    )
+    for prefix, r in runs:
+        for name, a in r["agents"].items():
+            click.echo(
+                f"{prefix}{name:8s} final reward {a['final_reward_mean']:.3f} ± {a['final_reward_std']:.3f}  "
+                f"simple regret {a['simple_regret_mean']:.3f}  ({a['wall_time_s']:.1f} s, "
+                f"{a['images_per_s']:.1f} images/s)"
+            )
+    click.echo(f"wrote {out}/results.json")

@@ -1,0 +1,634 @@
+"""Runner of the scaled-down image experiment (appendix `pickapic`): ``bayescrl pspl CONFIG.yaml`` with
+``task: diffusion``.
+
+Protocol, per config (``B`` seeds batched: one policy per seed in one batched MLP, one UNet call per step):
+
+1. Base model (cached): DDPM + scorer (:mod:`~bayescrl.pbrl.diffusion.base`); sampler: DDIM with T steps.
+2. Pools from the behaviour policy π0 (base sampler, exploration sd ``policy.sd_init``): D0 = ``offline.N``
+   pairs (same prompt) labelled per seed by a rater of competence (β, λ) on the hidden reward ψ·θ*
+   (:class:`~bayescrl.pbrl.data.Rater`); a validation pool of ``pools.val`` pairs (held-out ranking
+   accuracy of the final reward estimate against θ*); an exploration pool of ``pools.explore`` unseen
+   (prompt, z_T) starts for the online queries.
+3. K episodes: two posterior samples (θ̃_j, η̃_j), j = 0, 1; rollouts of the current policy π_k;
+   two copies of π_k take ``policy.updates`` DDPO steps on the advantage
+   ``A_j = z(⟨θ̃_j, φ(τ)⟩) + κ z(Σ_t log η̃_j(b_t | t))`` (z = standardised over the batch, κ =
+   ``policy.eta_weight``); each copy generates the query trajectory from the same exploration start;
+   the rater labels the pair; both posteriors are updated; π_{k+1} = copy 0 (π^{(0)}, as Algorithm
+   `main_algo_empirical` outputs).
+4. Output: ``final.epochs`` DDPO epochs on the point estimate (PSPL: MAP; DPS: posterior mean; η: posterior
+   mean), then the final-episode reward: the hidden true reward ⟨θ*, ψ(τ)⟩ averaged over ``final.L``
+   rollouts per prompt from fixed starts shared by every agent. Simple regret = best reachable reward −
+   final reward, the best reachable reward estimated (from below) by an oracle running the same DDPO budget
+   on the true reward.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from bayescrl.pbrl.data import EXPERTS, Rater, check_competence
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import apply_overrides, check_keys, write_json
+
+log = logging.getLogger(__name__)
+AGENTS = ("pspl", "dps")
+DEFAULTS: dict[str, Any] = {
+    "task": "diffusion",
+    "base": {
+        "size": 16,
+        "channels": [16, 32],
+        "layers_per_block": 1,
+        "train_timesteps": 1000,
+        "steps": 1200,
+        "batch": 64,
+        "lr": 1e-3,
+        "scorer_steps": 300,
+        "cache": None,
+    },
+    "T": 10,
+    "prompts": list(range(10)),
+    "reward": {"score": 1.0, "noise": -1.0, "time": 0.0, "stat": 2.0, "stat_kind": "mass"},
+    "offline": {"N": 256, "beta": 1.0, "lam": 10.0, "expert": "bt"},
+    "pools": {"val": 64, "explore": 128},
+    "prior": {"alpha0": 1.0, "bins": 10, "dps_noise_sd": 1.0},
+    "policy": {
+        "hidden": 512,
+        "sd_init": 0.1,
+        "lr": 1e-4,
+        "clip": 0.2,
+        "rollouts": 16,
+        "updates": 4,
+        "eta_weight": 0.2,
+    },
+    "K": 20,
+    "final": {"epochs": 5, "L": 10},
+    "seed": 0,
+    "agents": ["pspl", "dps"],
+    "oracle": True,
+    "sweep": None,
+}
+TOP = set(DEFAULTS) | {"name", "description"}
+
+
+def _int(field: str, v: Any, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ConfigError(field, v, f"must be an integer >= {lo}")
+    return v
+
+
+def _float(field: str, v: Any, lo: float | None = None, strict: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or math.isinf(v):
+        raise ConfigError(field, v, "must be a finite number")
+    if lo is not None and (v <= lo if strict else v < lo):
+        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {lo}")
+    return float(v)
+
+
+def validate_config(cfg: Mapping[str, Any]) -> dict:
+    """Merge into :data:`DEFAULTS` and check every field (before any work); raises :class:`ConfigError`."""
+    if not isinstance(cfg, Mapping):
+        raise ConfigError("config", cfg, "must be a mapping")
+    check_keys(cfg, sorted(TOP))
+    out = copy.deepcopy(DEFAULTS)
+    for k, v in cfg.items():
+        if isinstance(DEFAULTS.get(k), dict):
+            if not isinstance(v, Mapping):
+                raise ConfigError(k, v, "must be a mapping")
+            check_keys(v, sorted(DEFAULTS[k]), k)
+            out[k] = {**out[k], **v}
+        else:
+            out[k] = copy.deepcopy(v)
+    if out["task"] != "diffusion":
+        raise ConfigError("task", out["task"], "this runner handles task: diffusion")
+    b = out["base"]
+    size = _int("base.size", b["size"], 8)
+    if size % 4:
+        raise ConfigError("base.size", size, "must be a multiple of 4 (two UNet resolutions)")
+    ch = b["channels"]
+    if not isinstance(ch, list) or len(ch) != 2 or any(_int("base.channels", c, 8) % 8 for c in ch):
+        raise ConfigError("base.channels", ch, "two channel counts, multiples of 8, e.g. [16, 32]")
+    _int("base.layers_per_block", b["layers_per_block"], 1)
+    _int("base.train_timesteps", b["train_timesteps"], 2)
+    _int("base.steps", b["steps"], 1)
+    _int("base.batch", b["batch"], 1)
+    _float("base.lr", b["lr"], 0, strict=True)
+    _int("base.scorer_steps", b["scorer_steps"], 1)
+    if b["cache"] is not None and not isinstance(b["cache"], str):
+        raise ConfigError("base.cache", b["cache"], "must be a folder path or null (OUT/base_model)")
+    T = _int("T", out["T"], 1)
+    if T > b["train_timesteps"]:
+        raise ConfigError("T", T, f"larger than the scheduler's {b['train_timesteps']} training steps")
+    pr = out["prompts"]
+    if not isinstance(pr, list) or not pr:
+        raise ConfigError("prompts", pr, "must be a non-empty list of digit classes 0-9")
+    for i, p in enumerate(pr):
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 9:
+            raise ConfigError("prompts", p, "unknown prompt class; the prompts are the digits 0-9", index=i)
+    if len(set(pr)) != len(pr):
+        raise ConfigError("prompts", pr, "prompts must be distinct")
+    r = out["reward"]
+    for k in ("score", "noise", "time", "stat"):
+        _float(f"reward.{k}", r[k])
+    from bayescrl.pbrl.diffusion.mdp import STATS
+
+    if r["stat_kind"] not in STATS:
+        raise ConfigError("reward.stat_kind", r["stat_kind"], f"choose one of {list(STATS)}")
+    off = out["offline"]
+    _int("offline.N", off["N"], 1)
+    check_competence(off["beta"], off["lam"])
+    if off["expert"] not in EXPERTS:
+        raise ConfigError("offline.expert", off["expert"], f"choose one of {list(EXPERTS)}")
+    _int("pools.val", out["pools"]["val"], 1)
+    _int("pools.explore", out["pools"]["explore"], 1)
+    _float("prior.alpha0", out["prior"]["alpha0"], 0, strict=True)
+    _int("prior.bins", out["prior"]["bins"], 2)
+    _float("prior.dps_noise_sd", out["prior"]["dps_noise_sd"], 0, strict=True)
+    po = out["policy"]
+    _int("policy.hidden", po["hidden"], 1)
+    sd = _float("policy.sd_init", po["sd_init"], 0, strict=True)
+    if not 1e-3 <= sd <= 1:
+        raise ConfigError("policy.sd_init", sd, "must lie in [1e-3, 1] (the log-sd clamp)")
+    _float("policy.lr", po["lr"], 0, strict=True)
+    _float("policy.clip", po["clip"], 0, strict=True)
+    _int("policy.rollouts", po["rollouts"], 2)
+    _int("policy.updates", po["updates"], 1)
+    _float("policy.eta_weight", po["eta_weight"], 0)
+    _int("K", out["K"], 0)
+    _int("final.epochs", out["final"]["epochs"], 0)
+    _int("final.L", out["final"]["L"], 1)
+    _int("seed", out["seed"], 0)
+    ag = out["agents"]
+    if isinstance(ag, str):
+        ag = out["agents"] = [ag]
+    if not isinstance(ag, list) or not ag or len(set(ag)) != len(ag):
+        raise ConfigError("agents", ag, f"a non-empty list of distinct agents from {list(AGENTS)}")
+    for i, a in enumerate(ag):
+        if a not in AGENTS:
+            raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
+    if not isinstance(out["oracle"], bool):
+        raise ConfigError("oracle", out["oracle"], "must be true or false")
+    sw = out["sweep"]
+    if sw is not None:
+        if not isinstance(sw, Mapping) or set(sw) != {"key", "values"}:
+            raise ConfigError("sweep", sw, "must be a mapping with exactly 'key' and 'values'")
+        if not isinstance(sw["values"], list) or not sw["values"]:
+            raise ConfigError("sweep.values", sw["values"], "must be a non-empty list")
+        for i, v in enumerate(sw["values"]):
+            try:
+                validate_config(
+                    apply_overrides(
+                        {k: x for k, x in out.items() if k != "sweep"}, [f"{sw['key']}={json.dumps(v)}"]
+                    )
+                )
+            except ConfigError as exc:
+                raise ConfigError(f"sweep.values (key {sw['key']})", v, str(exc), index=i) from exc
+    return out
+
+
+class _Setup:
+    """Everything shared by the agents of one config: base model, sampler, pools, raters, prior."""
+
+    def __init__(self, cfg: dict, seeds: int, base, device: str):
+        from bayescrl.pbrl.diffusion.agents import NoiseNormModel
+        from bayescrl.pbrl.diffusion.mdp import rollout
+        from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy
+
+        self.cfg, self.B, self.base, self.device = cfg, seeds, base, device
+        self.sched = base.ddim(cfg["T"])
+        self.S = base.size
+        self.D = self.S * self.S
+        self.prompts = torch.tensor(cfg["prompts"])
+        r = cfg["reward"]
+        self.theta_star = torch.tensor([r["score"], r["noise"], r["time"], r["stat"]], dtype=torch.float64)
+        self.gen = torch.Generator().manual_seed(cfg["seed"])
+        po = cfg["policy"]
+        self.pi0 = GaussianNoisePolicy(
+            1, self.D, 10, hidden=po["hidden"], sd_init=po["sd_init"], seed=cfg["seed"]
+        ).to(device)
+        self._rollout = rollout
+        t0 = time.perf_counter()
+        N, Nv, Ne = cfg["offline"]["N"], cfg["pools"]["val"], cfg["pools"]["explore"]
+        d0 = self.chunked(self.pi0, 2 * N)
+        val = self.chunked(self.pi0, 2 * Nv)
+        self.pool_time = time.perf_counter() - t0
+        self.pool_images = 2 * (N + Nv)
+        psi = d0.psi()[0].view(N, 2, 4)
+        off = cfg["offline"]
+        lam = off["lam"]
+        self.rater = Rater.sample(self.theta_star, seeds, off["beta"], lam, off["expert"], generator=self.gen)
+        self.y0 = self.rater.label(
+            psi[None, :, 0].expand(seeds, -1, -1), psi[None, :, 1].expand(seeds, -1, -1), generator=self.gen
+        )
+        self.phi0 = psi[..., :3]  # [N, 2, 3]
+        # Σ0 = diag(Var score, Var ‖ε_t‖/√D, 1/12) over D0's chains (appendix `pickapic`)
+        self.cov0 = torch.diag(
+            torch.stack(
+                [d0.score.double().var(), d0.norms.double().var(), torch.tensor(1 / 12, dtype=torch.float64)]
+            )
+        )
+        self.d0_norms = d0.norms[0]  # [2N, T]
+        self.noise_factory = lambda: self._noise(NoiseNormModel)
+        vpsi = val.psi()[0].view(Nv, 2, 4)
+        self.val_phi = vpsi[..., :3]
+        self.val_true = vpsi @ self.theta_star  # [Nv, 2]
+        # exploration pool: unseen (prompt, z_T) starts; evaluation: L starts per prompt, shared by agents
+        self.explore_p = self.prompts[torch.randint(len(self.prompts), (Ne,), generator=self.gen)]
+        self.explore_z = torch.randn(Ne, 1, self.S, self.S, generator=self.gen)
+        L = cfg["final"]["L"]
+        self.eval_p = self.prompts.repeat_interleave(L)
+        self.eval_z = torch.randn(len(self.eval_p), 1, self.S, self.S, generator=self.gen)
+        self.d0_signal_sd = float(((psi[:, 0] - psi[:, 1]) @ self.theta_star).std())
+        lam_agent = 1e4 if math.isinf(lam) else float(lam)
+        self.beta, self.lam = float(off["beta"]), lam_agent
+
+    def _noise(self, cls):
+        m = cls(self.B, self.cfg["T"], self.cfg["prior"]["bins"], self.d0_norms, self.cfg["prior"]["alpha0"])
+        m.update(self.d0_norms.unsqueeze(0).expand(1, -1, -1)[0])
+        return m
+
+    def chunked(self, policy, n: int, chunk: int = 256):
+        """``n`` behaviour rollouts (pairs share a prompt) without the per-step inputs, in chunks."""
+        outs = []
+        for s in range(0, n, chunk):
+            m = min(chunk, n - s)
+            p = self.prompts[
+                torch.randint(len(self.prompts), ((m + 1) // 2,), generator=self.gen)
+            ].repeat_interleave(2)[:m]
+            z = torch.randn(1, m, 1, self.S, self.S, generator=self.gen)
+            outs.append(self.rollout(policy, p[None], z, keep_inputs=False).drop_inputs())
+        return outs[0] if len(outs) == 1 else _cat_n(outs)
+
+    def rollout(self, policy, prompts, z, keep_inputs=True):
+        return self._rollout(
+            self.base,
+            self.sched,
+            policy,
+            prompts,
+            z,
+            stat=self.cfg["reward"]["stat_kind"],
+            generator=self.gen,
+            keep_inputs=keep_inputs,
+        )
+
+    def random_starts(self, P: int, n: int):
+        p = self.prompts[torch.randint(len(self.prompts), (P, n), generator=self.gen)]
+        return p, torch.randn(P, n, 1, self.S, self.S, generator=self.gen)
+
+    def true_reward(self, ro) -> torch.Tensor:
+        return ro.psi() @ self.theta_star  # [P, n]
+
+    def evaluate(self, policy) -> dict:
+        """Final-episode reward: L rollouts per prompt from the shared evaluation starts."""
+        P = policy.P
+        ro = self.rollout(
+            policy, self.eval_p.expand(P, -1), self.eval_z.expand(P, -1, -1, -1, -1), keep_inputs=False
+        )
+        r = self.true_reward(ro)
+        return {
+            "reward": r.mean(1),  # [P]
+            "score": ro.score.mean(1),
+            "stat": ro.stat.mean(1),
+            "noise_norm": ro.norms.mean((1, 2)),
+            "images": ro.x.cpu(),
+        }
+
+
+def _cat_n(outs):
+    from bayescrl.pbrl.diffusion.mdp import Rollouts
+
+    return Rollouts(
+        *(
+            torch.cat(xs, 1) if xs[0].numel() else xs[0]
+            for xs in zip(*(o.__dict__.values() for o in outs), strict=True)
+        )
+    )
+
+
+def _z(x: torch.Tensor) -> torch.Tensor:
+    return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-8)
+
+
+def _epoch(st: _Setup, policy, reward_fn, eta=None, noise=None) -> dict:
+    """One DDPO epoch: rollouts of ``policy`` (P policies), advantages, ``policy.updates`` PPO steps."""
+    from bayescrl.pbrl.diffusion.policy import ddpo_update
+
+    po = st.cfg["policy"]
+    P = policy.P
+    p, z = st.random_starts(P, po["rollouts"])
+    ro = st.rollout(policy, p, z)
+    adv = _z(reward_fn(ro).float())
+    if eta is not None and po["eta_weight"] > 0:
+        adv = adv + po["eta_weight"] * _z(noise.log_lik(eta, ro.norms).float())
+    opt = torch.optim.Adam(policy.parameters(), lr=po["lr"])
+    info = ddpo_update(
+        policy,
+        opt,
+        ro.inputs,
+        ro.eps_hat,
+        ro.actions,
+        ro.logp,
+        adv.to(ro.logp.device),
+        steps=po["updates"],
+        clip=po["clip"],
+    )
+    info["images"] = P * po["rollouts"]
+    return info
+
+
+def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
+    """Run one agent (``pspl``, ``dps`` or ``oracle``) on all seeds; returns metrics and final images."""
+    from bayescrl.pbrl.diffusion.agents import DPSTheta, PSPLTheta
+
+    cfg, B = st.cfg, st.B
+    K, E = cfg["K"], cfg["final"]["epochs"]
+    t0 = time.perf_counter()
+    images = 0
+    policy = st.pi0.select([0] * B)
+    agen = torch.Generator().manual_seed(
+        cfg["seed"] * 1000 + AGENTS.index(name) + 1 if name in AGENTS else cfg["seed"] * 1000
+    )
+    phi0 = st.phi0[None, :, 0].expand(B, -1, -1)
+    phi1 = st.phi0[None, :, 1].expand(B, -1, -1)
+    noise = st.noise_factory()
+    if name == "pspl":
+        theta = PSPLTheta(phi0, phi1, st.y0, K, st.cov0, st.beta, st.lam)
+    elif name == "dps":
+        theta = DPSTheta(phi0, phi1, st.y0, st.cov0, cfg["prior"]["dps_noise_sd"])
+    query_true = torch.zeros(B, K, dtype=torch.float64)
+    agree = torch.zeros(B, K)
+    it = tqdm(range(K + E), desc=f"diffusion:{name}", disable=not progress, leave=False)
+    for k in it:
+        if name == "oracle":
+            images += _epoch(st, policy, st.true_reward)["images"]
+            continue
+        if k >= K:  # final epochs on the point estimate
+            th = theta.point().float()
+            eta = noise.post.mean.float()
+            images += _epoch(
+                st, policy, lambda ro, th=th: (ro.phi().float() * th[:, None]).sum(-1), eta, noise
+            )["images"]
+            continue
+        th = theta.sample(2, agen).float()  # [B, 2, d]
+        eta = noise.sample(2, agen).float()  # [2, B, T, C]
+        th2 = th.transpose(0, 1).reshape(2 * B, -1)  # copy j*B + b
+        eta2 = eta.reshape(2 * B, *eta.shape[2:])
+        pol2 = policy.select(list(range(B)) * 2)
+        images += _epoch(
+            st, pol2, lambda ro, th2=th2: (ro.phi().float() * th2[:, None]).sum(-1), eta2, noise
+        )["images"]
+        j = (k * B + torch.arange(B)) % len(st.explore_p)
+        p = st.explore_p[j].repeat(2)[:, None]
+        z = st.explore_z[j].repeat(2, 1, 1, 1)[:, None]
+        q = st.rollout(pol2, p, z, keep_inputs=False)
+        images += 2 * B
+        psi = q.psi()[:, 0].view(2, B, 4)
+        y = st.rater.label(psi[0], psi[1], generator=agen)
+        theta.observe(psi[0, :, :3], psi[1, :, :3], y)
+        noise.update(q.norms.view(2, B, -1).transpose(0, 1))
+        tr = psi @ st.theta_star  # [2, B]
+        query_true[:, k] = tr.mean(0)
+        agree[:, k] = ((tr[0] < tr[1]).long() == y).float()
+        policy = pol2.select(list(range(B)))
+        it.set_postfix(query_reward=f"{float(tr.mean()):.2f}")
+    wall = time.perf_counter() - t0
+    ev = st.evaluate(policy)
+    out = {
+        "final_reward": ev["reward"].double(),
+        "score": ev["score"],
+        "stat": ev["stat"],
+        "noise_norm": ev["noise_norm"],
+        "images": ev["images"],
+        "wall_time_s": wall,
+        "train_images": images,
+        "images_per_s": images * cfg["T"] / max(wall, 1e-9) / cfg["T"],
+        "query_true_reward": query_true,
+        "label_agreement": agree,
+    }
+    if name != "oracle":
+        th = theta.point()  # [B, 3]
+        v = st.val_phi.double() @ th.T  # [Nv, 2, B]
+        out["val_accuracy"] = (
+            ((v[:, 0] > v[:, 1]) == (st.val_true[:, 0] > st.val_true[:, 1])[:, None]).double().mean(0)
+        )
+        out["theta_point"] = th
+    return out
+
+
+def run_agents(cfg: dict, seeds: int, base, *, device: str = "cpu", progress: bool = True) -> dict:
+    """All agents (+ oracle, + the base policy) of one validated config; metrics and images."""
+    t0 = time.perf_counter()
+    st = _Setup(cfg, seeds, base, device)
+    log.info("pools: %d behaviour images in %.1f s", st.pool_images, st.pool_time)
+    before = st.evaluate(st.pi0.select([0]))
+    runs = {}
+    for a in cfg["agents"] + (["oracle"] if cfg["oracle"] else []):
+        runs[a] = run_agent(st, a, progress=progress)
+        log.info(
+            "%s: final reward %.3f (%.1f s)", a, float(runs[a]["final_reward"].mean()), runs[a]["wall_time_s"]
+        )
+    cands = [float(before["reward"].mean())] + [float(r["final_reward"].mean()) for r in runs.values()]
+    best = max(cands)
+    sd = lambda t: float(t.std(unbiased=False)) if t.numel() > 1 else 0.0  # noqa: E731
+    res: dict[str, Any] = {
+        "best_reachable_reward": best,
+        "best_reachable_from": (["base"] + list(runs))[cands.index(best)],
+        "base_reward": float(before["reward"].mean()),
+        "base_score": float(before["score"].mean()),
+        "base_stat": float(before["stat"].mean()),
+        "d0_true_reward_difference_sd": st.d0_signal_sd,
+        "prior_cov_diag": torch.diagonal(st.cov0).tolist(),
+        "noise_bin_edges": st.noise_factory().edges.tolist(),
+        "pool_images": st.pool_images,
+        "pool_seconds": st.pool_time,
+        "agents": {},
+    }
+    for a, r in runs.items():
+        fr = r["final_reward"]
+        res["agents"][a] = {
+            "final_reward_mean": float(fr.mean()),
+            "final_reward_std": sd(fr),
+            "final_reward_per_seed": fr.tolist(),
+            "simple_regret_mean": float((best - fr).mean()),
+            "simple_regret_std": sd(best - fr),
+            "final_score_mean": float(r["score"].mean()),
+            "final_stat_mean": float(r["stat"].mean()),
+            "final_noise_norm_mean": float(r["noise_norm"].mean()),
+            "query_true_reward_curve_mean": r["query_true_reward"].mean(0).tolist(),
+            "label_agreement_with_true_reward": float(r["label_agreement"].mean())
+            if r["label_agreement"].numel()
+            else None,
+            "wall_time_s": r["wall_time_s"],
+            "wall_time_per_seed_s": r["wall_time_s"] / seeds,
+            "train_images": r["train_images"],
+            "images_per_s": r["train_images"] / max(r["wall_time_s"], 1e-9),
+            **(
+                {
+                    "val_accuracy_mean": float(r["val_accuracy"].mean()),
+                    "theta_point_mean": r["theta_point"].mean(0).tolist(),
+                }
+                if "val_accuracy" in r
+                else {}
+            ),
+        }
+    res["wall_time_s"] = time.perf_counter() - t0
+    res["_images"] = {"base": before["images"][0], **{a: r["images"][0] for a, r in runs.items()}}
+    return res
+
+
+def run_experiment(
+    config: Mapping[str, Any],
+    seeds: int = 5,
+    out: str | Path | None = None,
+    *,
+    device: str = "cpu",
+    progress: bool = True,
+    plots: bool = True,
+    no_train: bool = False,
+) -> dict:
+    """Validate, load/train the base model, run (every sweep value), write results.json, grids, plots."""
+    from bayescrl.pbrl.diffusion import require
+    from bayescrl.pbrl.diffusion.base import load_or_train
+
+    cfg = validate_config(config)
+    require()
+    t0 = time.perf_counter()
+    if torch.device(device).type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    cache = cfg["base"]["cache"] or str(Path(out or "runs/pspl") / "base_model")
+    bcfg = {k: v for k, v in cfg["base"].items() if k != "cache"}
+    base = load_or_train(bcfg, cache, no_train=no_train, device=device, progress=progress)
+    result: dict[str, Any] = {"config": cfg, "seeds": seeds, "device": device, "base_model": base.info}
+    images = {}
+    if cfg["sweep"] is None:
+        r = run_agents(cfg, seeds, base, device=device, progress=progress)
+        images[""] = r.pop("_images")
+        result.update(r)
+    else:
+        key, runs = cfg["sweep"]["key"], []
+        rest = {k: v for k, v in cfg.items() if k != "sweep"}
+        for v in cfg["sweep"]["values"]:
+            sub = validate_config(apply_overrides(rest, [f"{key}={json.dumps(v)}"]))
+            r = run_agents(sub, seeds, base, device=device, progress=progress)
+            images[f"{key}={v}_"] = r.pop("_images")
+            runs.append({"value": v, **r})
+        result["sweep"] = {"key": key, "values": cfg["sweep"]["values"], "runs": runs}
+    result["peak_gpu_memory_bytes"] = (
+        torch.cuda.max_memory_allocated() if torch.device(device).type == "cuda" else None
+    )
+    result["memory_estimate_bytes"] = memory_estimate(cfg, seeds, base)
+    result["total_wall_time_s"] = time.perf_counter() - t0
+    if out is not None:
+        out = Path(out)
+        write_json(out / "results.json", result)
+        (out / "runtime.md").write_text(runtime_table(result))
+        if plots:
+            plot_results(result, images, out)
+    return result
+
+
+def memory_estimate(cfg: dict, seeds: int, base) -> dict:
+    """Bytes of the largest live tensors: UNet weights, 2B policies with Adam state, stored rollouts."""
+    D = base.size**2
+    h = cfg["policy"]["hidden"]
+    n_pol = (2 * D + 11) * h + h * h + h * 2 * D + 2 * h + 2 * D
+    P = 2 * seeds
+    T, n = cfg["T"], cfg["policy"]["rollouts"]
+    unet = sum(p.numel() for p in base.unet.parameters()) * 4
+    policies = P * n_pol * 4 * 4  # weights, grads, Adam m and v
+    rollouts = P * n * T * ((2 * D + 11) + 2 * D + 2) * 4
+    acts = P * n * T * (2 * h + 2 * D) * 4 * 3  # MLP activations kept for backward
+    return {
+        "unet": unet,
+        "policies": policies,
+        "rollouts": rollouts,
+        "mlp_activations": acts,
+        "total": unet + policies + rollouts + acts,
+    }
+
+
+def runtime_table(result: dict) -> str:
+    """Markdown table of the training times, like the appendix's Table `tab:training_times`."""
+    runs = (
+        [("", result)]
+        if "sweep" not in result
+        else [(f"{result['sweep']['key']}={r['value']} ", r) for r in result["sweep"]["runs"]]
+    )
+    lines = [
+        "| run | agent | wall time (s, all seeds) | per seed (s) | images/s | final reward | simple regret |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for pre, r in runs:
+        for a, m in r["agents"].items():
+            lines.append(
+                f"| {pre or '-'} | {a} | {m['wall_time_s']:.1f} | {m['wall_time_per_seed_s']:.1f} "
+                f"| {m['images_per_s']:.1f} | {m['final_reward_mean']:.3f} ± {m['final_reward_std']:.3f} "
+                f"| {m['simple_regret_mean']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot_results(result: dict, images: dict, out: Path) -> list[Path]:
+    """Image grids (rows: prompts; columns: rollouts) before / after per agent, and query-reward curves."""
+    from bayescrl.utils.plotting import plot_mean_sd, plt
+
+    paths = []
+    L = result["config"]["final"]["L"]
+    prompts = result["config"]["prompts"]
+    for pre, imgs in images.items():
+        names = list(imgs)
+        cols = min(L, 5)
+        fig, axes = plt().subplots(
+            len(prompts),
+            cols * len(names),
+            figsize=(0.6 * cols * len(names), 0.6 * len(prompts)),
+            squeeze=False,
+        )
+        for ci, nm in enumerate(names):
+            x = imgs[nm].view(len(prompts), L, *imgs[nm].shape[-2:])
+            for ri in range(len(prompts)):
+                for c in range(cols):
+                    ax = axes[ri, ci * cols + c]
+                    ax.imshow(x[ri, c].numpy(), cmap="gray_r", vmin=-1, vmax=1)
+                    ax.set_xticks([])
+                    ax.set_yticks([])
+                    if ri == 0 and c == 0:
+                        ax.set_title(nm, fontsize=7, loc="left")
+                    if ci == 0 and c == 0:
+                        ax.set_ylabel(str(prompts[ri]), fontsize=7)
+        fig.tight_layout(pad=0.1)
+        p = out / f"{pre}grid.png"
+        fig.savefig(p, dpi=120)
+        plt().close(fig)
+        paths.append(p)
+    runs = (
+        [("", result)]
+        if "sweep" not in result
+        else [(f"{result['sweep']['key']}={r['value']}_", r) for r in result["sweep"]["runs"]]
+    )
+    for pre, r in runs:
+        curves = {
+            a: (m["query_true_reward_curve_mean"], [0.0] * len(m["query_true_reward_curve_mean"]))
+            for a, m in r["agents"].items()
+            if m["query_true_reward_curve_mean"]
+        }
+        if curves:
+            paths.append(
+                plot_mean_sd(
+                    curves,
+                    out / f"{pre}query_reward.png",
+                    "online episode k",
+                    "true reward of the queried pair (mean)",
+                    title="diffusion digits: queried trajectories",
+                )
+            )
+    return paths

@@ -1,0 +1,130 @@
+"""Denoising as a finite-horizon MDP (appendix `pickapic`, following Black et al.): ``s_t = (p, z_t)``,
+``a_t = ε_t``, ``z_{t+1} = f_ρ(z_t, ε_t)`` (the frozen DDIM step, η = 0), horizon ``H = T``.
+
+Trajectory embedding (Eq. `pref_logistic_trajectories` with the additive φ of the appendix):
+``φ(τ) = Σ_{t=1}^{T} φ(s_t, a_t)``, ``φ(s_t, a_t) = [score(p, x), ‖ε_t‖₂/√D, t/T]`` with ``x`` the final
+image (pixel space: ``Dec`` is the identity) and ``D`` the pixel count (the norm is divided by √D so it is
+≈ 1 for a standard normal ε). The hidden reward of the simulated raters also sees an image statistic
+``stat(x)`` (stroke mass or left–right symmetry): ``ψ(τ) = [φ(τ), T·stat(x)]``, so the agents' linear
+model in φ is misspecified, as the thesis' CLIP-feature model is for human raters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from bayescrl.pbrl.diffusion.base import BaseModel
+from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy
+
+STATS = ("mass", "symmetry")
+
+
+def image_stat(x: Tensor, kind: str) -> Tensor:
+    """``mass``: mean ink (x + 1)/2 ∈ [0, 1]; ``symmetry``: −mean |x − mirror(x)|/2 ∈ [−1, 0]."""
+    if kind == "mass":
+        return ((x + 1) / 2).flatten(-3).mean(-1)
+    return -((x - x.flip(-1)).abs() / 2).flatten(-3).mean(-1)
+
+
+@dataclass
+class Rollouts:
+    """``P`` policies × ``n`` trajectories: policy inputs ``[P, n, T, in]``, UNet predictions ε̂ and actions
+    ε ``[P, n, T, D]``, ``logp [P, n, T]``, norms ``‖ε_t‖/√D [P, n, T]``, prompts ``[P, n]``, final images
+    ``x [P, n, 1, S, S]``, ``score``, ``stat [P, n]``."""
+
+    inputs: Tensor
+    eps_hat: Tensor
+    actions: Tensor
+    logp: Tensor
+    norms: Tensor
+    prompts: Tensor
+    x: Tensor
+    score: Tensor
+    stat: Tensor
+
+    @property
+    def T(self) -> int:
+        return self.norms.shape[-1]
+
+    def phi(self) -> Tensor:
+        """Agents' embedding ``φ(τ) [P, n, 3]`` (float64)."""
+        return embed(self.score, self.norms)
+
+    def psi(self) -> Tensor:
+        """Raters' embedding ``ψ(τ) = [φ(τ), T·stat] [P, n, 4]``."""
+        return torch.cat([self.phi(), (self.T * self.stat.double()).unsqueeze(-1)], -1)
+
+    def cat(self, other: Rollouts) -> Rollouts:
+        """Concatenate along the policy axis."""
+        return Rollouts(
+            *(
+                torch.cat([a, b], 0)
+                for a, b in zip(self.__dict__.values(), other.__dict__.values(), strict=True)
+            )
+        )
+
+    def drop_inputs(self) -> Rollouts:
+        """A copy without the bulky per-step tensors (for data sets that only need φ, ψ, bins)."""
+        e = self.inputs.new_zeros(0)
+        return Rollouts(e, e, e, self.logp, self.norms, self.prompts, self.x, self.score, self.stat)
+
+
+def embed(score: Tensor, norms: Tensor) -> Tensor:
+    """``φ(τ) = Σ_{t=1}^T [score, ‖ε_t‖/√D, t/T] = [T·score, Σ_t norms_t, (T+1)/2]``, ``norms [..., T]``."""
+    T = norms.shape[-1]
+    time = torch.full_like(score, (T + 1) / 2, dtype=torch.float64)
+    return torch.stack([T * score.double(), norms.double().sum(-1), time], -1)
+
+
+@torch.no_grad()
+def rollout(
+    base: BaseModel,
+    sched,
+    policy: GaussianNoisePolicy,
+    prompts: Tensor,
+    z_T: Tensor,
+    *,
+    stat: str = "mass",
+    generator: torch.Generator | None = None,
+    keep_inputs: bool = True,
+) -> Rollouts:
+    """Roll out ``policy`` (``P`` policies) from ``z_T [P, n, 1, S, S]`` with prompts ``[P, n]``, batched:
+    one UNet call of ``P·n`` images per denoising step. Noise is drawn on the CPU ``generator``."""
+    P, n = prompts.shape
+    dev = policy.w1.device
+    S = z_T.shape[-1]
+    D = S * S
+    T = len(sched.timesteps)
+    z = z_T.reshape(P * n, 1, S, S).to(dev)
+    labels = prompts.reshape(-1).to(dev)
+    inputs, eps_hats, acts, logps, norms = [], [], [], [], []
+    for i, t in enumerate(sched.timesteps):
+        eps_hat = base.unet(z, t, class_labels=labels).sample.reshape(P, n, D)
+        inp = policy.inputs(eps_hat, z.reshape(P, n, D), (i + 1) / T, prompts.to(dev))
+        mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
+        xi = torch.randn(mean.shape, generator=generator).to(dev)
+        a = mean + torch.exp(log_sd) * xi
+        logps.append(policy.log_prob(a, mean, log_sd))
+        norms.append(a.norm(dim=-1) / D**0.5)
+        if keep_inputs:
+            inputs.append(inp)
+            eps_hats.append(eps_hat)
+            acts.append(a)
+        z = sched.step(a.reshape(P * n, 1, S, S), t, z, eta=0.0).prev_sample
+    x = z.clamp(-1, 1).reshape(P, n, 1, S, S)
+    score = base.scorer.score(labels, x.reshape(P * n, 1, S, S)).reshape(P, n)
+    stack = lambda xs: torch.stack(xs, 2) if xs else z.new_zeros(0)  # noqa: E731
+    return Rollouts(
+        stack(inputs),
+        stack(eps_hats),
+        stack(acts),
+        torch.stack(logps, 2),
+        torch.stack(norms, 2),
+        prompts,
+        x,
+        score,
+        image_stat(x, stat),
+    )
