@@ -1,0 +1,320 @@
+"""Mutation check of the package's core maths: each listed single-line mutation must turn its tests red.
+
+For every mutation the script applies the edit(s) to a *copy* of the repository (``git archive HEAD``
+unpacked in a temporary directory, so the working tree is never touched), runs only the test node ids
+that should catch it (``pytest -x -q``, one process, under ``nice``), records red ("caught") or green
+("survived") and restores the file. A baseline run of every listed test on the unmutated copy must be
+green first. Results go to ``tools/mutation_report.json`` and a table on stdout; the exit status is 1
+if a mutation survives or the baseline is red.
+
+Usage::
+
+    .venv/bin/python tools/mutation_check.py [--only NAME ...] [--worktree] [--report PATH]
+
+``--worktree`` copies the current working-tree versions of the tracked files instead of ``HEAD``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+T_BANDIT = "tests/test_bandit_math_pins.py"
+T_CORE = "tests/test_core_math_pins.py"
+T_CRL = "tests/test_crl_math_pins.py"
+T_PSPL = "tests/test_pspl_math_pins.py"
+T_PREF = "tests/test_prefrl_math_pins.py"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str
+    edits: tuple[tuple[str, str, str], ...]  # (file, exact original snippet, mutated snippet)
+    tests: tuple[str, ...]  # pytest node ids expected to fail
+
+
+def _one(name, what, path, old, new, *tests) -> Mutation:
+    return Mutation(name, what, ((path, old, new),), tuple(tests))
+
+
+COMPETENCE = "bayescrl/bandits/competence.py"
+BT_FAST = "bayescrl/inference/bootstrap.py"
+BT_PYRO = "bayescrl/models/pyro_models.py"
+ECOP = "bayescrl/constrained/ecop.py"
+GAE = "bayescrl/constrained/core/advantages.py"
+
+BT_SIGN_FAST = (BT_FAST, "self.delta = pb.x1 - pb.x0", "self.delta = pb.x0 - pb.x1")
+BT_SIGN_PYRO = (BT_PYRO, "delta = x1 - x0  # [N, d]", "delta = x0 - x1  # [N, d]")
+LAM2_FAST = (BT_FAST, "self.lam2 = pb.lam.expand(B, R).to(dt) ** 2", "self.lam2 = pb.lam.expand(B, R).to(dt)")
+LAM2_PYRO = (
+    BT_PYRO,
+    "dist.Normal(theta, (1.0 / lam_v).unsqueeze(-1))",
+    "dist.Normal(theta, (1.0 / lam_v.sqrt()).unsqueeze(-1))",
+)
+BT_FAST_TESTS = (
+    f"{T_CORE}::test_fast_surrogate_loss_is_eq_mapestimateproblem",
+    f"{T_CORE}::test_fast_map_is_a_stationary_point_of_the_hand_written_loss",
+)
+BT_PYRO_TESTS = (f"{T_CORE}::test_pyro_model_density_is_the_closed_form",)
+
+MUTATIONS: list[Mutation] = [
+    # ---- the seven mutations of the issue
+    _one(
+        "1-lints-scale-squared",
+        "LinTS posterior inflation v -> v² (samples ~ N(m, v⁴Σ))",
+        "bayescrl/bandits/agents.py",
+        "return mean + self.scale * (self.post.sample",
+        "return mean + self.scale**2 * (self.post.sample",
+        f"{T_BANDIT}::test_lints_samples_have_covariance_v_squared_sigma",
+    ),
+    _one(
+        "2a-competence-lambda-evidence",
+        "competence evidence: prior of ϑ Σ0 + I/λ instead of I/λ²",
+        COMPETENCE,
+        "device=cov0.device) / lam**2\n    z = _signed_diff",
+        "device=cov0.device) / lam\n    z = _signed_diff",
+        f"{T_BANDIT}::test_competence_evidence_matches_quadrature_with_nonzero_prior_mean",
+    ),
+    _one(
+        "2b-competence-lambda-model",
+        "competence Pyro model: prior of ϑ Σ0 + I/λ instead of I/λ²",
+        COMPETENCE,
+        "device=cov0.device) / lam**2\n    loc = torch.as_tensor",
+        "device=cov0.device) / lam\n    loc = torch.as_tensor",
+        f"{T_BANDIT}::test_competence_model_density_is_the_closed_form",
+    ),
+    _one(
+        "3-signed-diff-sign",
+        "_signed_diff: s_n = 2Y − 1 (loser − winner); visible only with μ0 ≠ 0",
+        COMPETENCE,
+        "sign = 1.0 - 2.0 * y.to(x0.dtype)",
+        "sign = 2.0 * y.to(x0.dtype) - 1.0",
+        f"{T_BANDIT}::test_competence_evidence_matches_quadrature_with_nonzero_prior_mean",
+        f"{T_BANDIT}::test_signed_diff_is_preferred_minus_other",
+    ),
+    _one(
+        "4-pspl-chol-transpose",
+        "PSPL θ draws eps @ L instead of eps @ Lᵀ (covariance LᵀL)",
+        "bayescrl/pbrl/agents.py",
+        "eps @ torch.linalg.cholesky(cov).mT",
+        "eps @ torch.linalg.cholesky(cov)",
+        f"{T_PSPL}::test_pspl_theta_draws_have_the_posterior_covariance",
+    ),
+    _one(
+        "5-cg-iters-minus-one",
+        "conjugate gradient runs iters − 1 iterations (the one CG, used by ACPO)",
+        "bayescrl/constrained/core/optim.py",
+        "    for _ in range(iters):\n        if bool((rr <= tol).all()):",
+        "    for _ in range(iters - 1):\n        if bool((rr <= tol).all()):",
+        f"{T_CRL}::test_cg_uses_its_whole_budget_and_is_exact_in_d_steps",
+    ),
+    _one(
+        "6-ecop-zeta-sqrt-m",
+        "e-COP damping threshold ζ = m/β max|λ| instead of √m/β max|λ|",
+        ECOP,
+        "zeta = math.sqrt(lam.numel()) / beta",
+        "zeta = lam.numel() / beta",
+        f"{T_CRL}::test_ecop_damping_threshold_by_hand",
+    ),
+    _one(
+        "7-gae-cut-at-termination-only",
+        "discounted GAE recursion cut only at terminations (runs through a truncation)",
+        GAE,
+        "adv = _backward(delta, gamma * lam * (1.0 - end))",
+        "adv = _backward(delta, gamma * lam * (1.0 - term))",
+        f"{T_CRL}::test_discounted_gae_cuts_the_recursion_at_a_mid_rollout_truncation",
+    ),
+    # ---- the extra ones of the issue
+    Mutation("8a-bt-sign-fast", "Bradley–Terry sign, fast solver only", (BT_SIGN_FAST,), BT_FAST_TESTS),
+    Mutation("8b-bt-sign-pyro", "Bradley–Terry sign, Pyro model only", (BT_SIGN_PYRO,), BT_PYRO_TESTS),
+    Mutation(
+        "8c-bt-sign-both",
+        "Bradley–Terry sign in both paths (the generic-vs-fast cross-check cannot see it)",
+        (BT_SIGN_FAST, BT_SIGN_PYRO),
+        BT_FAST_TESTS + BT_PYRO_TESTS,
+    ),
+    Mutation("9a-lambda2-fast", "λ² -> λ in L3, fast solver only", (LAM2_FAST,), BT_FAST_TESTS),
+    Mutation(
+        "9b-lambda2-pyro", "ϑ ~ N(θ, I/λ) instead of I/λ², Pyro model only", (LAM2_PYRO,), BT_PYRO_TESTS
+    ),
+    Mutation(
+        "9c-lambda2-both",
+        "λ² -> λ in both paths (the generic-vs-fast cross-check cannot see it)",
+        (LAM2_FAST, LAM2_PYRO),
+        BT_FAST_TESTS + BT_PYRO_TESTS,
+    ),
+    _one(
+        "10-ecop-lambda-sign",
+        "e-COP multiplier update λ − βΨ instead of λ + βΨ",
+        ECOP,
+        "torch.clamp(lam + beta * psi, min=0.0)",
+        "torch.clamp(lam - beta * psi, min=0.0)",
+        f"{T_CRL}::test_ecop_multiplier_update_by_hand",
+    ),
+    _one(
+        "11-top-two-challenger-draw",
+        "top-two: the challenger's draw b may equal a (b = a + U{0..S−2})",
+        "bayescrl/prefrl/queries.py",
+        "b = (a + 1 + torch.randint(",
+        "b = (a + torch.randint(",
+        f"{T_PREF}::test_top_two_selection_probabilities",
+    ),
+    # ---- further pins added with these
+    _one(
+        "12-ecop-secondary-cost",
+        "e-COP secondary cost C uses −λβ instead of −λ/β",
+        ECOP,
+        "torch.maximum(gap.double(), -lam.double() / beta)",
+        "torch.maximum(gap.double(), -lam.double() * beta)",
+        f"{T_CRL}::test_ecop_damping_threshold_by_hand",
+    ),
+    _one(
+        "13-average-gae-cut",
+        "average-reward GAE recursion cut only at terminations",
+        GAE,
+        "adv = _backward(delta, lam * (1.0 - end))",
+        "adv = _backward(delta, lam * (1.0 - term))",
+        f"{T_CRL}::test_average_gae_cuts_the_recursion_at_a_mid_rollout_truncation",
+    ),
+    _one(
+        "14-competence-model-sign",
+        "competence Pyro model: P(Y = 1) = σ(β⟨Ā⁽⁰⁾ − Ā⁽¹⁾, ϑ⟩)",
+        COMPETENCE,
+        "logit_y1 = -beta * ((x0 - x1) * vt).sum(-1)",
+        "logit_y1 = beta * ((x0 - x1) * vt).sum(-1)",
+        f"{T_BANDIT}::test_competence_model_density_is_the_closed_form",
+    ),
+    _one(
+        "15-competence-undamped-newton",
+        "competence evidence: every Newton step accepted (the undamped solve that 2-cycled)",
+        COMPETENCE,
+        "ok = (f_new >= f) | tiny",
+        "ok = torch.ones_like(tiny)",
+        f"{T_BANDIT}::test_competence_evidence_newton_does_not_cycle",
+    ),
+]
+
+
+def _copy_repo(dest: Path, worktree: bool) -> None:
+    if worktree:
+        files = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True
+        ).stdout.split(b"\0")
+        for f in filter(None, files):
+            src = ROOT / f.decode()
+            if src.is_file():
+                (dest / f.decode()).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest / f.decode())
+        return
+    archive = dest / "_head.tar"
+    with open(archive, "wb") as fh:
+        subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, stdout=fh)
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+    archive.unlink()
+
+
+def _pytest(copy: Path, tests: tuple[str, ...]) -> tuple[int, float, str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True)
+    out = (proc.stdout + proc.stderr).strip().splitlines()
+    return proc.returncode, time.perf_counter() - t0, out[-1] if out else ""
+
+
+def _apply(copy: Path, m: Mutation) -> dict[str, str]:
+    """Apply the edits of ``m``; return the original contents to restore."""
+    saved: dict[str, str] = {}
+    for path, old, new in m.edits:
+        p = copy / path
+        current = p.read_text()
+        saved.setdefault(path, current)
+        if current.count(old) != 1:
+            raise SystemExit(f"{m.name}: snippet found {current.count(old)} times in {path}: {old!r}")
+        p.write_text(current.replace(old, new))
+    return saved
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", help="names (or name prefixes) of the mutations to run")
+    ap.add_argument("--worktree", action="store_true", help="copy the working tree instead of HEAD")
+    ap.add_argument("--report", default=str(ROOT / "tools" / "mutation_report.json"))
+    args = ap.parse_args()
+    todo = [m for m in MUTATIONS if not args.only or any(m.name.startswith(o) for o in args.only)]
+    if not todo:
+        print("error: --only matches no mutation", file=sys.stderr)
+        return 2
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bayescrl-mut-") as tmp:
+        copy = Path(tmp)
+        _copy_repo(copy, args.worktree)
+        where = subprocess.run(
+            [sys.executable, "-c", "import bayescrl; print(bayescrl.__file__)"],
+            cwd=copy,
+            env={**os.environ, "PYTHONPATH": str(copy)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        if not where.startswith(str(copy)):
+            print(f"error: the copy does not shadow the installed package ({where})", file=sys.stderr)
+            return 2
+        all_tests = tuple(dict.fromkeys(t for m in todo for t in m.tests))
+        rc, secs, last = _pytest(copy, all_tests)
+        baseline = {"tests": list(all_tests), "green": rc == 0, "seconds": round(secs, 1), "summary": last}
+        print(f"baseline: {'green' if rc == 0 else 'RED'} ({secs:.0f} s) {last}")
+        rows = []
+        if rc == 0:
+            for m in todo:
+                saved = _apply(copy, m)
+                try:
+                    rc, secs, last = _pytest(copy, m.tests)
+                finally:
+                    for path, text in saved.items():
+                        (copy / path).write_text(text)
+                status = "caught" if rc == 1 else ("survived" if rc == 0 else f"error (pytest rc {rc})")
+                rows.append(
+                    {
+                        "name": m.name,
+                        "what": m.what,
+                        "edits": [{"file": f, "original": o, "mutated": n} for f, o, n in m.edits],
+                        "tests": list(m.tests),
+                        "status": status,
+                        "pytest_summary": last,
+                        "seconds": round(secs, 1),
+                    }
+                )
+                print(f"{m.name:32s} {status:10s} {secs:5.0f} s  {last}")
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    report = {
+        "source": "working tree" if args.worktree else f"HEAD {commit}",
+        "python": sys.version.split()[0],
+        "baseline": baseline,
+        "mutations": rows,
+        "caught": sum(r["status"] == "caught" for r in rows),
+        "total": len(rows),
+        "seconds": round(time.perf_counter() - t_start, 1),
+    }
+    Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    print(f"\n{report['caught']}/{report['total']} mutations caught; report: {args.report}")
+    ok = baseline["green"] and report["caught"] == report["total"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
