@@ -3,14 +3,21 @@
 Appendix section `Estimating Rater Competence in Practice` of chapter `PSPL`:
 
 * :func:`beta_mle` — maximum likelihood under the Bradley–Terry model of Eq. `pref_logistic_trajectories`
-  with a reference reward vector (the true θ in simulation, or any trusted estimate):
+  with a reference reward vector ``θ_ref`` (the true θ only in the labelled oracle ablation):
   ``β̂ = argmax_β Σ_n log σ(β s_n ⟨φ(τ0_n) − φ(τ1_n), θ_ref⟩)``, s_n = +1 if τ0 preferred else −1. The
   log-likelihood is concave in β, so the root of its derivative is found by bisection on ``[0, beta_max]``
   (batched over seeds). When every comparison agrees with θ_ref the MLE is +∞: we return ``beta_max`` and
   flag it in ``at_bound`` (nothing is clipped silently).
+* :func:`reference_theta` — the ``θ_ref`` a user can compute from D0 and the prior alone: the likelihood
+  depends on ``βθ`` only, so β is identified only relative to the scale of θ. We take the direction of
+  the MAP of ``w = βθ`` (Bradley–Terry with β = 1, the prior ``N(μ0, σ0² I)`` as regulariser; the core's
+  batched Newton) and the prior's RMS length ``√(‖μ0‖² + d σ0²)``; ``beta_mle(data, reference_theta(...))``
+  is then the estimate-only MLE (``model.beta_estimate: mle``; ``mle-oracle`` uses the true θ).
 * :func:`beta_entropy` — the unsupervised estimate ``c / 𝓗(ζ)`` with ζ the empirical distribution of
   state–action visits of the *preferred* trajectories of D0 (the seed's "empirical distribution of the
-  action in the offline dataset"; with a fixed behaviour policy only the winners depend on β). λ is not
+  action in the offline dataset"; with a fixed behaviour policy only the winners depend on β). ``c`` is a
+  free hyperparameter in the text; ``model.entropy_c`` (default 1) is what a user sets without knowing β,
+  ``entropy-oracle`` calibrates ``c = β_true · mean_seeds 𝓗(ζ)`` (a labelled ablation). λ is not
   estimated: the seed argues it is not identifiable from one data set and shows robustness instead.
 """
 
@@ -29,7 +36,8 @@ def beta_mle(
     """MLE of β per seed: returns ``(beta [B], at_bound [B] bool)``."""
     if data.N == 0:
         raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline data set")
-    z = ((data.phi[:, :, 0] - data.phi[:, :, 1]) * theta_ref).sum(-1)  # [B, N]
+    ref = theta_ref.unsqueeze(-2) if theta_ref.dim() == 2 else theta_ref  # [d] or per seed [B, d]
+    z = ((data.phi[:, :, 0] - data.phi[:, :, 1]) * ref).sum(-1)  # [B, N]
     s = 1.0 - 2.0 * data.y.to(z.dtype)  # +1 if τ0 preferred
     m = s * z  # margins
 
@@ -46,6 +54,19 @@ def beta_mle(
         lo, hi = torch.where(up, mid, lo), torch.where(up, hi, mid)
     beta = torch.where(at_bound, torch.full_like(lo, float(beta_max)), 0.5 * (lo + hi))
     return beta, at_bound
+
+
+def reference_theta(
+    data: TrajectoryPairs, S: int, A: int, *, mu0: float = 0.0, sigma0: float = 1.0
+) -> Tensor:
+    """Estimate-only ``θ_ref [B, d]`` for :func:`beta_mle`: MAP direction of ``βθ``, prior RMS norm."""
+    from bayescrl.pbrl.posterior import TrajectoryPreferenceModel
+
+    d = data.phi.shape[-1]
+    model = TrajectoryPreferenceModel(data, S, A, 0, mu0=mu0, sigma0=sigma0, beta=1.0, lam=1e4)
+    w = model.solve(1, perturbed=False)[0].theta[:, 0]  # [B, d]
+    scale = (d * (float(mu0) ** 2 + sigma0**2)) ** 0.5
+    return scale * w / w.norm(dim=-1, keepdim=True).clamp_min(1e-300)
 
 
 def beta_entropy(data: TrajectoryPairs, S: int, A: int, *, c: float = 1.0) -> Tensor:

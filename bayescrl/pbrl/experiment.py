@@ -5,7 +5,8 @@ Config schema (YAML; every key optional except ``env.name``)::
     env:     {name: riverswim|mountaincar, H: 20, S: 6}          # mountaincar: n_pos, n_vel, H, repeat, m
     offline: {N: 1000, beta: 10, lam: 50, expert: bt|greedy, behaviour: uniform|eps-optimal, epsilon: 0.5}
     prior:   {mu0: 0.0, sigma0: 1.0, alpha0: 1.0}                 # θ ~ N(mu0, sigma0² I), η ~ Dir(alpha0)
-    model:   {beta: null, lam: null, beta_estimate: null|mle|entropy, entropy_c: 1.0}
+    model:   {beta: null, lam: null, beta_estimate: null|mle|entropy|mle-oracle|entropy-oracle, entropy_c: 1}
+             # *-oracle: the true θ (MLE) or a c calibrated to the true β (entropy), labelled ablations
              # the competence the Bayesian agents assume (null = the true offline value) — misspecification
     K: 100                                                       # online episodes
     seed: 0
@@ -33,7 +34,7 @@ import torch
 from tqdm.auto import tqdm
 
 from bayescrl.pbrl.agents import AGENTS, OFFLINE_AGENTS, ONLINE_AGENTS, Context
-from bayescrl.pbrl.competence import beta_entropy, beta_mle
+from bayescrl.pbrl.competence import beta_entropy, beta_mle, reference_theta
 from bayescrl.pbrl.data import (
     BEHAVIOURS,
     EXPERTS,
@@ -120,8 +121,8 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
         _num("model.beta", mo["beta"], lo=0)
     if mo["lam"] is not None:
         _num("model.lam", mo["lam"], lo=0, strict=True)
-    if mo["beta_estimate"] not in (None, "mle", "entropy"):
-        raise ConfigError("model.beta_estimate", mo["beta_estimate"], "choose null, 'mle' or 'entropy'")
+    if mo["beta_estimate"] not in BETA_ESTIMATES:
+        raise ConfigError("model.beta_estimate", mo["beta_estimate"], f"choose one of {list(BETA_ESTIMATES)}")
     _num("model.entropy_c", mo["entropy_c"], lo=0, strict=True)
     if not isinstance(out["K"], int) or isinstance(out["K"], bool) or out["K"] < 0:
         raise ConfigError("K", out["K"], "number of online episodes must be an integer >= 0")
@@ -168,16 +169,30 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
     return out
 
 
+#: β estimates from D0: ``mle``/``entropy`` use only D0 and the prior; ``*-oracle`` use the true θ / β
+BETA_ESTIMATES = (None, "mle", "entropy", "mle-oracle", "entropy-oracle")
+
+
 def _agent_beta(cfg: dict, data, mdp: TabularMDP) -> tuple[torch.Tensor | float, dict]:
     """The β the Bayesian agents assume: true, misspecified (``model.beta``) or estimated from D0."""
     mo, off = cfg["model"], cfg["offline"]
     est = mo["beta_estimate"]
-    if est == "mle":
-        beta, at_bound = beta_mle(data, mdp.theta)
-        return beta, {"beta_estimate": "mle", "beta_hat": beta.tolist(), "at_bound": at_bound.tolist()}
-    if est == "entropy":
-        beta = beta_entropy(data, mdp.S, mdp.A, c=mo["entropy_c"])
-        return beta, {"beta_estimate": "entropy", "beta_hat": beta.tolist()}
+    if est in ("mle", "mle-oracle"):
+        # estimate-only: θ_ref from D0 and the prior; the oracle ablation uses the true θ
+        pr = cfg["prior"]
+        ref = (
+            mdp.theta
+            if est == "mle-oracle"
+            else reference_theta(data, mdp.S, mdp.A, mu0=pr["mu0"], sigma0=pr["sigma0"])
+        )
+        beta, at_bound = beta_mle(data, ref)
+        return beta, {"beta_estimate": est, "beta_hat": beta.tolist(), "at_bound": at_bound.tolist()}
+    if est in ("entropy", "entropy-oracle"):
+        c = float(mo["entropy_c"])
+        if est == "entropy-oracle":  # c calibrated to the true β on this data (labelled ablation)
+            c = float(off["beta"]) * float((1.0 / beta_entropy(data, mdp.S, mdp.A, c=1.0)).mean())
+        beta = beta_entropy(data, mdp.S, mdp.A, c=c)
+        return beta, {"beta_estimate": est, "beta_hat": beta.tolist(), "entropy_c": c}
     beta = off["beta"] if mo["beta"] is None else mo["beta"]
     return float(beta), {"beta_estimate": None, "beta_assumed": float(beta)}
 
