@@ -63,6 +63,14 @@ def binary(name: str, env_id: str = "traffic") -> str:
 
 
 def _import_libsumo():
+    """The ``libsumo`` module, or None when absent or built for another SUMO than the installed one."""
+    from importlib import metadata
+
+    try:
+        if metadata.version("libsumo") != metadata.version("eclipse-sumo"):
+            return None
+    except metadata.PackageNotFoundError:
+        return None
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # libsumo prints a pyarrow version notice
             import libsumo
@@ -117,6 +125,33 @@ def _close_api(api: Any, is_libsumo: bool, token: int) -> None:
         _libsumo_owner = None
 
 
+def _start_traci(cmd: list[str], attempts: int = 3):
+    """``sumo --remote-port`` on a free port and a traci connection to it (polled every 20 ms, where
+    ``traci.start`` sleeps 1 s before its first retry)."""
+    import traci
+    from sumolib.miscutils import getFreeSocketPort
+
+    err: Exception | None = None
+    for _ in range(attempts):  # the free port may be taken between choosing and binding it
+        port = getFreeSocketPort()
+        log = tempfile.TemporaryFile()  # SUMO's stderr (a pipe nobody reads could fill up and block it)
+        proc = subprocess.Popen([*cmd, "--remote-port", str(port)], stdout=subprocess.DEVNULL, stderr=log)
+        label = f"bayescrl-{os.getpid()}-{next(_labels)}"
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):  # traci prints its retries
+                return traci.connect(port, numRetries=500, proc=proc, waitBetweenRetries=0.02, label=label)
+        except Exception as exc:  # noqa: BLE001 - retried, then re-raised with SUMO's message
+            proc.kill()
+            proc.wait()
+            log.seek(0)
+            msg = (log.read().decode(errors="replace").strip().splitlines() or [str(exc)])[-1]
+            err = ConfigError("sumo", " ".join(cmd[1:3]), f"SUMO did not start: {msg}")
+        finally:
+            log.close()
+    assert err is not None
+    raise err
+
+
 class SumoSim:
     """One running SUMO simulation; ``api`` exposes the TraCI domains (``api.vehicle``, ``api.lane``, ...).
 
@@ -166,12 +201,7 @@ class SumoSim:
                 raise
             self.api, self.backend = libsumo, "libsumo"
         else:
-            import traci
-
-            label = f"bayescrl-{os.getpid()}-{next(_labels)}"
-            with contextlib.redirect_stdout(io.StringIO()):  # traci prints " Retrying in 1 seconds"
-                traci.start(cmd, label=label, doSwitch=False, stdout=subprocess.DEVNULL)
-            self.api, self.backend = traci.getConnection(label), "traci"
+            self.api, self.backend = _start_traci(cmd), "traci"
         self._finalizer = weakref.finalize(self, _close_api, self.api, self.backend == "libsumo", token)
 
     def close(self) -> None:
