@@ -177,12 +177,22 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
     default=None,
     help="torch device (default: cpu; lm mode: the config's `device`, else cuda if available).",
 )
+@click.option(
+    "--model",
+    "model_path",
+    default=None,
+    metavar="PATH",
+    help="lm mode: a local Hugging Face model directory to align with LoRA (nothing is downloaded).",
+)
+@click.option("--resume", is_flag=True, help="lm mode: continue from OUT/checkpoint (same settings).")
 @log_options
 def mopo(
     config_path: str,
     out: str,
     overrides: tuple[str, ...],
     device: str | None,
+    model_path: str | None,
+    resume: bool,
     log_dir: str | None,
     wandb: bool | None,
 ) -> None:
@@ -193,12 +203,19 @@ def mopo(
 
     set_torch_threads()
     config = apply_overrides(load_yaml(config_path), overrides)
+    if model_path is not None or resume:
+        if config.get("mode") != "lm":
+            flag = "--model" if model_path is not None else "--resume"
+            raise ConfigError(flag, model_path or True, "only for mode: lm")
+        if model_path is not None:
+            config = {**config, "model": {**(config.get("model") or {}), "path": model_path}}
+        config = {**config, "resume": resume or bool(config.get("resume", False))}
     check_config(config)  # before the log folder is made
     logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
     with logger:
         results = run_config(config, Path(out), device=device, logger=logger)
         logger.log_results({k: v for k, v in results.items() if k != "config"})
-    summary = {k: results[k] for k in ("policy", "lambda", "G", "b") if k in results}
+    summary = {k: results[k] for k in ("policy", "lambda", "G", "b", "implicit_accuracy") if k in results}
     if "hypervolume" in results:
         summary["hypervolume"] = results["hypervolume"]
     click.echo(f"wrote {Path(out) / 'results.json'}  {summary if summary else ''}")

@@ -66,16 +66,31 @@ def generate(
 
 @torch.no_grad()
 def implicit_accuracy(
-    policy: Policy, tokenizer: Any, data: PreferenceData, head: int = 0, max_length: int = 128
+    policy: Policy,
+    tokenizer: Any,
+    data: PreferenceData,
+    head: int = 0,
+    max_length: int = 128,
+    chunk: int = 32,
 ):
     """Per objective, the fraction of records where the implicit reward ``log pi/pi_ref`` ranks ``a`` vs ``b``
-    as ``prefs`` does (a reward-model-free held-out check for data without programmatic objectives)."""
+    as ``prefs`` does (a reward-model-free held-out check for data without programmatic objectives).
+    Evaluated in chunks of ``chunk`` records on the policy's device."""
     tok = tokenize(data, tokenizer, max_length)
+    was = policy.training
     policy.eval()
-    n = len(data)
-    b = collate(tok.prompt_ids + tok.prompt_ids, tok.a_ids + tok.b_ids, tokenizer.pad_token_id)
-    margin = policy.logprobs(b, heads=[head])[0].cpu() - policy.reference_logprobs(b).cpu()
-    a_better = (margin[:n] > margin[n:]).long()
+    device = next(policy.parameters()).device
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    margins = []
+    with torch.no_grad():
+        for s in range(0, len(data), chunk):
+            i = slice(s, s + chunk)
+            b = collate(tok.prompt_ids[i] * 2, tok.a_ids[i] + tok.b_ids[i], pad, device)
+            m = policy.logprobs(b, heads=[head])[0].float().cpu() - policy.reference_logprobs(b).float().cpu()
+            n = m.shape[0] // 2
+            margins.append(m[:n] - m[n:])
+    policy.train(was)
+    a_better = (torch.cat(margins) > 0).long()
     return (a_better[:, None] == data.prefs).float().mean(0).tolist()
 
 

@@ -1,6 +1,7 @@
 """``run_lm(config, out)``: the ``mode: lm`` entry point of ``bayescrl mopo`` (tiny verbosity task).
 
-Config keys (all optional; see ``examples/mopo/lm_tiny.yaml``)::
+Your own data and model (``data.path``, ``--model PATH``): :mod:`bayescrl.mopo.lm.user`. Config keys of the
+tiny task (all optional; see ``examples/mopo/lm_tiny.yaml``)::
 
     seed: 0
     threads: 1
@@ -78,7 +79,14 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
-    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``."""
+    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``.
+
+    A config naming a data file or a model directory (``data.path``, ``model.path``) trains on that
+    instead: :func:`bayescrl.mopo.lm.user.run_user`."""
+    from bayescrl.mopo.lm.user import is_user_config, run_user
+
+    if is_user_config(config):
+        return run_user(config, Path(out))
     check_keys(config, sorted(KNOWN))
     sections = {
         "task": [f.name for f in dataclasses.fields(TinyTask)],

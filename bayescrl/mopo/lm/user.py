@@ -1,0 +1,275 @@
+"""MOPO on your own preference file and a local Hugging Face model (``mode: lm`` with ``data.path``).
+
+``bayescrl mopo CONFIG.yaml --model PATH --out DIR [--device cuda] [--resume]``. Config keys (see
+``examples/mopo/trl_format.yaml``)::
+
+    mode: lm
+    seed: 0
+    threads: null                # torch intra-op threads (default: $BAYESCRL_THREADS or 1)
+    device: null                 # default: cuda if available, else cpu (--device wins)
+    model: {path: null}          # a local model directory (config.json + tokenizer); --model wins
+    data: {path: FILE, format: trl, primary: chosen}
+    train: {...}                 # MOPOLMConfig fields (method, tau, steps, batch_size, lr, peft, ...)
+    progress: {log_every: 10, checkpoint_every: 100}
+
+The file is TRL's preference format (``prompt``, ``chosen``, ``rejected``) plus one 0/1 column
+``pref_<name>`` per extra objective and an optional ``rater`` column, as JSONL or Parquet
+(:func:`bayescrl.mopo.lm.data.load_trl`); ``chosen``/``rejected`` is the primary objective (named
+``data.primary``), the ``pref_`` columns are the constrained ones. The model is wrapped with LoRA (``peft``;
+``train.peft``, default target modules: peft's for the architecture) and its reference is the same model with
+the adapters disabled. Nothing is downloaded: the model and tokenizer are read with ``local_files_only``
+and ``HF_HUB_OFFLINE=1``.
+
+Under ``accelerate launch --num_processes P -m bayescrl.cli mopo ...`` the trainer runs data-parallel (DDP):
+``train.batch_size`` records per process and step, dual quantities computed on the global batch
+(:mod:`bayescrl.mopo.lm.trainer`); only the main process writes files.
+
+Outputs in ``DIR``: ``metrics.jsonl`` (one line per step: loss, lambda, chi, b, G, lower bound, seconds,
+ETA), ``checkpoint/`` (every ``progress.checkpoint_every`` steps and at the end; ``--resume`` continues from
+it with the same data order, optimiser and dual state), ``policy/`` (final adapters and heads) and
+``results.json`` (final dual state, per-objective implicit-reward accuracy on up to 256 records, timing).
+Progress lines (step, loss, constraint values, thresholds, multipliers, s/step, ETA) go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bayescrl.mopo.lm.config import MOPOLMConfig
+from bayescrl.mopo.lm.data import PreferenceData, load_data
+from bayescrl.mopo.lm.evaluate import implicit_accuracy
+from bayescrl.mopo.lm.model import lora_policy
+from bayescrl.mopo.lm.trainer import MOPOLMTrainer
+from bayescrl.utils import ConfigError, DataError, seed_everything, set_torch_threads
+from bayescrl.utils.checks import positive_int
+from bayescrl.utils.io import check_keys
+
+log = logging.getLogger(__name__)
+
+KNOWN = ("mode", "seed", "threads", "device", "model", "data", "train", "progress", "resume", "name",
+         "description", "out")  # fmt: skip
+SECTIONS = {
+    "model": ("path",),
+    "data": ("path", "format", "primary", "columns", "names"),
+    "progress": ("log_every", "checkpoint_every"),
+}
+EVAL_RECORDS = 256
+#: training settings a resumed run must share with its checkpoint (``steps`` may grow)
+_RESUME_FREE = ("steps",)
+
+
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    v = config.get(key) or {}
+    if not isinstance(v, dict):
+        raise ConfigError(key, v, "must be a mapping")
+    return dict(v)
+
+
+def is_user_config(config: dict[str, Any]) -> bool:
+    """True when the config names a data file or a model directory (else: the tiny built-in task)."""
+    return bool(_section(config, "data").get("path") or _section(config, "model").get("path"))
+
+
+def load_local_model(path: str | Path, dtype: torch.dtype) -> tuple[torch.nn.Module, Any]:
+    """A causal LM and its tokenizer from a local directory, never from the network."""
+    path = Path(path).expanduser()
+    if not path.is_dir() or not (path / "config.json").is_file():
+        why = "no such directory" if not path.exists() else "no config.json in it"
+        raise ConfigError(
+            "model.path",
+            str(path),
+            f"{why}: need a local Hugging Face model directory (nothing is downloaded)",
+        )
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, TypeError) as exc:
+        raise ConfigError("model.path", str(path), f"no tokenizer could be loaded from it ({exc})") from None
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ConfigError("model.path", str(path), f"not a loadable causal LM ({exc})") from None
+    if tok.eos_token_id is None:
+        raise ConfigError("model.path", str(path), "the tokenizer has no EOS token")
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return model, tok
+
+
+def _accelerator(device: str | None):
+    """An ``accelerate.Accelerator`` when launched with several processes, else None."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    from accelerate import Accelerator
+
+    return Accelerator(cpu=device == "cpu")
+
+
+def _fmt(values: Any) -> str:
+    flat = torch.as_tensor(values, dtype=torch.float64).flatten().tolist()
+    return "[" + " ".join(f"{v:.3f}" for v in flat) + "]"
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+
+def _save_atomic(trainer: MOPOLMTrainer, path: Path) -> None:
+    """Write the checkpoint next to ``path`` and swap it in, so an interrupted save leaves the old one."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    trainer.save_checkpoint(tmp)
+    old = path.with_name(path.name + ".old")
+    if path.exists():
+        path.rename(old)
+    tmp.rename(path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _check_resume(saved: dict[str, Any], cfg: MOPOLMConfig) -> None:
+    now = cfg.to_dict()
+    for key, value in saved.items():
+        if key not in _RESUME_FREE and now.get(key) != value:
+            raise ConfigError(
+                f"train.{key}", now.get(key), f"differs from the checkpoint's {value!r}: cannot --resume"
+            )
+
+
+def _metrics_upto(path: Path, step: int) -> None:
+    """Keep the lines of ``metrics.jsonl`` up to ``step`` (a resumed run appends the rest)."""
+    if not path.exists():
+        return
+    keep = [ln for ln in path.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] <= step]
+    path.write_text("".join(ln + "\n" for ln in keep))
+
+
+def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring."""
+    check_keys(config, list(KNOWN))
+    for key, names in SECTIONS.items():
+        check_keys(_section(config, key), list(names), key)
+    model_path = _section(config, "model").get("path")
+    dspec = _section(config, "data")
+    if not model_path:
+        raise ConfigError("model.path", None, "give a local model directory: --model PATH (or model.path)")
+    if not dspec.get("path"):
+        raise ConfigError("data.path", None, "give a preference file (TRL format, JSONL or Parquet)")
+    prog = _section(config, "progress")
+    log_every = positive_int(prog.get("log_every", 10), "progress.log_every")
+    ckpt_every = positive_int(prog.get("checkpoint_every", 100), "progress.checkpoint_every", minimum=0)
+    cfg = MOPOLMConfig.from_dict(_section(config, "train"))  # bad values (batch_size: 0) stop here
+    resume = bool(config.get("resume", False))
+    seed = int(config.get("seed", cfg.seed))
+    set_torch_threads(config.get("threads"))
+    seed_everything(seed)
+    dspec.setdefault("format", "trl")
+    data: PreferenceData = load_data(dspec)
+    if cfg.method == "dpo" and data.num_objectives > 1:
+        data = data.dpo_pairs().as_preference_data()  # DPO on D_J: records every objective agrees on
+    names = list(data.names) or [f"objective_{k}" for k in range(data.num_objectives)]
+
+    acc = _accelerator(config.get("device"))
+    device = (
+        acc.device
+        if acc is not None
+        else torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+    )
+    main = acc is None or acc.is_main_process
+    out = Path(out)
+    ckpt, metrics = out / "checkpoint", out / "metrics.jsonl"
+    base, tok = load_local_model(model_path, cfg.torch_dtype(device))
+    base.to(device)
+    heads = data.num_objectives if cfg.multi_head else 1
+    if resume and (ckpt / "state.pt").exists():
+        _check_resume(json.loads((ckpt / "config.json").read_text()), cfg)
+        trainer = MOPOLMTrainer.from_checkpoint(ckpt, base, tok, data, accelerator=acc)
+        trainer.config = cfg  # same settings (checked) but this run's steps
+        log.info("resuming from %s at step %d", ckpt, trainer.step_count)
+        if main:
+            _metrics_upto(metrics, trainer.step_count)
+    else:
+        if resume:
+            log.warning("--resume: no checkpoint in %s, starting at step 0", out)
+        trainer = MOPOLMTrainer(lora_policy(base, cfg.peft, num_heads=heads), tok, data, cfg, accelerator=acc)
+        if main:
+            metrics.write_text("")
+    start, t_start = trainer.step_count, time.perf_counter()
+    log.info(
+        "MOPO (%s) on %d records, objectives %s (primary %s), %s on %s, %d steps",
+        cfg.method, len(data), names, names[trainer.primary], model_path, device, cfg.steps,
+    )  # fmt: skip
+    rec: dict[str, Any] = {}
+    while trainer.step_count < cfg.steps:
+        try:
+            rec = trainer.step()
+        except DataError as exc:  # non-finite loss or multipliers: stop, say where to resume from
+            where = f"; last checkpoint: {ckpt}" if (ckpt / "state.pt").exists() else ""
+            raise DataError(exc.field, exc.value, exc.reason + where) from None
+        t = trainer.step_count
+        per_step = (time.perf_counter() - t_start) / (t - start)
+        rec["eta_s"] = per_step * (cfg.steps - t)
+        if main:
+            with metrics.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+        if t % log_every == 0 or t == cfg.steps:
+            extra = (
+                f"  G {_fmt(rec['G'])}  b {_fmt(rec['b'])}  lambda {_fmt(rec['lambda'])}"
+                if "G" in rec
+                else ""
+            )
+            log.info(
+                "step %d/%d  loss %.4f%s  %.2f s/step  ETA %s",
+                t, cfg.steps, rec["loss"], extra, per_step, _duration(rec["eta_s"]),
+            )  # fmt: skip
+        if ckpt_every and t % ckpt_every == 0 and t < cfg.steps and main:
+            _save_atomic(trainer, ckpt)
+        if acc is not None and ckpt_every and t % ckpt_every == 0:
+            acc.wait_for_everyone()
+    seconds = time.perf_counter() - t_start
+    if main:
+        _save_atomic(trainer, ckpt)
+        trainer.model.save(out / "policy")
+    head = trainer.primary if cfg.multi_head else 0
+    sub = data.subset(range(min(len(data), EVAL_RECORDS)))
+    acc_obj = implicit_accuracy(trainer.model, tok, sub, head=head, max_length=cfg.max_length)
+    final = {k: v for k, v in (rec or (trainer.log[-1] if trainer.log else {})).items() if k != "seconds"}
+    results = {
+        "mode": "lm",
+        "model": str(model_path),
+        "device": str(device),
+        "processes": trainer.world,
+        "data": {
+            "path": str(dspec["path"]),
+            "records": len(data),
+            "objectives": names,
+            "primary": names[trainer.primary],
+            "raters": len(set(data.raters)) if data.raters else None,
+        },
+        "train": cfg.to_dict(),
+        "steps": trainer.step_count,
+        "resumed_from_step": start if start else None,
+        "train_seconds": seconds,
+        "seconds_per_step": seconds / max(1, trainer.step_count - start),
+        "final": final,
+        "implicit_accuracy": dict(zip(names, acc_obj, strict=True)),
+        "implicit_accuracy_records": len(sub),
+    }
+    for key in ("lambda", "G", "b"):
+        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64)
+        if vals.numel() and not torch.isfinite(vals).all():
+            raise DataError(f"results.final.{key}", final[key], "not finite: the run diverged")
+    if not all(math.isfinite(a) for a in acc_obj):
+        raise DataError("results.implicit_accuracy", acc_obj, "not finite")
+    return results
