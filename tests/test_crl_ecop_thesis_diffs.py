@@ -16,7 +16,7 @@ def _ecop(**cfg):
     return ECOP(factory, cost_limits=[0.0], seed=0, config={**base, **cfg})
 
 
-def _batch(algo):
+def _ecop_batch(algo):
     algo.collector.reset(algo.seed)
     algo._started = True
     roll = algo.collector.collect(algo.policy, algo.critic_value, algo.config.rollout_steps, algo.rng)
@@ -28,7 +28,7 @@ def test_ecop_multiplier_step_is_beta_times_episode_gap(scale):
     """Eq. `lagrangeupdaterule` in episode units: lambda_1 = beta (J_C - d), not beta (J_C - d) / H (the old
     per_step scaling, whose effective damping was beta / H)."""
     algo = _ecop(beta=3.0, adaptive_beta=False, constraint_scale=scale)
-    batch = _batch(algo)
+    batch = _ecop_batch(algo)
     gap = float(batch.ep_cost_est[0])  # d = 0
     assert gap > 1.0 and algo.horizon == 50
     algo.update_policy(batch)
@@ -56,3 +56,23 @@ def test_ecop_beta_grows_every_iteration_while_lambda_is_zero():
     # a positive multiplier on a satisfied constraint stops the growth
     lam1 = torch.tensor([0.5, 0.0], dtype=torch.float64)
     assert ecop_damping(gap, lam1, 5.0, 200, kappa=1.02, beta_max=20.0)[0] == 5.0
+
+
+def test_appo_multiplier_penalty_and_adam_multiplier():
+    """APPO (Dai et al. 2023): f = max(0, λ + σ(J_C − d)); λ by one Adam step on −λ(J_C − d) per iteration
+    (the first Adam step moves by lr·sign(gap)), projected on λ ≥ 0."""
+    from bayescrl.constrained.appo import APPO, appo_factor
+    from bayescrl.constrained.registry import REGISTRY, get_algorithm
+
+    lam = torch.tensor([0.5, 0.5, 0.0])
+    gap = torch.tensor([2.0, -10.0, -1.0])
+    torch.testing.assert_close(appo_factor(lam, gap, 0.1), torch.tensor([0.7, 0.0, 0.0]))
+    cmdp = make_ergodic_cmdp(num_states=5, num_actions=3, seed=2)
+    cfg = {"n_envs": 2, "rollout_steps": 100, "normalize_obs": False, "update_epochs": 1}
+    algo = APPO(lambda: cmdp.make_env(max_episode_steps=50), cost_limits=[0.0], seed=0, config=cfg)
+    batch = _ecop_batch(algo)
+    logs = algo.update_policy(batch)
+    algo.close()
+    assert algo.multipliers() == pytest.approx([1e-3 + 0.2], rel=1e-6)  # J_C > d = 0
+    assert logs["appo_factor"] == pytest.approx([0.201 + 0.1 * float(batch.ep_cost_est[0])], rel=1e-5)
+    assert get_algorithm("appo") is APPO and "bvf-ppo" not in REGISTRY

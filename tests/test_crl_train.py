@@ -194,7 +194,7 @@ def test_evaluation_is_deterministic_and_uses_training_statistics():
 def test_registry_lists_acpo_family_with_clear_error():
     assert REGISTRY["acpo"] == "bayescrl.constrained.acpo:ACPO"
     assert REGISTRY["atrpo"] == "bayescrl.constrained.atrpo:ATRPO"
-    assert REGISTRY["bvf-ppo"] == "bayescrl.constrained.bvf_ppo:BVFPPO"
+    assert "bvf-ppo" not in REGISTRY  # not implemented: not offered
     from bayescrl.utils import ConfigError
 
     with pytest.raises(ConfigError, match="unknown algorithm"):

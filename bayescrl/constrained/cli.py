@@ -108,7 +108,7 @@ def _resume_conflicts(agent, given: dict) -> list[str]:
 
 @click.command()
 @click.option(
-    "--algo", default=None, help="ecop, ppo-lag, p3o, focops, cpo, pcpo, ipo (or acpo, atrpo, bvf-ppo)."
+    "--algo", default=None, help="ecop, ppo-lag, p3o, focops, cpo, pcpo, ipo, appo (or acpo, atrpo)."
 )
 @click.option("--env", "env_id", default=None, help="Registered gymnasium id or 'module:Class'.")
 @click.option("--total-steps", default=None, type=float, help="Environment steps to train for.")

@@ -16,7 +16,7 @@ REGISTRY: dict[str, str] = {
     "ipo": "bayescrl.constrained.ipo:IPO",
     "acpo": "bayescrl.constrained.acpo:ACPO",
     "atrpo": "bayescrl.constrained.atrpo:ATRPO",
-    "bvf-ppo": "bayescrl.constrained.bvf_ppo:BVFPPO",
+    "appo": "bayescrl.constrained.appo:APPO",
 }
 
 
