@@ -169,6 +169,24 @@ def test_mopo_lb_full_batch_reaches_exact_policy():
     assert float(run.lam[0, 0]) == pytest.approx(float(ex.lam[0]), rel=0.1)  # implied multiplier
 
 
+def test_barrier_fixed_point_and_ascent_on_the_barrier_lagrangian_agree():
+    """The two mopo-lb updates reach the same policy on D2 at a fixed sigma (the multiplier fixed point and
+    ascent on L_LB), and the fixed point tends to the exact solution as sigma -> 0."""
+    from bayescrl.mopo.tabular import barrier_fixed_point
+
+    prob = parse_tabular(_cfg(D2, primary=1))
+    b = torch.tensor([0.75], dtype=torch.float64)
+    fixed, lam = barrier_fixed_point(prob, 1.0, b, sigma=0.1)
+    ascent = run_mopo_lb(prob, 1.0, b, steps=300, lr=0.1, lr_final=0.005, batch=None, sigma0=0.1, gamma=1.0)
+    assert float(total_variation(fixed, ascent.policy[0])) < 0.01
+    assert float(lam[0]) == pytest.approx(float(ascent.lam[0, 0]), rel=0.05)
+    ex = solve_exact(prob, 1.0, b)
+    assert float(total_variation(fixed, ex.policy)) > 0.03  # sigma = 0.1 keeps the iterate strictly inside
+    small, lam_s = barrier_fixed_point(prob, 1.0, b, sigma=1e-4)
+    assert float(total_variation(small, ex.policy)) < 1e-3
+    assert float(lam_s[0]) == pytest.approx(float(ex.lam[0]), rel=1e-2)
+
+
 @pytest.mark.parametrize(
     ("records", "field", "index"),
     [

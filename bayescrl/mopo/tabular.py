@@ -26,6 +26,7 @@ Both stochastic solvers are vectorised over ``runs`` independent seeds (leading 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -553,6 +554,42 @@ def run_mopo_lb(
     g_ex = pol @ q_hat
     lam = O.barrier_multipliers(g_ex, b_t, sigma)
     return MopoRun(pol, lam, b_t.clone(), g_ex, logged, {k: torch.stack(v) for k, v in hist.items()})
+
+
+def barrier_fixed_point(
+    problem: TabularProblem, tau: float, b: Tensor, sigma: float, augment: bool = True, iters: int = 200
+) -> tuple[Tensor, Tensor]:
+    """Tabular reference of the *barrier-multiplier fixed point* of ``mopo-lb`` at a fixed ``sigma``:
+    ``(policy[A], lam[1])``, one constraint.
+
+    The fixed point ``lam = sigma / max(G(pi_lam) - b, sigma^2)`` with ``pi_lam = pi_ref rho*_lam`` (the
+    implied multipliers of appendix `logbarrier` and Eq. `dual`) is the maximiser of ``L_LB(., sigma)``
+    (Eq. `logbarrier`): stationarity of ``L_LB`` in ``rho`` is that of the Lagrangian at exactly these
+    multipliers. ``G(pi_lam)`` increases with ``lam``, so ``lam - sigma / max(G - b, sigma^2)`` increases and
+    the root is found by bisection in ``log lam``. Iterating the map instead (``lam <- sigma / max(G - b,
+    sigma^2)``) is unstable as ``sigma -> 0`` (its slope grows like ``1/sigma``), which is why ``mopo-lb``
+    takes ascent steps on ``L_LB`` (:func:`run_mopo_lb`); the test checks that both reach the same policy.
+    """
+    p_hat, q_hat = (t.double().cpu() for t in problem.action_scores(augment))
+    ref, b = problem.ref.double().cpu(), b.double().cpu()
+    if q_hat.shape[-1] != 1:
+        raise ConfigError("b", b.tolist(), "the fixed-point reference handles one constraint")
+    sig = torch.tensor(float(sigma), dtype=torch.float64)
+
+    def h(log_lam: Tensor) -> Tensor:
+        lam = torch.exp(log_lam).reshape(1)
+        pol = ref * O.rho_star(p_hat, q_hat, lam, tau, ref)
+        return lam - O.barrier_multipliers(pol @ q_hat, b, sig)
+
+    lo, hi = torch.tensor(math.log(sigma) - 30.0), torch.tensor(30.0, dtype=torch.float64)
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if float(h(mid)[0]) > 0:
+            hi = mid
+        else:
+            lo = mid
+    lam = torch.exp(0.5 * (lo + hi)).reshape(1).double()
+    return ref * O.rho_star(p_hat, q_hat, lam, tau, ref), lam
 
 
 def total_variation(p: Tensor, q: Tensor) -> Tensor:
