@@ -58,3 +58,25 @@ def test_entropy_rule_uses_the_configured_c_and_the_oracle_calibrates_it():
         beta, info = _agent_beta(cfg, data, mdp)
         assert info["entropy_c"] == pytest.approx(c)
         torch.testing.assert_close(beta, c / h)
+
+
+def test_theta_posterior_has_no_trajectory_terms_under_eps_optimal_behaviour():
+    """Eq. `theta_informed_prior` has Pr(τ | θ) factors; the code drops them (declared): under ε-optimal
+    behaviour they depend on θ only through argmax_a Q_θ (piecewise constant, no gradient), which the
+    Newton/Laplace posterior cannot use. Pin: the θ MAP is the stationary point of prior + preference
+    likelihood alone (lemma `chapter4mapestimatelemma`)."""
+    from bayescrl.inference.bootstrap import surrogate_loss
+    from bayescrl.pbrl.data import offline_dataset
+    from bayescrl.pbrl.envs import make_env
+    from bayescrl.pbrl.posterior import TrajectoryPreferenceModel
+
+    g = torch.Generator().manual_seed(0)
+    mdp = make_env({"name": "riverswim", "S": 4, "H": 6})
+    rater = Rater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    data = offline_dataset(mdp, rater, 30, "eps-optimal", 0.3, generator=g)
+    model = TrajectoryPreferenceModel(data, mdp.S, mdp.A, 0, beta=10.0, lam=50.0)
+    res = model.solve(1, perturbed=False)[0]
+    th = res.theta.clone().requires_grad_(True)
+    vt = res.vartheta.clone().requires_grad_(True)
+    surrogate_loss(model.problem, th, vt).sum().backward()
+    assert float(th.grad.abs().max()) < 1e-6 and float(vt.grad.abs().max()) < 1e-6
