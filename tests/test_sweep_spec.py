@@ -1,0 +1,219 @@
+"""``bayescrl sweep``/``report`` without running anything: grid expansion, argv, validation, bad input,
+the report's arithmetic against hand-computed numbers."""
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from bayescrl.cli import main
+from bayescrl.sweep.report import build_report, flatten, select, series
+from bayescrl.sweep.spec import build_runs, parse_sweep, validate_runs
+from bayescrl.utils.errors import ConfigError
+
+SMOKE = Path(__file__).resolve().parents[1] / "examples" / "sweeps" / "smoke.yaml"
+
+
+def _run(args, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    return exc.value.code, capsys.readouterr()
+
+
+def _write(tmp_path, text: str) -> Path:
+    path = tmp_path / "sweep.yaml"
+    path.write_text(text)
+    return path
+
+
+TRAIN = """
+command: train
+grid: {algo: [ecop, ppo-lag], env: [bayescrl/PointCircle-v0], seed: [0, 1]}
+args: {total-steps: 1000, cost-limit: [10]}
+set: {config.pi_lr: [3.0e-4, 1.0e-3], config.n_envs: 2}
+"""
+
+
+def test_sweep_grid_is_the_product_and_each_run_is_the_single_command(tmp_path):
+    spec = parse_sweep(__import__("yaml").safe_load(TRAIN))
+    runs = build_runs(spec, tmp_path)
+    assert len(runs) == 2 * 1 * 2 * 2  # algos x envs x pi_lr x seeds
+    assert len({r.id for r in runs}) == len(runs)
+    first = runs[0]
+    assert first.id == "ecop_pi_lr=0.0003_s0"  # varying values only; env is fixed
+    assert first.point == {"algo": "ecop", "env": "bayescrl/PointCircle-v0", "config.pi_lr": 3e-4, "seed": 0}
+    assert first.argv == [
+        "train",
+        "--total-steps",
+        "1000",
+        "--cost-limit",
+        "10",
+        "--algo",
+        "ecop",
+        "--env",
+        "bayescrl/PointCircle-v0",
+        "--seed",
+        "0",
+        "--set",
+        "config.n_envs=2",
+        "--set",
+        "config.pi_lr=0.0003",
+        "--no-progress",
+        "--out",
+        str((tmp_path / first.id).resolve()),
+    ]
+    # resuming keeps only what --resume accepts
+    assert first.resume_argv == [
+        "train",
+        "--resume",
+        str(first.out),
+        "--total-steps",
+        "1000",
+        "--no-progress",
+        "--out",
+        str(first.out),
+    ]
+    assert [r.point["seed"] for r in runs[:2]] == [0, 1]  # seed varies fastest
+    validate_runs(spec, runs)  # all valid
+
+
+def test_sweep_bandit_and_pspl_seed_each_run_alone(tmp_path):
+    spec = parse_sweep(
+        {"command": "bandit", "grid": {"algo": ["ps", "lints"], "seed": [3]}, "set": {"bandit.T": 20}}
+    )
+    runs = build_runs(spec, tmp_path)
+    out = str((tmp_path / "ps_s3").resolve())
+    # one seed per run (--seeds 1, seed=S): its result does not depend on which seeds share a batch
+    assert runs[0].argv == [
+        "bandit", "--seeds", "1", "--set", "seed=3", "--set", "bandit.T=20", "--set", "agents=[ps]",
+        "--no-progress", "--out", out,
+    ]  # fmt: skip
+    assert runs[0].resume_argv is None  # bandit runs restart from scratch
+    validate_runs(spec, runs)
+    cfg = str(Path(__file__).resolve().parents[1] / "examples" / "pspl" / "riverswim_default.yaml")
+    spec = parse_sweep({"command": "pspl", "grid": {"config": [cfg], "env": ["riverswim"], "algo": ["pspl"]}})
+    (run,) = build_runs(spec, tmp_path)
+    assert run.argv[:2] == ["pspl", cfg] and "env.name=riverswim" in run.argv and "agents=[pspl]" in run.argv
+    validate_runs(spec, [run])
+    spec = parse_sweep({"command": "bandit", "grid": {"seed": [0]}, "args": {"seeds": 5}})
+    with pytest.raises(ConfigError, match="each seed is its own run"):
+        build_runs(spec, tmp_path)
+
+
+PC = "bayescrl/PointCircle-v0"
+
+
+@pytest.mark.parametrize(
+    "body, field, words",
+    [
+        (
+            f"grid: {{algo: [ecop, ecopp], env: [{PC}]}}",
+            "algo",
+            ["'ecopp'", "unknown algorithm", "algo=ecopp"],
+        ),
+        (
+            "grid: {algo: [ecop], env: [bayescrl/PointCirlce-v0]}",
+            "env",
+            ["PointCirlce", "not a registered gymnasium id"],
+        ),
+        (f"grid: {{algoo: [ecop], env: [{PC}]}}", "grid.algoo", ["did you mean 'algo'"]),
+        (f"grid: {{algo: [ecop], env: [{PC}]}}\nset: {{config.pi_lrr: [0.1, 0.2]}}", "pi_lrr", ["unknown"]),
+        (f"grid: {{algo: [ecop], env: [{PC}]}}\nargs: {{out: x}}", "args.out", ["set by the sweep"]),
+        (f"grid: {{algo: [ecop], env: [{PC}], seed: [0, 0]}}", "grid.seed", ["repeats"]),
+    ],
+)
+def test_sweep_bad_grid_point_fails_before_any_run(tmp_path, capsys, body, field, words):
+    args = "" if "args:" in body else "args: {total-steps: 1000}\n"
+    path = _write(tmp_path, f"command: train\n{args}{body}\n")
+    out = tmp_path / "out"
+    code, cap = _run(["sweep", str(path), "--out", str(out), "--backend", "local"], capsys)
+    assert code == 2 and cap.err.startswith("error: ") and cap.err.count("\n") == 1, cap.err
+    assert field in cap.err and all(w in cap.err for w in words), cap.err
+    assert not out.exists()  # nothing started, nothing written
+
+
+def test_sweep_refuses_other_sweeps_folder_and_unreachable_address(tmp_path, capsys):
+    path = _write(tmp_path, SMOKE.read_text())
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps({"hash": "0123", "sweep_file": "other.yaml"}))
+    code, cap = _run(["sweep", str(path), "--out", str(out), "--backend", "local"], capsys)
+    assert code == 2 and "holds a different sweep" in cap.err and cap.err.count("\n") == 1
+    (out / "sweep.json").unlink()
+    (out / "notes.txt").write_text("mine")
+    code, cap = _run(["sweep", str(path), "--out", str(out), "--backend", "local"], capsys)
+    assert code == 2 and "holds no sweep.json" in cap.err
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    pytest.importorskip("ray")
+    code, cap = _run(
+        ["sweep", str(path), "--out", str(tmp_path / "o2"), "--address", f"ray://127.0.0.1:{port}"], capsys
+    )
+    assert code == 2 and cap.err.count("\n") == 1 and f"cannot reach 127.0.0.1:{port}" in cap.err, cap.err
+    code, cap = _run(["sweep", str(path), "--out", str(tmp_path / "o2"), "--address", "nowhere"], capsys)
+    assert code == 2 and "expected ray://HOST:PORT" in cap.err
+    assert not (tmp_path / "o2").exists()
+
+
+def test_sweep_flatten_select_and_series():
+    data = {"final_costs": [1.0, 2.0], "eval": {"returns": list(range(20))}, "ok": True, "x": None, "r": 3}
+    flat = flatten(data)
+    assert flat == {"final_costs.0": 1.0, "final_costs.1": 2.0, "r": 3.0}  # no curves, bools, None
+    assert list(select(flat, ["r", "final_costs.*"])) == ["r", "final_costs.0", "final_costs.1"]
+    curves = {"ep_costs": [[1, 5], [2, 6], [3, 7]], "agents": {"a": {"c": [1, 2]}, "b": {"c": [3, 4]}}}
+    assert series(curves, "ep_costs.1") == {"ep_costs.1": [5.0, 6.0, 7.0]}
+    assert series(curves, "agents.*.c") == {"agents.a.c": [1.0, 2.0], "agents.b.c": [3.0, 4.0]}
+
+
+def _fake_sweep(tmp_path) -> Path:
+    """A finished 2 algos x 3 seeds train sweep written by hand (known numbers)."""
+    spec = {
+        "name": "fake",
+        "command": "train",
+        "grid": {"algo": ["a", "b"], "seed": [0, 1, 2]},
+        "reference": {"source": "thesis Table X", "rows": [{"match": {"algo": "a"}, "final_return": 9.5}]},
+    }
+    out = tmp_path / "sw"
+    runs = []
+    values = {"a": [1.0, 2.0, 3.0], "b": [10.0, 10.0, 13.0]}
+    for algo in ("a", "b"):
+        for s in range(3):
+            rid = f"{algo}_s{s}"
+            runs.append({"id": rid, "point": {"algo": algo, "seed": s}, "argv": []})
+            r = values[algo][s]
+            (out / rid).mkdir(parents=True)
+            (out / rid / "metrics.json").write_text(
+                json.dumps({"final_return": r, "final_costs": [r / 10], "cost_limits": [0.5]})
+            )
+            (out / rid / "curves.json").write_text(
+                json.dumps({"env_steps": [100, 200], "ep_return": [0.0, r], "ep_costs": [[0.0], [r / 10]]})
+            )
+            (out / "status").mkdir(exist_ok=True)
+            status = "done" if (algo, s) != ("b", 2) else "running"  # one unfinished run
+            (out / "status" / f"{rid}.json").write_text(json.dumps({"status": status}))
+    (out / "sweep.json").write_text(json.dumps({"hash": "x", "spec": spec, "runs": runs}))
+    return out
+
+
+def test_report_mean_sd_over_seeds_with_thesis_numbers(tmp_path, capsys):
+    out = _fake_sweep(tmp_path)
+    rep = build_report(out)
+    a, b = rep["groups"]
+    assert a["group"] == "algo=a" and a["seeds"] == [0, 1, 2]
+    assert a["metrics"]["final_return"]["mean"] == pytest.approx(2.0)
+    assert a["metrics"]["final_return"]["sd"] == pytest.approx(1.0)  # sample sd of 1, 2, 3
+    assert b["seeds"] == [0, 1] and b["metrics"]["final_return"]["sd"] == pytest.approx(0.0)
+    assert a["reference"] == {"final_return": 9.5} and b["reference"] == {}
+    assert rep["missing"] == ["b_s2"]
+    md = (out / "report.md").read_text()
+    assert "| a | 3 | 2 ± 1 | 9.5 | 0.2 ± 0.1 |" in md, md
+    assert "| b | 2 | 10 ± 0 | – | 1 ± 0 |" in md, md
+    assert "5 of 6 runs finished; not finished: b_s2" in md
+    assert sorted(rep["figures"]) == ["curves_ep_costs.0.png", "curves_ep_return.png"]
+    assert json.loads((out / "report.json").read_text())["groups"][0]["metrics"]["final_return"]["n"] == 3
+    code = main(["report", str(out), "--no-plots"])
+    assert code is None and "| a | 3 | 2 ± 1 | 9.5 |" in capsys.readouterr().out
+    code, cap = _run(["report", str(tmp_path)], capsys)
+    assert code == 2 and "not a sweep folder" in cap.err
