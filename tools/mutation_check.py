@@ -34,6 +34,7 @@ T_CORE = "tests/test_core_math_pins.py"
 T_CRL = "tests/test_crl_math_pins.py"
 T_PSPL = "tests/test_pspl_math_pins.py"
 T_PREF = "tests/test_prefrl_math_pins.py"
+T_ACPO = "tests/test_acpo_deep.py"
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,31 @@ MUTATIONS: list[Mutation] = [
         "ok = (f_new >= f) | tiny",
         "ok = torch.ones_like(tiny)",
         f"{T_BANDIT}::test_competence_evidence_newton_does_not_cycle",
+    ),
+    # ---- tests/test_acpo_deep.py's update tests, which could not fail before
+    _one(
+        "16-acpo-recovery-step-size",
+        "ACPO recovery step √δ instead of √(2δ) (half the trust region)",
+        "bayescrl/constrained/acpo_math.py",
+        "return -math.sqrt(2 * delta) * step",
+        "return -math.sqrt(delta) * step",
+        f"{T_ACPO}::test_acpo_update_respects_trust_region_and_writes_protocol_metrics",
+    ),
+    _one(
+        "17-acpo-recovery-sign",
+        "ACPO recovery step ascends the violated cost",
+        "bayescrl/constrained/acpo_math.py",
+        "return -math.sqrt(2 * delta) * step",
+        "return math.sqrt(2 * delta) * step",
+        f"{T_ACPO}::test_acpo_update_respects_trust_region_and_writes_protocol_metrics",
+    ),
+    _one(
+        "18-atrpo-step-size",
+        "ATRPO step √(δ/dᵀHd) instead of √(2δ/dᵀHd)",
+        "bayescrl/constrained/atrpo.py",
+        "scale = math.sqrt(2.0 * delta / dHd)",
+        "scale = math.sqrt(delta / dHd)",
+        f"{T_ACPO}::test_atrpo_runs_and_config_errors",
     ),
 ]
 
