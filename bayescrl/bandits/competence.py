@@ -8,8 +8,9 @@ Competence"), batched over seeds.
   over a log-spaced grid of ``β``, the integral over ``ϑ`` by a Laplace approximation (batched Newton).
 * :func:`beta_entropy` — the entropy rule ``β̂ = c / H(D0)``, ``H`` the entropy of the empirical
   distribution of the *preferred* actions in ``D0`` (a deliberate rater keeps picking the same few good
-  arms, so low entropy means high ``β``). The seed leaves ``c`` free; our default ``c = 25`` gives
-  ``β̂ ≈ 10`` for the default ``K = 50, N = 20`` data.
+  arms, so low entropy means high ``β``). The seed leaves ``c`` free; the default ``entropy_c = 1`` is
+  what a user sets without knowing β. ``beta: entropy-oracle`` (a labelled ablation) calibrates
+  ``c = β_true · mean_seeds H`` (≈ 25 for the default ``K = 50, N = 20`` data, β = 10).
 * :func:`competence_model` / :func:`beta_bayes` — unknown ``β`` as a prior inside a Pyro model
   (``β ~ LogNormal``), fitted by SVI with a mean-field guide, vectorised over seeds with a plate; the
   posterior median of ``β`` is plugged into the surrogate loss (the seed: "regarding β as unknown leads to

@@ -43,7 +43,7 @@ AGENT_IDS = (
     "hybrid-ipo",
     "warmtsof",
 )
-BETA_ESTIMATORS = ("mle", "entropy", "bayes")
+BETA_ESTIMATORS = ("mle", "entropy", "bayes", "entropy-oracle")  # *-oracle: labelled ablation (true β)
 
 DEFAULT_OPTIONS: dict[str, Any] = {
     # Bootstrapped warmPref-PS (Eq. `final_surrogate_perturbed_loss`)
@@ -73,7 +73,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "eps0": 1.0,
     "p_online": 0.5,  # ω_n ~ Bern(0.5) on online comparisons too (Eq. `final_surrogate_perturbed_loss`)
     # competence estimation
-    "entropy_c": 25.0,
+    "entropy_c": 1.0,  # the text's free hyperparameter, untuned (25 gave β̂ ≈ the true β: 'entropy-oracle')
     "beta_prior_loc": math.log(5.0),
     "beta_prior_scale": 1.5,
     "bayes_steps": 800,

@@ -79,6 +79,10 @@ def assumed_competence(
             beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r)
         elif item == "entropy":
             beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=opts["entropy_c"])
+        elif item == "entropy-oracle":  # labelled ablation: c calibrated to the true β on this data
+            h = 1.0 / beta_entropy(sub(data.winners()), env.K, c=1.0)
+            c = float(data.raters[r].beta) * float(h.mean())
+            beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=c)
         elif item == "bayes":
             beta[:, r] = beta_bayes(
                 sub(x0),
