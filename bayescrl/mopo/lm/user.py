@@ -91,6 +91,9 @@ def load_local_model(path: str | Path, dtype: torch.dtype) -> tuple[torch.nn.Mod
         )
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress lines only
 
     try:
         tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
@@ -187,6 +190,7 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         else torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
     )
     main = acc is None or acc.is_main_process
+    say = log.info if main else (lambda *a, **k: None)  # progress from the main process only
     out = Path(out)
     ckpt, metrics = out / "checkpoint", out / "metrics.jsonl"
     base, tok = load_local_model(model_path, cfg.torch_dtype(device))
@@ -196,7 +200,7 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         _check_resume(json.loads((ckpt / "config.json").read_text()), cfg)
         trainer = MOPOLMTrainer.from_checkpoint(ckpt, base, tok, data, accelerator=acc)
         trainer.config = cfg  # same settings (checked) but this run's steps
-        log.info("resuming from %s at step %d", ckpt, trainer.step_count)
+        say("resuming from %s at step %d", ckpt, trainer.step_count)
         if main:
             _metrics_upto(metrics, trainer.step_count)
     else:
@@ -206,9 +210,9 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         if main:
             metrics.write_text("")
     start, t_start = trainer.step_count, time.perf_counter()
-    log.info(
-        "MOPO (%s) on %d records, objectives %s (primary %s), %s on %s, %d steps",
-        cfg.method, len(data), names, names[trainer.primary], model_path, device, cfg.steps,
+    say(
+        "MOPO (%s) on %d records, objectives %s (primary %s), %s on %s x %d, %d steps",
+        cfg.method, len(data), names, names[trainer.primary], model_path, device, trainer.world, cfg.steps,
     )  # fmt: skip
     rec: dict[str, Any] = {}
     while trainer.step_count < cfg.steps:
@@ -229,7 +233,7 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
                 if "G" in rec
                 else ""
             )
-            log.info(
+            say(
                 "step %d/%d  loss %.4f%s  %.2f s/step  ETA %s",
                 t, cfg.steps, rec["loss"], extra, per_step, _duration(rec["eta_s"]),
             )  # fmt: skip
