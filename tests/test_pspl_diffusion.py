@@ -1,0 +1,153 @@
+"""Diffusion fine-tuning from trajectory preferences (appendix `pickapic`, scaled down): tiny UNet + DDIM,
+trajectory embedding, posterior updates, noise-policy log-probabilities, one PSPL and one DPS round."""
+
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("diffusers")
+pytest.importorskip("sklearn")
+
+from bayescrl.cli import main  # noqa: E402
+from bayescrl.pbrl.diffusion.agents import DPSTheta, NoiseNormModel, PSPLTheta  # noqa: E402
+from bayescrl.pbrl.diffusion.base import BaseModel, Scorer, make_unet  # noqa: E402
+from bayescrl.pbrl.diffusion.experiment import run_agents, validate_config  # noqa: E402
+from bayescrl.pbrl.diffusion.mdp import embed, image_stat, rollout  # noqa: E402
+from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy, ddpo_update  # noqa: E402
+from bayescrl.utils.errors import ConfigError  # noqa: E402
+
+TINY = {
+    "base": {"size": 8, "channels": [8, 16], "train_timesteps": 20},
+    "T": 4,
+    "offline": {"N": 12},
+    "pools": {"val": 6, "explore": 4},
+    "policy": {"hidden": 16, "rollouts": 3, "updates": 1},
+    "K": 1,
+    "final": {"epochs": 1, "L": 1},
+    "prompts": [0, 1],
+}
+
+
+@pytest.fixture(scope="module")
+def base():
+    torch.manual_seed(0)
+    unet = make_unet(8, (8, 16)).eval().requires_grad_(False)
+    return BaseModel(unet, Scorer(8).eval().requires_grad_(False), 20, 8, {})
+
+
+def test_rollout_embedding_transition_and_logprob(base):
+    sched = base.ddim(4)
+    pol = GaussianNoisePolicy(2, 64, 10, hidden=16, sd_init=0.3)
+    g = torch.Generator().manual_seed(1)
+    prompts = torch.tensor([[0, 3, 7], [1, 1, 9]])
+    z = torch.randn(2, 3, 1, 8, 8, generator=g)
+    ro = rollout(base, sched, pol, prompts, z, generator=g)
+    T = 4
+    # log-probabilities of the noise actions: the zero-initialised policy is N(ε̂_t, 0.3² I)
+    ref = torch.distributions.Normal(ro.eps_hat, 0.3).log_prob(ro.actions).sum(-1)
+    assert torch.allclose(ro.logp, ref, atol=1e-3)
+    # embedding φ(τ) = Σ_t [score, ‖ε_t‖/√D, t/T] with Σ_{t=1}^T t/T = (T+1)/2
+    norms = ro.actions.norm(dim=-1) / 8.0
+    assert torch.allclose(ro.norms, norms, atol=1e-5)
+    score = torch.log_softmax(base.scorer(ro.x.reshape(6, 1, 8, 8)), -1)[torch.arange(6), prompts.reshape(-1)]
+    phi = ro.phi()
+    assert torch.allclose(phi[..., 0], T * score.reshape(2, 3).double(), atol=1e-4)
+    assert torch.allclose(phi[..., 1], norms.sum(-1).double(), atol=1e-4)
+    assert torch.allclose(phi[..., 2], torch.full((2, 3), 2.5, dtype=torch.float64))
+    mass = ((ro.x + 1) / 2).mean((-1, -2, -3))
+    assert torch.allclose(ro.psi()[..., 3], T * mass.double(), atol=1e-5)
+    assert embed(torch.tensor([-1.0]), torch.tensor([[1.0, 2.0]])).tolist() == [[-2.0, 3.0, 1.5]]
+    # the transition is the frozen deterministic DDIM step: replaying the stored actions gives the same image
+    x = z.reshape(6, 1, 8, 8)
+    for i, t in enumerate(sched.timesteps):
+        x = sched.step(ro.actions[:, :, i].reshape(6, 1, 8, 8), t, x, eta=0.0).prev_sample
+    assert torch.allclose(x.clamp(-1, 1).reshape(ro.x.shape), ro.x, atol=1e-5)
+    # symmetry statistic: a mirror-symmetric image scores 0, a half-ink image −1/2
+    sym = torch.ones(1, 1, 4, 4)
+    half = torch.cat([torch.ones(1, 1, 4, 2), -torch.ones(1, 1, 4, 2)], -1)
+    assert image_stat(sym, "symmetry").item() == 0.0 and image_stat(half, "symmetry").item() == -1.0
+
+
+def test_ddpo_step_moves_logprob_towards_advantage(base):
+    sched = base.ddim(4)
+    pol = GaussianNoisePolicy(1, 64, 10, hidden=16)
+    g = torch.Generator().manual_seed(2)
+    ro = rollout(
+        base, sched, pol, torch.tensor([[2, 2]]), torch.randn(1, 2, 1, 8, 8, generator=g), generator=g
+    )
+    opt = torch.optim.Adam(pol.parameters(), lr=1e-3)
+    ddpo_update(pol, opt, ro.inputs, ro.eps_hat, ro.actions, ro.logp, torch.tensor([[1.0, -1.0]]), steps=3)
+    mean, lsd = pol(ro.inputs.reshape(1, 8, -1), ro.eps_hat.reshape(1, 8, -1))
+    new = pol.log_prob(ro.actions.reshape(1, 8, -1), mean, lsd).reshape(1, 2, 4).sum(-1)
+    old = ro.logp.sum(-1)
+    assert new[0, 0] > old[0, 0] and new[0, 1] < old[0, 1]
+
+
+def test_posterior_updates():
+    cov0 = torch.diag(torch.tensor([1.0, 0.5, 1 / 12], dtype=torch.float64))
+    phi0 = torch.tensor([[[1.0, 0.0, 2.5]]], dtype=torch.float64)
+    phi1 = torch.tensor([[[0.0, 1.0, 2.5]]], dtype=torch.float64)
+    # DPS: exact Bayesian linear regression of ±½ on Δφ (closed form)
+    dps = DPSTheta(phi0, phi1, torch.tensor([[0]]), cov0, noise_sd=1.0)
+    x = (phi0 - phi1)[0]
+    prec = torch.linalg.inv(cov0) + x.T @ x
+    assert torch.allclose(
+        dps.point()[0], torch.linalg.solve(prec, x.T @ torch.tensor([0.5], dtype=torch.float64))
+    )
+    # PSPL: one more "τ0 preferred" row with Δφ = e1 moves the MAP along e1 and shrinks its variance there
+    pspl = PSPLTheta(phi0, phi1, torch.tensor([[0]]), 2, cov0, beta=1.0, lam=10.0)
+    m0, c0 = pspl.gaussian()
+    pspl.observe(torch.tensor([[1.0, 0.0, 2.5]]), torch.tensor([[0.0, 0.0, 2.5]]), torch.tensor([0]))
+    m1, c1 = pspl.gaussian()
+    assert pspl.model.n == 2 and m1[0, 0] > m0[0, 0] > 0 and c1[0, 0, 0] < c0[0, 0, 0]
+    assert torch.allclose(m1[0, 2], torch.zeros((), dtype=torch.float64), atol=1e-6)  # Δφ_time = 0 always
+    # Dirichlet noise-norm model: quantile edges, one count per step in the right bin
+    nm = NoiseNormModel(1, 2, 2, torch.tensor([[0.0, 1.0], [2.0, 3.0]]))
+    assert nm.edges.tolist() == [1.5]
+    nm.update(torch.tensor([[[0.5, 2.0]]]))
+    assert nm.post.counts[0].tolist() == [[1.0, 0.0], [0.0, 1.0]]
+    eta = torch.tensor([[[0.25, 0.75], [0.5, 0.5]]])
+    assert math.isclose(
+        nm.log_lik(eta, torch.tensor([[[0.5, 2.0]]])).item(), math.log(0.25 * 0.5), rel_tol=1e-6
+    )
+
+
+def test_one_pspl_and_one_dps_round(base):
+    cfg = validate_config(TINY)
+    res = run_agents(cfg, 2, base, progress=False)
+    for a in ("pspl", "dps", "oracle"):
+        r = res["agents"][a]
+        assert len(r["final_reward_per_seed"]) == 2 and all(
+            math.isfinite(v) for v in r["final_reward_per_seed"]
+        )
+        assert r["simple_regret_mean"] >= -1e-9
+    assert len(res["agents"]["pspl"]["query_true_reward_curve_mean"]) == 1
+    # K = 1 round: 2 copies × 2 seeds × 3 rollouts + 2 × 2 query images; 1 final epoch: 2 seeds × 3
+    assert (
+        res["agents"]["pspl"]["train_images"]
+        == res["agents"]["dps"]["train_images"]
+        == 2 * 2 * 3 + 2 * 2 + 2 * 3
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"prompts": [1, 12]}, "prompts[1] = 12: unknown prompt class"),
+        ({"T": 50}, "T = 50: larger than the scheduler's 20 training steps"),
+    ],
+)
+def test_bad_config_one_line(override, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        validate_config({**TINY, **override})
+
+
+def test_cli_no_train_without_cache(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("task: diffusion\nT: 4\n")
+    with pytest.raises(SystemExit) as e:
+        main(["pspl", str(cfg), "--no-train", "--out", str(tmp_path / "o"), "--no-progress"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no cached base model" in err[0] and err[0].startswith("error: --no-train")
