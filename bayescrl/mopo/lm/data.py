@@ -90,6 +90,32 @@ class PreferenceData:
         path.write_text("".join(json.dumps(r) + "\n" for r in self.records()))
         return path
 
+    def to_trl_rows(self, primary: int = -1) -> list[dict[str, Any]]:
+        """Rows of TRL's preference format read by :func:`load_trl`: ``chosen``/``rejected`` by objective
+        ``primary``, ``pref_<name>`` (1: ``chosen`` also preferred) for the others, ``rater`` if known."""
+        k = self.num_objectives
+        if not -k <= primary < k:
+            raise DataError("primary", primary, f"must index one of K = {k} objectives")
+        primary %= k
+        names = self.names or tuple(f"objective_{j}" for j in range(k))
+        rows = []
+        for i, q in enumerate(self.prefs.tolist()):
+            a_wins = q[primary] == 1
+            a, b = self.responses_a[i], self.responses_b[i]
+            row: dict[str, Any] = {"prompt": self.prompts[i], "chosen": a if a_wins else b}
+            row["rejected"] = b if a_wins else a
+            row.update({f"pref_{names[j]}": q[j] if a_wins else 1 - q[j] for j in range(k) if j != primary})
+            if self.raters:
+                row["rater"] = self.raters[i]
+            rows.append(row)
+        return rows
+
+    def to_trl_jsonl(self, path: str | Path, primary: int = -1) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in self.to_trl_rows(primary)))
+        return path
+
     def dpo_pairs(self, objective_weights: Sequence[float] | None = None) -> DPOPairs:
         """Chosen/rejected pairs for the DPO baselines.
 
