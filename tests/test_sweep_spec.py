@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bayescrl.cli import main
-from bayescrl.sweep.report import build_report, flatten, select, series
+from bayescrl.sweep.report import build_report, by_pattern, flatten, select, series
 from bayescrl.sweep.spec import build_runs, parse_sweep, validate_runs
 from bayescrl.utils.errors import ConfigError
 
@@ -165,6 +165,13 @@ def test_sweep_flatten_select_and_series():
     curves = {"ep_costs": [[1, 5], [2, 6], [3, 7]], "agents": {"a": {"c": [1, 2]}, "b": {"c": [3, 4]}}}
     assert series(curves, "ep_costs.1") == {"ep_costs.1": [5.0, 6.0, 7.0]}
     assert series(curves, "agents.*.c") == {"agents.a.c": [1.0, 2.0], "agents.b.c": [3.0, 4.0]}
+    # one agent per run (bandit/pspl grid over algo): the runs share the pattern's column
+    found = [{"agents.*.r": {"agents.ps.r": 1.0}}, {"agents.*.r": {"agents.lints.r": 2.0}}]
+    assert by_pattern(found, ["agents.*.r"]) == [{"agents.*.r": 1.0}, {"agents.*.r": 2.0}]
+    found = [{"c.*": {"c.0": 1.0}}, {"c.*": {"c.0": 2.0}}]  # the same single key: keep its name
+    assert by_pattern(found, ["c.*"]) == [{"c.0": 1.0}, {"c.0": 2.0}]
+    found = [{"a.*": {"a.x": 1.0, "a.y": 2.0}}]
+    assert by_pattern(found, ["a.*"]) == [{"a.x": 1.0, "a.y": 2.0}]
 
 
 def _fake_sweep(tmp_path) -> Path:

@@ -49,6 +49,32 @@ def select(flat: Mapping[str, float], patterns: list[str] | tuple[str, ...]) -> 
     return out
 
 
+def by_pattern(found: list[dict[str, dict[str, Any]]], patterns: list[str] | tuple[str, ...]) -> list[dict]:
+    """Name each run's matches ``{pattern: {key: value}}``: by key, except that a wildcard pattern which
+    matches exactly one key per run, a different one across runs (``agents.ps.final_regret_mean`` in one
+    run, ``agents.lints.final_regret_mean`` in another: one agent per run), is named by the pattern, so
+    those runs share a column / a figure."""
+    named: list[dict[str, Any]] = [{} for _ in found]
+    for pat in patterns:
+        keysets = [set(f.get(pat, {})) for f in found if f.get(pat)]
+        collapse = bool(keysets) and all(len(k) == 1 for k in keysets) and len(set().union(*keysets)) > 1
+        for i, f in enumerate(found):
+            for key, value in f.get(pat, {}).items():
+                named[i][pat if collapse else key] = value
+    return named
+
+
+def _matches(flat: Mapping[str, float], patterns) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    taken: set[str] = set()
+    for pat in patterns:
+        for key in flat:
+            if key not in taken and fnmatch.fnmatchcase(key, pat):
+                out.setdefault(pat, {})[key] = flat[key]
+                taken.add(key)
+    return out
+
+
 def series(data: Any, pattern: str) -> dict[str, list[float]]:
     """Curves named by a dotted ``pattern`` (``*`` matches any key or column): ``ep_return``,
     ``ep_costs.0`` (column 0 of a list of rows), ``agents.*.regret_curve_mean``."""
@@ -127,7 +153,7 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     patterns = spec.report.get("metrics") or list(adapter.metrics)
     varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
     groups: dict[str, dict[str, Any]] = {}
-    missing = []
+    missing, finished, found = [], [], []
     for run in manifest["runs"]:
         point = run["point"]
         label = ", ".join(f"{k}={point[k]}" for k in varying) or "all"
@@ -137,12 +163,13 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
             continue
         data = json.loads((out / run["id"] / adapter.result).read_text())
         g["runs"].append(run)
-        for key, value in select(flatten(data), patterns).items():
-            g["values"].setdefault(key, []).append(value)
+        finished.append(g)
+        found.append(_matches(flatten(data), patterns))
     keys: list[str] = []
-    for g in groups.values():
-        keys += [k for k in g["values"] if k not in keys]
-    keys = list(select(dict.fromkeys(keys, 0.0), patterns))  # pattern order
+    for g, values in zip(finished, by_pattern(found, patterns), strict=True):
+        for key, value in values.items():
+            g["values"].setdefault(key, []).append(value)
+            keys += [key] if key not in keys else []
     ref_rows = (spec.reference or {}).get("rows") or []
     table = []
     for label, g in groups.items():
@@ -237,6 +264,8 @@ def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> 
         return []
     per: dict[str, dict[str, list]] = {}  # curve name -> group -> [(x, y)]
     limits: dict[str, set] = {}
+    found: list[dict] = []
+    labels: list[tuple] = []
     for run in manifest["runs"]:
         if not run_done(out, run["id"], adapter.result):
             continue
@@ -246,12 +275,14 @@ def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> 
             continue
         xs = data.get(adapter.curve_x) if adapter.curve_x else None
         label = ", ".join(f"{k}={run['point'][k]}" for k in varying) or "all"
-        for pat in patterns:
-            for name, ys in series(data, pat).items():
-                x = xs if isinstance(xs, list) and len(xs) == len(ys) else list(range(1, len(ys) + 1))
-                per.setdefault(name, {}).setdefault(label, []).append((x, ys))
-                if name.startswith("ep_costs."):
-                    limits.setdefault(name, set()).add(_cost_limit(out / run["id"], int(name.split(".")[1])))
+        found.append({pat: series(data, pat) for pat in patterns})
+        labels.append((label, xs, run["id"]))
+    for (label, xs, rid), named in zip(labels, by_pattern(found, patterns), strict=True):
+        for name, ys in named.items():
+            x = xs if isinstance(xs, list) and len(xs) == len(ys) else list(range(1, len(ys) + 1))
+            per.setdefault(name, {}).setdefault(label, []).append((x, ys))
+            if name.startswith("ep_costs.") and name.split(".")[1].isdigit():
+                limits.setdefault(name, set()).add(_cost_limit(out / rid, int(name.split(".")[1])))
     paths = []
     for name, by_group in per.items():
         curves, xs = {}, {}
@@ -268,7 +299,7 @@ def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> 
                 curves,
                 out / f"curves_{safe}.png",
                 adapter.curve_x.replace("_", " ") if adapter.curve_x else "round / episode",
-                name,
+                _axis_label(name),
                 f"{spec.name or spec.command}: {name}",
                 x=xs,
                 hline=hline,
@@ -276,6 +307,14 @@ def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> 
             )
         )
     return paths
+
+
+def _axis_label(name: str) -> str:
+    if name == "ep_return":
+        return "episodic return (sum of rewards)"
+    if name.startswith("ep_costs."):
+        return f"episodic cost {name.split('.', 1)[1]} (sum per episode)"
+    return name
 
 
 def _cost_limit(run_dir: Path, i: int) -> float | None:
