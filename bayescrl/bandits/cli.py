@@ -38,7 +38,7 @@ def bandit(
     log_dir: str | None,
     wandb: bool | None,
 ) -> None:
-    """Run the agents of CONFIG (YAML; default: the seed's default protocol) on SEEDS seeds.
+    """Run the agents of CONFIG (YAML; default: the thesis' default protocol) on SEEDS seeds.
 
     ``--set key.sub=value`` (repeatable) overrides the config, e.g. ``--set offline.N=5 --set bandit.T=100
     --set 'agents=[ps, lints]'``. Writes OUT/results.json (per agent: final_regret_mean/std,

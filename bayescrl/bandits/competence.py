@@ -1,19 +1,19 @@
 """Estimating a rater's deliberateness ``β`` from ``D0`` (Section `sec:chapter3_empirical`, "Unknown
 Competence"), batched over seeds.
 
-* :func:`beta_mle` — maximum likelihood. The seed says "optimize β over the negative log-likelihood of
+* :func:`beta_mle` — maximum likelihood. The thesis says "optimize β over the negative log-likelihood of
   ``D0``"; with ``ϑ`` also free the likelihood only depends on ``βϑ`` (β is not identified), so we maximise
   the *marginal* likelihood ``p(D0 | β) = E_{ϑ ~ N(μ0, Σ0 + I/λ²)} Π_n σ(β s_n ⟨Ā_n⁽⁰⁾ - Ā_n⁽¹⁾, ϑ⟩)``
   (``s_n = +1`` if ``Y_n = 0`` else ``-1``; ``θ`` integrated out exactly since ``ϑ | θ ~ N(θ, I/λ²)``),
   over a log-spaced grid of ``β``, the integral over ``ϑ`` by a Laplace approximation (batched Newton).
 * :func:`beta_entropy` — the entropy rule ``β̂ = c / H(D0)``, ``H`` the entropy of the empirical
   distribution of the *preferred* actions in ``D0`` (a deliberate rater keeps picking the same few good
-  arms, so low entropy means high ``β``). The seed leaves ``c`` free; the default ``entropy_c = 1`` is
+  arms, so low entropy means high ``β``). The thesis leaves ``c`` free; the default ``entropy_c = 1`` is
   what a user sets without knowing β. ``beta: entropy-oracle`` (a labelled ablation) calibrates
   ``c = β_true · mean_seeds H`` (≈ 25 for the default ``K = 50, N = 20`` data, β = 10).
 * :func:`competence_model` / :func:`beta_bayes` — unknown ``β`` as a prior inside a Pyro model
   (``β ~ LogNormal``), fitted by SVI with a mean-field guide, vectorised over seeds with a plate; the
-  posterior median of ``β`` is plugged into the surrogate loss (the seed: "regarding β as unknown leads to
+  posterior median of ``β`` is plugged into the surrogate loss (the thesis: "regarding β as unknown leads to
   a non-convex loss, so we estimate it separately and plug it in").
 """
 

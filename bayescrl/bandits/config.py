@@ -1,6 +1,6 @@
 """Experiment configuration of the ``bandit`` command: defaults, merging and validation.
 
-Schema (every key optional; defaults are the seed's evaluation protocol, Section
+Schema (every key optional; defaults are the thesis' evaluation protocol, Section
 `sec:chapter3_empirical`)::
 
     seed: 0                      # base seed; seed s of a run uses seed + s

@@ -3,14 +3,14 @@
 Offline phase: a softmax policy ``π_ψ(a_i) = softmax(ψ)_i``, ``ψ ∈ R^K``, reference ``π_ref`` uniform, is
 trained on ``D0`` by the DPO loss ``-log σ(τ h)`` or the IPO loss ``(h - 1/(2τ))²``, with
 ``h = log π(y_w)/π(y_l) - log π_ref(y_w)/π_ref(y_l) = ψ_w - ψ_l``; Adam (lr 0.015), mini-batches of 12
-drawn uniformly with replacement, 20k steps, ``τ = 0.1`` (the seed's settings). All seeds are trained at
+drawn uniformly with replacement, 20k steps, ``τ = 0.1`` (the thesis' settings). All seeds are trained at
 once (``ψ [S,K]``), with the gradient written out (it touches only the 2·12 sampled entries per seed) and
 Adam applied to the whole ``[S,K]`` tensor: 20k steps take a few seconds on one CPU thread.
 
 Reward model: the implicit reward ``r(a) = τ log π(a)/π_ref(a)``, shifted so that
-``min_a r(a) = min_a r*(a)`` (the seed gives the agent ``min_a r*(a)`` as an input).
+``min_a r(a) = min_a r*(a)`` (the thesis gives the agent ``min_a r*(a)`` as an input).
 
-Online phase (ε-greedy, ``ε = 0.16``): with probability ε a uniform arm, else ``argmax_a r(a)``. The seed
+Online phase (ε-greedy, ``ε = 0.16``): with probability ε a uniform arm, else ``argmax_a r(a)``. The thesis
 says only "update the reward model r based on the received reward"; we treat the offline ``r(a)`` as one
 pseudo-observation of weight ``w`` and keep ``r(a) = (w·r_0(a) + Σ R) / (w + n(a))`` (``r_0`` while
 ``n(a) = 0``). The default ``w = 0`` replaces ``r_0(a)`` by the empirical mean once ``a`` has been pulled:

@@ -1,7 +1,7 @@
 """K-armed linear bandit of chapter `warmPref-PS` (Section `sec:preliminaries`), batched over seeds.
 
 Every seed ``s`` has its own arm set ``A_s ∈ R^{K×d}``, environment ``θ_s ~ N(μ0, Σ0)`` and reward noise
-``η ~ N(0, σ²)``; the reward of arm ``a`` is ``R = ⟨a, θ⟩ + η``. The seed does not say how arms are drawn;
+``η ~ N(0, σ²)``; the reward of arm ``a`` is ``R = ⟨a, θ⟩ + η``. The thesis does not say how arms are drawn;
 we draw them from a Gaussian with a controllable pairwise correlation ``ρ`` between arms (the knob of
 table `actionspaceregret`)::
 

@@ -10,8 +10,8 @@ the online updates are exact Gaussian–linear ones:
 * ``svi`` / ``nuts`` — the core's engines (:func:`bayescrl.inference.engines.fit`) on the Pyro model
   of the same likelihood, moment-matched to a Gaussian (mean and covariance of the θ draws).
 
-The seed's ``P(A_t | D_{t-1})`` term (the action-selection factor) does not depend on ``θ`` and is dropped,
-as in the seed's own lemma `mapestimatelemma`.
+The thesis' ``P(A_t | D_{t-1})`` term (the action-selection factor) does not depend on ``θ`` and is dropped,
+as in the thesis' own lemma `mapestimatelemma`.
 """
 
 from __future__ import annotations

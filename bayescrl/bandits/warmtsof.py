@@ -6,14 +6,14 @@ ask the rater of ``D0`` (same ``ϑ``, ``β`` and expert model) to compare them; 
 data as an *online* comparison, ``θ̃_t`` is re-drawn and
 ``A_t = argmax ⟨a, θ̃_t⟩``. The cost enters the regret: ``regret_t = ⟨A*, θ⟩ - ⟨A_t, θ⟩ + c_t``.
 
-``get_epsilon`` (left open by the seed, "will be decided through analysis") — our rule::
+``get_epsilon`` (left open by the thesis, "will be decided through analysis") — our rule::
 
     ε_t = max(0, ε0 · sqrt(d / t) - c)
 
 ``sqrt(d/t)`` is the order of the posterior standard deviation of a reward difference after ``t`` rounds
 with unit-norm arms, so the agent asks while the sampled top-two gap is within posterior noise, and it
 only asks about gaps that are worth more than the price ``c`` of the question (``ε_t = 0``: never ask).
-``λ`` and ``β`` (arguments of the seed's ``get_epsilon``) are not used by this rule.
+``λ`` and ``β`` (arguments of the thesis' ``get_epsilon``) are not used by this rule.
 
 The online comparisons join ``D_t`` and the posterior is updated "using Equation
 `final_surrogate_perturbed_loss`", whose preference term weights every comparison by ``ω_n ~ Bern(0.5)``:

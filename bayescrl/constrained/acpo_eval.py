@@ -1,4 +1,4 @@
-"""The seed's average-reward evaluation protocol (chapter `acpo`, Sec. "Evaluation Details and Protocol").
+"""The thesis' average-reward evaluation protocol (chapter `acpo`, Sec. "Evaluation Details and Protocol").
 
 "For every 10³ steps, we instantiate 10 evaluation trajectories with the current (deterministic) policy.
 For each of these trajectories, we calculate the trajectory average reward for the next 10³ steps and
@@ -124,7 +124,7 @@ class ProtocolEvaluator:
 
 
 class AverageProtocolMixin:
-    """Adds the seed's protocol to ``write_results``: ``final_avg_reward`` and ``final_avg_costs``.
+    """Adds the thesis' protocol to ``write_results``: ``final_avg_reward`` and ``final_avg_costs``.
 
     Class attributes ``protocol_traj`` (10) and ``protocol_steps`` (1000) set the final evaluation.
     """

@@ -1,13 +1,13 @@
 """The pure mathematics of one ACPO update (chapter `acpo`, section `sec:acpo_implementation`).
 
-Notation (the seed's): at iterate ``θ_k`` let ``g`` be the gradient of the reward-advantage surrogate,
+Notation (the thesis'): at iterate ``θ_k`` let ``g`` be the gradient of the reward-advantage surrogate,
 ``A = [a_1 … a_m]`` the gradients of the cost-advantage surrogates, ``H`` the Fisher information (Hessian
 of the average KL) and ``c_i = J_{C_i}(θ_k) − l_i``.  With ``x = θ − θ_k`` the local problem is
 Eq. `acpo_approx`::
 
     max_x  gᵀx   s.t.   c_i + a_iᵀx ≤ 0  (i = 1..m),   ½ xᵀHx ≤ δ.
 
-Everything here needs only the scalars/small matrices ``q = gᵀH⁻¹g``, ``r = AᵀH⁻¹g`` (the seed's
+Everything here needs only the scalars/small matrices ``q = gᵀH⁻¹g``, ``r = AᵀH⁻¹g`` (the thesis'
 ``r := gᵀH⁻¹A``), ``S = AᵀH⁻¹A`` and ``c`` plus the conjugate-gradient solutions ``v = H⁻¹g`` and
 ``W = H⁻¹A`` (computed by the caller with the core's CG,
 :func:`bayescrl.constrained.core.optim.conjugate_gradient`, re-exported here with the core's

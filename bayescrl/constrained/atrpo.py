@@ -1,7 +1,7 @@
-"""ATRPO (Zhang & Ross 2021) with the seed's balanced Lagrangian, Eq. `lagrangian_balanced` (chapter `acpo`).
+"""ATRPO (Zhang & Ross 2021) with the thesis' balanced Lagrangian, Eq. `lagrangian_balanced` (chapter `acpo`).
 
 ATRPO is TRPO on the average-reward criterion: average-reward GAE Eq. `avg_GAE` (λ = 0.95), a KL trust
-region ``δ``, conjugate gradient and a backtracking line search.  The seed adds the constraint through a
+region ``δ``, conjugate gradient and a backtracking line search.  The thesis adds the constraint through a
 fixed Lagrangian parameter ``ℓ ∈ [0, 1]`` (appendix `Experimental Details`)::
 
     max_x (1 − ℓ) gᵀx − ℓ [ (c + aᵀx) + (½ xᵀHx − δ) ]                      Eq. `lagrangian_balanced`

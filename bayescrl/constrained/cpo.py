@@ -6,7 +6,7 @@ backtracks (25 steps, decay 0.8; table ``table:hyperparams``) until the mean KL 
 surrogate improves (feasible cases) and the cost surrogate rises by at most ``max(-c, 0)``.
 ``c = (J_C - d) / H_eff`` puts the episodic violation on the per-step scale of ``E[rho A_C]``.
 With m > 1 constraints the dual is no longer closed-form: use ecop, ppo-lag, p3o, focops or ipo
-(the seed's table also reports CPO as n/a on the two-constraint Navigation task).
+(the thesis' table also reports CPO as n/a on the two-constraint Navigation task).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Per-state loss (their Eq. 9-10, several constraints with one ``nu_i`` each)::
 
 ``nu_i <- clip(nu_i + nu_lr (J_Ci - d_i), 0, nu_max)`` before the policy step. Hyperparameters from
 their paper: ``lambda = 1.5``, ``nu_lr = 0.01``, ``nu_max = 2``, ``delta = 0.02``; discount 0.995 as in
-the seed's table ``table:hyperparams``.
+the thesis' table ``table:hyperparams``.
 """
 
 from __future__ import annotations

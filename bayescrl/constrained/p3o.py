@@ -1,4 +1,4 @@
-"""P3O: Penalized Proximal Policy Optimization (Zhang et al., 2022), a baseline of the seed's tables.
+"""P3O: Penalized Proximal Policy Optimization (Zhang et al., 2022), a baseline of the thesis' tables.
 
 Loss (their Eq. 11, one ReLU penalty per constraint)::
 

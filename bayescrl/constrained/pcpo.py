@@ -6,7 +6,7 @@ Step 2 (projection onto the linearised constraint in the KL metric):
 with ``q = g^T H^-1 g``, ``r = g^T H^-1 b``, ``s = b^T H^-1 b``, ``c = (J_C - d) / H_eff``.
 The combined step is backtracked (25 steps, decay 0.8, table ``table:hyperparams``) until the mean KL
 is at most ``2 delta`` (the projection can add up to ``delta``; PCPO's Theorem bounds the KL of the
-two steps together). One constraint, as in the paper (the seed's table reports PCPO n/a on Navigation).
+two steps together). One constraint, as in the paper (the thesis' table reports PCPO n/a on Navigation).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PPO-Lagrangian (PPO-L in the seed's tables; Ray et al. 2019, safety-starter-agents).
+"""PPO-Lagrangian (PPO-L in the thesis' tables; Ray et al. 2019, safety-starter-agents).
 
 Loss per minibatch: ``-( L^CLIP_R - sum_i lambda_i E[rho A_Ci] ) / (1 + sum_i lambda_i)`` with one
 multiplier per constraint updated before the policy step by projected gradient ascent

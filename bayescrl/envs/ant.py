@@ -7,7 +7,7 @@ replaced by the task reward, as in CPO's Ant-Circle/Ant-Gather; the Ant still te
 leaves ``healthy_z_range`` (gymnasium's default), which is reported as ``terminated``.
 
 Observation: ``qpos`` (15, including the torso's x, y, which the tasks need) + ``qvel`` (14) + the task's
-sensors; contact forces are left out (``include_cfrc_ext_in_observation=False``). The seed's Ant-Circle has
+sensors; contact forces are left out (``include_cfrc_ext_in_observation=False``). The thesis' Ant-Circle has
 ``S in R^32`` (rllab's ant: qpos, qvel and the centre of mass); ours has 29 dimensions for Circle.
 """
 
@@ -85,7 +85,7 @@ class AntTaskEnv(AntEnv):
 
 
 class AntCircleEnv(AntTaskEnv):
-    """Ant-Circle: CPO's geometry (radius ``d = 10``, ``x_lim = 3``); limit 10 per episode (seed's table)."""
+    """Ant-Circle: CPO's geometry (radius ``d = 10``, ``x_lim = 3``); limit 10 per episode (thesis table)."""
 
     def __init__(self, radius: float = 10.0, x_lim: float = 3.0, cost_limit: float = 10.0, **kwargs):
         super().__init__(CircleTask(radius, x_lim, cost_limit), **kwargs)
@@ -93,7 +93,7 @@ class AntCircleEnv(AntTaskEnv):
 
 class AntReachEnv(AntTaskEnv):
     """Ant-Reach: goal 60 m away (unreachable in a 200-step episode of 10 s), 8 hazards of radius 1 m in a
-    24 m x 10 m band towards it; limit 25 (seed's table)."""
+    24 m x 10 m band towards it; limit 25 (the thesis' table)."""
 
     def __init__(
         self,

@@ -2,7 +2,7 @@
 
 The robot follows safety-gym's point robot (slide x, slide y, hinge heading; actions = forward force and
 turning torque, both in ``[-1, 1]``). One env step is 5 physics steps of 0.01 s (``dt = 0.05`` s), so an
-episode of 200 steps (the seed's "Max horizon" of Table `table:hyperparams`) lasts 10 s, during which the
+episode of 200 steps (the thesis' "Max horizon" of Table `table:hyperparams`) lasts 10 s, during which the
 robot covers at most ~20 m.
 
 Observation (``9 + task.obs_dim``): ``x, y, cos(yaw), sin(yaw), v_x, v_y, yaw_rate, v_forward, v_left``
@@ -30,7 +30,7 @@ class PointTaskEnv(MujocoEnv, utils.EzPickle):
     """A :class:`~bayescrl.envs.tasks.Task` solved by the point robot.
 
     ``info["cost"]`` is a float (one cost) or an array of length ``num_costs``; ``info["costs"]`` names each
-    term. ``cost_limits`` are the seed's thresholds. ``frame_skip`` sets the physics steps per env step.
+    term. ``cost_limits`` are the thesis' thresholds. ``frame_skip`` sets the physics steps per env step.
     """
 
     metadata = {"render_modes": ["human", "rgb_array", "depth_array"], "render_fps": 20}
@@ -170,7 +170,7 @@ class PointTaskEnv(MujocoEnv, utils.EzPickle):
 
 class PointCircleEnv(PointTaskEnv):
     """Point-Circle: circle of radius ``d = 3`` m, safe strip ``|x| <= 0.9`` m (CPO's ratio
-    ``x_lim / d = 3 / 10``, scaled to the point's reach), limit 10 per 200-step episode (seed's table)."""
+    ``x_lim / d = 3 / 10``, scaled to the point's reach), limit 10 per 200-step episode (thesis table)."""
 
     def __init__(self, radius: float = 3.0, x_lim: float = 0.9, cost_limit: float = 10.0, **kwargs):
         super().__init__(CircleTask(radius, x_lim, cost_limit), **kwargs)
@@ -178,7 +178,7 @@ class PointCircleEnv(PointTaskEnv):
 
 class PointReachEnv(PointTaskEnv):
     """Point-Reach: goal 25 m away (unreachable within 10 s at <= 2 m/s), 8 hazards of radius 0.5 m on the
-    way, limit 25 per 200-step episode (seed's table)."""
+    way, limit 25 per 200-step episode (the thesis' table)."""
 
     def __init__(
         self,
@@ -192,7 +192,7 @@ class PointReachEnv(PointTaskEnv):
 
 
 class PointNavigationEnv(PointTaskEnv):
-    """Point-Navigation: two costs (hazards, pillars), limits ``(10, 25)`` (seed's table)."""
+    """Point-Navigation: two costs (hazards, pillars), limits ``(10, 25)`` (the thesis' table)."""
 
     def __init__(self, cost_limits: tuple[float, float] = (10.0, 25.0), goal_bonus: float = 1.0, **kwargs):
         super().__init__(NavigationTask(cost_limits=cost_limits, goal_bonus=goal_bonus), **kwargs)

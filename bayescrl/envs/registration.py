@@ -1,6 +1,6 @@
 """Gymnasium ids of the task suite (registered on ``import bayescrl.envs``).
 
-Episode lengths: 200 steps (the seed's "Max horizon", Table `table:hyperparams`, chapter `ecop`), except
+Episode lengths: 200 steps (the thesis' "Max horizon", Table `table:hyperparams`, chapter `ecop`), except
 Ant-Gather (500, CPO's rollout length for the task used by chapter `acpo`). Cost limits live on each env as
 ``env.unwrapped.cost_limits``.
 """

@@ -1,10 +1,10 @@
 """Run (velocity-constrained locomotion) tasks on gymnasium's ``Ant-v5`` and ``Humanoid-v5``.
 
 Chapter `ecop`, appendix "Environment Details": the robot runs as fast as possible (gymnasium's own reward:
-forward velocity + healthy bonus - control/contact costs) while its speed is constrained. The seed defines the
-per-step cost as the planar speed ``C(s, a) = sqrt(v_x^2 + v_y^2)`` for robots on the plane and ``|v_x|`` for
-robots on a line (``cost_type="speed"``, ``axis="planar"`` or ``"x"``), with ``v`` gymnasium's finite-
-difference velocity (torso for Ant, centre of mass for Humanoid).
+forward velocity + healthy bonus - control/contact costs) while its speed is constrained. The thesis defines
+the per-step cost as the planar speed ``C(s, a) = sqrt(v_x^2 + v_y^2)`` for robots on the plane and
+``|v_x|`` for robots on a line (``cost_type="speed"``, ``axis="planar"`` or ``"x"``), with ``v``
+gymnasium's finite-difference velocity (torso for Ant, centre of mass for Humanoid).
 
 Reward features (``info["features"]``, names in ``env.unwrapped.feature_names``): the ingredients of
 gymnasium's reward without their weights -- ``x_velocity``, ``y_velocity`` (ignored by the reward),
@@ -14,9 +14,9 @@ there the reward is linear in them only below the cap) and ``healthy`` (1 while 
 healthy range). Zeros at reset.
 
 Option ``cost_type="indicator"`` gives safety-gymnasium's velocity cost ``1[speed > velocity_threshold]``
-instead. Departure worth knowing: the seed's Humanoid limit (20 per 200-step episode, Table
+instead. Departure worth knowing: the thesis' Humanoid limit (20 per 200-step episode, Table
 `rewards_costs_comparison`) together with its returns is consistent with the indicator form rather than with
-the summed speed; the default follows the seed's formula. Default thresholds for the indicator are
+the summed speed; the default follows the thesis' formula. Default thresholds for the indicator are
 safety-gymnasium's (Ant 2.6222 m/s, Humanoid 1.4149 m/s).
 """
 
@@ -82,7 +82,7 @@ class _RunMixin:
 
 
 class AntRunEnv(_RunMixin, AntEnv):
-    """Ant-Run: ``Ant-v5`` with the velocity cost; limit 20 per 200-step episode (the seed gives a limit
+    """Ant-Run: ``Ant-v5`` with the velocity cost; limit 20 per 200-step episode (the thesis gives a limit
     only for Humanoid; the same value is used here)."""
 
     def __init__(
@@ -104,7 +104,7 @@ class AntRunEnv(_RunMixin, AntEnv):
 
 
 class HumanoidRunEnv(_RunMixin, HumanoidEnv):
-    """Humanoid-Run: ``Humanoid-v5`` with the velocity cost; limit 20 per 200-step episode (seed's table)."""
+    """Humanoid-Run: ``Humanoid-v5`` with the velocity cost; limit 20 per 200-step episode (thesis table)."""
 
     def __init__(
         self,

@@ -1,16 +1,16 @@
 """Tabular constrained MDPs with exact optima by linear programming over occupancy measures.
 
-A CMDP is the tuple of the seed's chapters `ecop` (Preliminaries, Eq. `cmdp_problem`) and `acpo`
+A CMDP is the tuple of the thesis' chapters `ecop` (Preliminaries, Eq. `cmdp_problem`) and `acpo`
 (Sec. `sec:prelims`, "Constrained MDPs"): states ``S``, actions ``A``, transitions ``P[s, a, s']``, a reward
-``r`` and ``m`` cost functions ``c_i`` (each either ``[s, a]`` or, as in the seed, ``[s, a, s']``), limits
-``d_i`` and an initial distribution ``rho`` (the seed's ``mu``). Three criteria are supported:
+``r`` and ``m`` cost functions ``c_i`` (each either ``[s, a]`` or, as in the thesis, ``[s, a, s']``), limits
+``d_i`` and an initial distribution ``rho`` (the thesis' ``mu``). Three criteria are supported:
 
 ``"finite"``     episodic, horizon ``H``: ``J = E[sum_{h=1}^H r(s_h, a_h, s_{h+1})]`` (chapter `ecop`). The
                  LP is over time-indexed occupancies ``q_h(s, a)`` and its optimum is in general a
                  *non-stationary* policy ``pi_h``.
 ``"discounted"`` ``J_gamma = E[sum_{t>=0} gamma^t r_t]`` (chapter `acpo`, "Discounted criterion"). The LP is
                  over the *unnormalised* discounted occupancy ``q(s, a) = sum_t gamma^t P(s_t=s, a_t=a)``
-                 (it sums to ``1/(1-gamma)``), so values and costs are on the seed's unnormalised scale.
+                 (it sums to ``1/(1-gamma)``), so values and costs are on the thesis' unnormalised scale.
 ``"average"``    ``J = lim (1/N) E[sum_t r_t]`` (Eq. `AvgR_obj`) for unichain / ergodic CMDPs: stationary
                  occupancies with flow constraints ``sum_a q(s', a) = sum_{s,a} P(s'|s,a) q(s, a)`` and
                  ``sum q = 1``.
@@ -362,9 +362,9 @@ class TabularCMDPEnv(gym.Env):
     ``info["cost"]`` (a float when ``m = 1``, an array of length ``m`` otherwise) and ``info["costs"]``
     (``{"cost_0": ..., ...}``); ``info["t"]`` is the time index (0-based) of the action just taken.
     With ``observe_time=True`` (finite criterion) the observation is ``h * S + s`` in ``Discrete(H * S)``,
-    so that a policy of the observation can represent the seed's non-stationary ``pi_h``.
+    so that a policy of the observation can represent the thesis' non-stationary ``pi_h``.
 
-    Episodes: under the finite criterion the episode *terminates* after ``H`` steps (the seed's terminal
+    Episodes: under the finite criterion the episode *terminates* after ``H`` steps (the thesis' terminal
     state ``s_H``: nothing follows, so a learner must not bootstrap). Under the discounted and average
     criteria the process never terminates; it is *truncated* after ``max_episode_steps`` (default 1000).
     Discounting is left to the learner. ``cost_limits`` holds ``d`` (on the criterion's scale).

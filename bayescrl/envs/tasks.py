@@ -1,7 +1,7 @@
 """Robot-agnostic planar safe-control tasks: Circle, Reach, Navigation and Gather.
 
 A task sees only the robot's planar position ``xy``, heading ``yaw`` and planar velocity ``v`` (finite
-difference of the position over one env step, as in CPO's and the seed's definitions), so the same task runs
+difference of the position over one env step, as in CPO's and the thesis' definitions), so the same task runs
 on the point robot (``bayescrl.envs.point``) and on gymnasium's Ant (``bayescrl.envs.ant``). Sources:
 
 * Circle -- chapter `ecop`, appendix "Environment Details" (paragraph Circle), after CPO (Achiam et al.,
@@ -13,7 +13,7 @@ on the point robot (``bayescrl.envs.point``) and on gymnasium's Ant (``bayescrl.
 * Gather -- chapter `acpo` (refers to CPO's paper and rllab's ``GatherEnv``): +1 per green apple collected,
   cost +1 per red bomb, ball sensors in angular bins.
 
-Each task exposes ``num_costs``, ``cost_names``, ``cost_limits`` (the seed's thresholds), ``obs_dim`` and the
+Each task exposes ``num_costs``, ``cost_names``, ``cost_limits`` (the thesis' thresholds), ``obs_dim`` and the
 methods ``reset(rng, xy)``, ``observe(xy, yaw)``, ``step(xy_prev, xy, v)`` and ``markers()``.
 
 Reward features (for preference-based RL, ``bayescrl.prefrl``): every step's terms carry ``features``, a
@@ -43,7 +43,7 @@ def circle_reward(x: float, y: float, vx: float, vy: float, radius: float) -> fl
 def circle_cost(x: float, x_lim: float) -> float:
     """Circle cost ``1[|x| > x_lim]``.
 
-    Departure: the seed's formula reads ``1[x > x_lim]``, but its text (and CPO, whose task it reproduces)
+    Departure: the thesis' formula reads ``1[x > x_lim]``, but its text (and CPO, whose task it reproduces)
     describes a safe region bounded on both sides ("two yellow boundaries"), so ``|x|`` is used.
     """
     return float(abs(x) > x_lim)
@@ -293,10 +293,10 @@ class NavigationTask(Task, _GoalMixin):
     (cost 0, limit ``d1``) and solid pillars (cost 1, limit ``d2``).
 
     Reward ``Dist(goal, s_{t-1}) - Dist(goal, s_t)`` (seed) plus ``goal_bonus`` when the goal is reached,
-    after which a new goal is drawn (safety-gym's Goal task; the seed's formula has no bonus: set
+    after which a new goal is drawn (safety-gym's Goal task; the thesis' formula has no bonus: set
     ``goal_bonus=0`` for the literal definition). A pillar costs 1 while the robot touches it
     (``dist <= pillar_size + robot_radius + 0.01``). Observation: egocentric goal direction, distance to the
-    goal, hazard lidar, pillar lidar (one pseudo-radar per obstacle type, as in the seed's appendix).
+    goal, hazard lidar, pillar lidar (one pseudo-radar per obstacle type, as in the thesis' appendix).
     Limits ``(10, 25)`` follow Table `rewards_costs_comparison` and Fig. `navigation_rewards_costs`
     (the appendix text says ``d1 = 25, d2 = 20``; the table's values are used).
     """

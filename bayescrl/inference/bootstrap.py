@@ -14,13 +14,13 @@ likelihood of Eq. `rater_preference_dist` (Y = 0: x0 preferred).
 
 Departures from the text, and why:
 
-* L1 is written in the seed as ½ Σ (R_s + ζ_s − ⟨A_s, θ⟩)² (i.e. σ = 1); we keep the Gaussian likelihood
+* L1 is written in the thesis as ½ Σ (R_s + ζ_s − ⟨A_s, θ⟩)² (i.e. σ = 1); we keep the Gaussian likelihood
   with a general σ (weight 1/σ², noise σζ). Both coincide for σ = 1, and with this scaling the bootstrap
   is *exact* posterior sampling on Gaussian–linear data (randomised least squares) — tested.
-* The seed samples θ' ~ N(μ0, Σ0) and ϑ' ~ N(μ0, I/λ²) but then centres the anchor at μ0 + θ'; that
+* The thesis samples θ' ~ N(μ0, Σ0) and ϑ' ~ N(μ0, I/λ²) but then centres the anchor at μ0 + θ'; that
   would centre the randomised prior at 2μ0. We draw θ' ~ N(0, Σ0), ϑ' ~ N(0, I/λ²) so that the anchor
-  μ0 + θ' is a draw from the prior (identical when μ0 = 0, as in the seed's experiments).
-* The perturbed L2' printed in the seed has ``+ ln(...)`` inside the bracket (a sign typo); we use the
+  μ0 + θ' is a draw from the prior (identical when μ0 = 0, as in the thesis' experiments).
+* The perturbed L2' printed in the thesis has ``+ ln(...)`` inside the bracket (a sign typo); we use the
   negative log-likelihood of the lemma.
 
 All B×M problems (B independent data sets, M perturbations each) are solved together by damped Newton

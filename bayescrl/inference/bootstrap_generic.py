@@ -9,7 +9,7 @@ The perturbations of Eq. `final_surrogate_perturbed_loss` generalised site by si
   becomes y + σζ, ζ ~ N(0, 1) (σ the site's scale);
 * latent Normal / MultivariateNormal sites (prior anchoring): log p(z − ε | parents) with ε drawn from
   the zero-mean prior noise (σζ, or Lζ), so that the anchor is a prior draw; other latent families
-  (LogNormal, Gamma, ...) are not perturbed (documented departure: the seed only anchors the Gaussian
+  (LogNormal, Gamma, ...) are not perturbed (documented departure: the thesis only anchors the Gaussian
   θ and ϑ).
 
 The M perturbed problems are solved together: the model runs under a particle plate of size M at dim

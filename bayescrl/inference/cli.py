@@ -144,7 +144,7 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
     help="Extra held-out comparisons (for `compare`).",
 )
 @click.option(
-    "--greedy", is_flag=True, help="Deterministic greedy raters (the seed's flawed-expert ablation)."
+    "--greedy", is_flag=True, help="Deterministic greedy raters (the thesis' flawed-expert ablation)."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(

@@ -6,7 +6,7 @@ Eq. `pref_logistic_trajectories`, Eq. `informed_prior`):
 * θ ~ N(μ0, Σ0) in R^d;
 * rater i has deliberateness β_i >= 0 and knowledgeability λ_i > 0, and a belief ϑ_i ~ N(θ, I/λ_i²);
 * a comparison of items x0, x1 by rater i gives Y ~ Bernoulli(σ(β_i⟨x1 − x0, ϑ_i⟩)), Y = 0 meaning x0
-  is preferred (the seed's convention: P(Y = 0) = σ(β⟨x0 − x1, ϑ⟩));
+  is preferred (the thesis' convention: P(Y = 0) = σ(β⟨x0 − x1, ϑ⟩));
 * an online numeric reward is R ~ N(⟨x, θ⟩, σ²).
 
 :class:`BTLinearProblem` stores the data as torch tensors, optionally with a leading batch dimension B

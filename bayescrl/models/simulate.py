@@ -30,7 +30,7 @@ def simulate(
 ) -> dict[str, Any]:
     """Draw θ, ϑ and data; preferences are split evenly over the spec's raters.
 
-    ``greedy=True`` makes raters pick argmax β⟨x, ϑ⟩ deterministically (the seed's "flawed expert").
+    ``greedy=True`` makes raters pick argmax β⟨x, ϑ⟩ deterministically (the thesis' "flawed expert").
     """
     for name, v in (("num_prefs", num_prefs), ("num_rewards", num_rewards), ("heldout", heldout)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:

@@ -17,7 +17,7 @@ Schema (every field validated; errors name field, record index and value)::
     truth: {theta: [d]}                       # optional (written by `simulate`)
 
 Competence priors: ``lognormal {loc, scale}``, ``gamma {concentration, rate}``, ``halfnormal {scale}``
-(the seed's "unknown competence" case; the seed estimates β separately by MLE/entropy, here it can
+(the thesis' "unknown competence" case; the thesis estimates β separately by MLE/entropy, here it can
 also be inferred jointly by the svi / nuts engines).
 """
 

@@ -19,9 +19,9 @@ and ``output_policy()`` (the policy it would return if stopped now; scored by si
 * :class:`Uniform` — uniformly random exploration, same posterior as PSPL, output from its MAP.
 * :class:`DPS` — Dueling Posterior Sampling (Novoseller et al. 2020): Bayesian linear regression of the
   label ±½ on φ(τ0) − φ(τ1) (exact Gaussian posterior, rank-one updates) and Dirichlet dynamics, both
-  initialised with D0 as in the seed; two independent posterior samples per episode; output from the
+  initialised with D0 as in the thesis; two independent posterior samples per episode; output from the
   posterior means. DPS ignores the rater's competence (β, λ) — the point of comparison.
-* :class:`LPbRL` — a tractable version of Saha et al. (2023), without D0 (as in the seed). The original
+* :class:`LPbRL` — a tractable version of Saha et al. (2023), without D0 (as in the thesis). The original
   maximises over pairs of policies in a confidence set, which needs an enumeration of exponentially many
   policies. We keep its ingredients — logistic MLE θ̂ of the online comparisons, elliptical confidence
   width ‖φ(s,a)‖_{V⁻¹} with V = κI + Σ_t Δ_tΔ_tᵀ, empirical dynamics with a 1/√n transition bonus — and

@@ -5,7 +5,7 @@ Arms ``arms [A, d]``; θ ∼ N(μ0, Σ0) drawn per seed (Bayesian simple regret)
 arm's features). Each online round: two perturbed-MAP posterior samples (Eq. `surrogate_perturbed_loss`,
 the core's batched Newton), the two arms that are optimal for them, one preference, posterior update.
 Top-two rule: if both samples pick the same arm, the second arm is the best *other* arm under the second
-sample (the "top-two" of Top-Two Thompson Sampling — a departure only in that the seed leaves ties
+sample (the "top-two" of Top-Two Thompson Sampling — a departure only in that the thesis leaves ties
 unspecified; re-sampling until the arms differ can take unboundedly long). Output: the arm optimal for
 the plain MAP. Simple regret ``r_θ(a*) − r_θ(â_{K+1})``, batched over seeds.
 """

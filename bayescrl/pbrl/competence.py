@@ -14,11 +14,11 @@ Appendix section `Estimating Rater Competence in Practice` of chapter `PSPL`:
   batched Newton) and the prior's RMS length ``√(‖μ0‖² + d σ0²)``; ``beta_mle(data, reference_theta(...))``
   is then the estimate-only MLE (``model.beta_estimate: mle``; ``mle-oracle`` uses the true θ).
 * :func:`beta_entropy` — the unsupervised estimate ``c / 𝓗(ζ)`` with ζ the empirical distribution of
-  state–action visits of the *preferred* trajectories of D0 (the seed's "empirical distribution of the
+  state–action visits of the *preferred* trajectories of D0 (the thesis' "empirical distribution of the
   action in the offline dataset"; with a fixed behaviour policy only the winners depend on β). ``c`` is a
   free hyperparameter in the text; ``model.entropy_c`` (default 1) is what a user sets without knowing β,
   ``entropy-oracle`` calibrates ``c = β_true · mean_seeds 𝓗(ζ)`` (a labelled ablation). λ is not
-  estimated: the seed argues it is not identifiable from one data set and shows robustness instead.
+  estimated: the thesis argues it is not identifiable from one data set and shows robustness instead.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The two benchmark environments of the seed's chapter `PSPL`, as exact tabular episodic MDPs.
+"""The two benchmark environments of the thesis' chapter `PSPL`, as exact tabular episodic MDPs.
 
 * ``riverswim`` — RiverSwim (Strehl & Littman 2008) in the common parameterisation of Osband et al. (2013):
   ``S`` states in a row (default 6), actions 0 = left (deterministic move left) and 1 = right (swim against
@@ -10,7 +10,7 @@
   one absorbing goal state (position ≥ 0.5); actions {push left, none, push right}; one MDP step is
   ``repeat`` physics steps. P(·|s,a) is the empirical distribution of the destination cell over an
   ``m × m`` grid of points inside cell s (exact for the discretised model, deterministic physics). The
-  reward is 1 per step spent in the goal state, 0 elsewhere (the seed's r ∈ [0,1]; reaching the goal
+  reward is 1 per step spent in the goal state, 0 elsewhere (the thesis' r ∈ [0,1]; reaching the goal
   earlier is worth more). ρ is the distribution of cells of gymnasium's start state (x ∼ U[−0.6, −0.4],
   v = 0).
 """

@@ -3,7 +3,7 @@ evaluation and trajectory roll-outs, all batched in torch over a leading batch o
 
 Shapes: ``P [..., S, A, S]``, ``r [..., S, A]``, ``rho [..., S]``; deterministic non-stationary policies
 are ``long [..., H, S]``, stochastic ones ``float [..., H, S, A]``. The Bellman recursion is
-Eq. `approx_bellman` of the seed with ``V_{H+1} = 0``.
+Eq. `approx_bellman` of the thesis with ``V_{H+1} = 0``.
 """
 
 from __future__ import annotations

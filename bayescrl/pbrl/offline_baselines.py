@@ -1,6 +1,6 @@
 """Offline baselines DPO (Rafailov et al. 2023) and IPO (Azar et al. 2023) trained on D0 only.
 
-As in the seed's appendix (section `Appendix` of chapter `PSPL`): a policy MLP with two hidden layers of
+As in the thesis' appendix (section `Appendix` of chapter `PSPL`): a policy MLP with two hidden layers of
 64 ReLU units (Xavier initialisation), dropout 0.1 on the trunk, an action-logit head, Adam with learning
 rate 3e-4. The policy is non-stationary: its input is the one-hot state concatenated with h/H. Losses, for
 winner τ_w and loser τ_l with ``h_π = log π(τ_w)/π_ref(τ_w) − log π(τ_l)/π_ref(τ_l)`` and

@@ -31,7 +31,7 @@ def plot_mean_sd(
     refs: Mapping[str, float] | None = None,
     band_label: str = "±1 sd over seeds",
 ) -> Path:
-    """Plot ``{label: (mean, sd)}`` as lines with shaded ±1 sd bands (the seed's figure style); save PNG.
+    """Plot ``{label: (mean, sd)}`` as lines with shaded ±1 sd bands (the thesis' figure style); save PNG.
 
     ``logy`` draws the y axis on a log scale (bands and zeros clipped to the smallest positive value
     shown); ``refs`` (label -> y) adds dashed reference lines, e.g. an exact solution, in the colour of the

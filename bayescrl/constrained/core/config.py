@@ -1,11 +1,11 @@
 """Training configuration shared by every constrained on-policy algorithm (and by ACPO).
 
-Defaults follow the seed's baseline table ``table:hyperparams`` (chapter ``ecop``): actor and critic
+Defaults follow the thesis' baseline table ``table:hyperparams`` (chapter ``ecop``): actor and critic
 (32, 32) tanh MLPs, policy lr 3e-4, critic lr 1e-3, target KL 0.01 with early stop for the PPO family,
 25 line-search steps with decay 0.8 for the trust-region family, proximal clip 0.2, horizon 200.
 
 Departure: the table's "Initial log std 0.5" is read as ``-0.5`` (std 0.61), the value used by the
-code bases the seed cites (safety-starter-agents, FOCOPS); ``log_std_init=0.5`` can still be set.
+code bases the thesis cites (safety-starter-agents, FOCOPS); ``log_std_init=0.5`` can still be set.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def probe_num_costs(factory: Callable[[], gym.Env], cost_fn: CostFn | None = Non
 
 
 def env_default_limits(factory: Callable[[], gym.Env]) -> list[float] | None:
-    """The env's own ``cost_limits`` attribute (e.g. the seed's thresholds on the task suite), if any."""
+    """The env's own ``cost_limits`` attribute (e.g. the thesis' thresholds on the task suite), if any."""
     env = factory()
     try:
         lim = getattr(env.unwrapped, "cost_limits", None)

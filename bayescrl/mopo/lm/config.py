@@ -33,7 +33,7 @@ class MOPOLMConfig:
             cross-entropy between ``pi*``'s and the policy's choice probabilities within each record's pair
             (:func:`bayescrl.mopo.objective.pairwise_extraction_loss`), which also lowers the answer ``rho*``
             down-weights and transfers the preference to new prompts where ``"bc"`` does not (docs/mopo.md).
-        primary: index of the primary objective (the seed's ``K``-th objective; default ``-1`` = last).
+        primary: index of the primary objective (the thesis' ``K``-th objective; default ``-1`` = last).
             With ``multi_head`` it is the head used at inference.
         multi_head: train one output head per objective (figure `multiplepolicyheads`): head ``k`` solves the
             MOPO problem whose primary objective is ``k``; all heads share the LoRA backbone.

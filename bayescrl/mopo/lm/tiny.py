@@ -5,8 +5,8 @@ randomly initialised 2-layer GPT-2, a behaviour policy ``mu`` that writes answer
 random "helpfulness", and K = 3 programmatic objectives (the thesis' convention: the primary objective is
 the last one):
 
-* ``long_enough``  ``r_1(y) = -max(0, l_low - |y|)``  (the seed's ``|y| >= l_low``),
-* ``short_enough`` ``r_2(y) = -max(0, |y| - l_high)`` (the seed's ``-|y| >= -l_high``),
+* ``long_enough``  ``r_1(y) = -max(0, l_low - |y|)``  (the thesis' ``|y| >= l_low``),
+* ``short_enough`` ``r_2(y) = -max(0, |y| - l_high)`` (the thesis' ``-|y| >= -l_high``),
 * ``helpful``      ``r_3(y)`` = number of helpful words (a lexical helpfulness score; the primary).
 
 ``|y|`` is the number of words (= tokens, word-level tokenizer, EOS excluded). Preference labels are drawn
@@ -15,7 +15,7 @@ as in the motivating example (Eq. `appendix_bt_model`). Helpfulness grows with l
 ``short_enough``: maximising it alone makes answers too long.
 
 Departure: the base model is first fitted (full fine-tuning, a few hundred steps) to ``mu``'s answers so that
-``pi_ref`` generates text of the task; the seed's models are SFT models too.
+``pi_ref`` generates text of the task; the thesis' models are SFT models too.
 """
 
 from __future__ import annotations
