@@ -172,7 +172,9 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     prog = _section(config, "progress")
     log_every = positive_int(prog.get("log_every", 10), "progress.log_every")
     ckpt_every = positive_int(prog.get("checkpoint_every", 100), "progress.checkpoint_every", minimum=0)
-    cfg = MOPOLMConfig.from_dict(_section(config, "train"))  # bad values (batch_size: 0) stop here
+    train = _section(config, "train")
+    train.setdefault("seed", config.get("seed", 0))  # the top-level seed also orders the data
+    cfg = MOPOLMConfig.from_dict(train)  # bad values (batch_size: 0) stop here
     resume = bool(config.get("resume", False))
     seed = int(config.get("seed", cfg.seed))
     set_torch_threads(config.get("threads"))
