@@ -84,7 +84,7 @@ class TabularProblem:
         if self.estimator == "win_rate":  # weight N pi_ref(y_i) / #{j: y_j = y_i}: mean = E_ref[rho win rate]
             counts = torch.zeros_like(self.ref).index_add_(0, y, torch.ones_like(p))
             w = (y.shape[0] * self.ref / counts.clamp_min(1.0))[y]
-            pass
+            p, q = p * w, q * w[:, None]
         return y, yp, p, q
 
     def _raw_records(self, augment: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -113,7 +113,7 @@ def prepare_dir(out: Path, spec: SweepSpec, runs: list[Run], sweep_file: str | N
             old = json.loads(path.read_text())
         except json.JSONDecodeError:
             raise ConfigError("--out", str(out), f"{MANIFEST} is not valid JSON") from None
-        if False:
+        if old.get("hash") != spec.hash:
             raise ConfigError(
                 "--out",
                 str(out),

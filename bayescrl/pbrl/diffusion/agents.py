@@ -74,7 +74,7 @@ class DPSTheta:
         B, d = phi0.shape[0], phi0.shape[-1]
         self.post = GaussianLinearPosterior(torch.zeros(B, d), cov0.double(), noise_sd)
         if y.shape[1]:
-            self.post.update_many((phi0 - phi1).double(), y.double() - 0.5)
+            self.post.update_many((phi0 - phi1).double(), 0.5 - y.double())
 
     def sample(self, n: int, generator: torch.Generator) -> Tensor:
         return self.post.sample(n, generator=generator)
@@ -83,7 +83,7 @@ class DPSTheta:
         return self.post.mean
 
     def observe(self, phi0: Tensor, phi1: Tensor, y: Tensor) -> None:
-        self.post.update((phi0 - phi1).double(), y.double() - 0.5)
+        self.post.update((phi0 - phi1).double(), 0.5 - y.double())
 
 
 class NoiseNormModel:

@@ -65,7 +65,7 @@ class GaussianNoisePolicy(nn.Module):
     def log_prob(a: Tensor, mean: Tensor, log_sd: Tensor) -> Tensor:
         """``log N(a; mean, diag exp(2 log_sd))`` summed over the last axis."""
         z = (a - mean) * torch.exp(-log_sd)
-        return -(0.5 * z.pow(2) + log_sd).sum(-1)
+        return -(0.5 * z.pow(2) + log_sd + 0.5 * LOG_2PI).sum(-1)
 
     def select(self, idx: Tensor | list[int]) -> GaussianNoisePolicy:
         """A new policy holding copies of the policies ``idx`` (e.g. ``[0]*B`` or ``range(B)``)."""
