@@ -154,7 +154,7 @@ def test_results_report_preference_probabilities_with_intervals_and_diagnostics(
     assert res["inference"]["diagnostics"]["0"]["converged"] is True
     assert set(res["rater_beta"]) == {"e", "n"}
     low, _ = solve_config(_bt_cli_config(bradley_terry={"num_samples": 200, "lower_quantile": 0.1}))
-    assert low["G"][0] >= 0.3 - 1e-6 and low["lambda"][0] >= res["lambda"][0]  # tighter constraint
+    assert low["G"][0] >= 0.3 - 1e-6 and low["lambda"][0] > res["lambda"][0] + 0.05  # tighter constraint
 
 
 @pytest.mark.parametrize(

@@ -23,13 +23,14 @@ experiments). A record always compares two *different* actions, so both estimato
   ``lower_quantile``, a lower posterior quantile of the constrained objectives.
 
 Competence (``raters: [{id, beta?, lam?}]``): a rater with ``beta`` has known competence; without it,
-``competence: infer`` (default) estimates ``beta_i`` by marginal maximum likelihood
-(:func:`bayescrl.bandits.competence.beta_mle`, the thesis' plug-in recipe of chapter `warmPref-PS`) on rater
-``i``'s labels with ``u_k`` integrated out under its posterior given the known raters' labels (so the known
-raters set the scale), then refits ``u_k`` with the plug-in ``beta``; ``competence: joint`` puts a
-log-normal prior on the unknown ``beta_i`` inside the Pyro model and lets the engine (svi, nuts, or the
-generic laplace / bootstrap) infer it jointly with ``u_k``. ``lam`` defaults to 1000 (each rater's belief
-is the truth up to label noise).
+``competence: infer`` (default) estimates ``beta_i`` by maximising its marginal likelihood (the evidence of
+:func:`bayescrl.bandits.competence.log_marginal_likelihood`, behind ``beta_mle``: the thesis' plug-in recipe
+of chapter `warmPref-PS`) on rater ``i``'s labels with ``u_k`` integrated out under its posterior given the
+known raters' labels (so the known raters set the scale), times a log-normal prior ``log beta ~ N(0,
+beta_prior_sd^2)`` (default sd 1; ``.inf`` gives the plain maximum likelihood), then refits ``u_k`` with the
+plug-in ``beta``; ``competence: joint`` puts the same log-normal prior on the unknown ``beta_i`` inside the
+Pyro model and lets the engine (svi, nuts, or the generic laplace / bootstrap) infer it jointly with ``u_k``.
+``lam`` defaults to 1000 (each rater's belief is the truth up to label noise).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ BT_KEYS = (
     "num_samples",
     "prior_scale",
     "competence",
+    "beta_prior_sd",
     "lower_quantile",
     "seed",
 )
@@ -157,6 +159,7 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
         "num_samples": opts.get("num_samples", 2000),
         "prior_scale": opts.get("prior_scale", 1.5),
         "competence": opts.get("competence", "infer"),
+        "beta_prior_sd": opts.get("beta_prior_sd", 1.0),
         "lower_quantile": opts.get("lower_quantile"),
         "seed": opts.get("seed", 0),
     }
@@ -174,6 +177,9 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
         raise ConfigError("bradley_terry.prior_scale", s, "must be a finite number > 0")
     if out["competence"] not in COMPETENCE:
         raise ConfigError("bradley_terry.competence", out["competence"], f"must be one of {list(COMPETENCE)}")
+    sd = out["beta_prior_sd"]
+    if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not sd > 0:
+        raise ConfigError("bradley_terry.beta_prior_sd", sd, "must be a number > 0 (.inf: no prior)")
     q = out["lower_quantile"]
     if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q < 0.5):
         raise ConfigError("bradley_terry.lower_quantile", q, "must be in (0, 0.5) or null")
@@ -240,11 +246,15 @@ def _problem(y, y_prime, labels, rater, betas, lams, prior_scale, n_act, ids):
 
 
 def _infer_betas(
-    y, y_prime, labels, rater, raters: list[Rater], prior_scale: float, n_act: int
+    y, y_prime, labels, rater, raters: list[Rater], prior_scale: float, n_act: int, beta_prior_sd: float
 ) -> list[float]:
-    """Plug-in ``beta_i`` of the unknown raters (module docstring): marginal ML under the known raters'
-    posterior of ``u``."""
-    from bayescrl.bandits.competence import beta_mle
+    """Plug-in ``beta_i`` of the unknown raters (module docstring): the mode over a log grid of
+    ``log p(D_i | beta, D_known) + log N(log beta; 0, beta_prior_sd^2)``, the evidence of rater ``i``'s labels
+    with ``u`` integrated out under its Laplace posterior given the known raters' labels
+    (:func:`bayescrl.bandits.competence.log_marginal_likelihood`, the marginal likelihood behind
+    ``beta_mle``). The log-normal prior (``beta_prior_sd = inf``: none, i.e. ``beta_mle``) keeps the
+    estimate finite when the known raters' few labels leave the scale of ``u`` uncertain (D3: one pair)."""
+    from bayescrl.bandits.competence import log_marginal_likelihood
     from bayescrl.inference.laplace import laplace
 
     known = [i for i, r in enumerate(raters) if r.beta is not None]
@@ -268,6 +278,13 @@ def _infer_betas(
     eye = torch.eye(n_act, dtype=torch.float64)
     coarse = torch.logspace(-2, 2, 17, dtype=torch.float64)  # factor 1.78, then a factor-1.12 refinement
     fine = torch.logspace(-0.25, 0.25, 11, dtype=torch.float64)
+
+    def mode(args, grid: Tensor) -> Tensor:
+        lp = log_marginal_likelihood(*args[:3], grid, *args[3:])[0]
+        if math.isfinite(beta_prior_sd):
+            lp = lp - 0.5 * (torch.log(grid) / beta_prior_sd) ** 2
+        return grid[lp.argmax()]
+
     out = []
     for i, r in enumerate(raters):
         if r.beta is not None:
@@ -278,8 +295,8 @@ def _infer_betas(
             out.append(1.0)  # no labels: the value is never used
             continue
         args = (eye[y_prime[rows]][None], eye[y[rows]][None], labels[rows][None], mu, cov, r.lam)
-        est = beta_mle(*args, coarse)
-        out.append(float(beta_mle(*args, est[0] * fine)[0]))
+        b0 = mode(args, coarse)
+        out.append(float(mode(args, (b0 * fine).clamp(1e-2, 1e2))))
     return out
 
 
@@ -296,6 +313,7 @@ def fit_bradley_terry(
     num_samples: int = 2000,
     prior_scale: float = 1.5,
     competence: str = "infer",
+    beta_prior_sd: float = 1.0,
     seed: int = 0,
     **_: Any,
 ) -> PreferenceEstimate:
@@ -321,12 +339,12 @@ def fit_bradley_terry(
     for k in range(k_n):
         labels = ind[:, k].double().cpu()
         if competence == "infer":
-            betas = _infer_betas(y, y_prime, labels, rater, raters, prior_scale, n_act)
+            betas = _infer_betas(y, y_prime, labels, rater, raters, prior_scale, n_act, beta_prior_sd)
             priors = {}
         else:
             betas = [1.0 if r.beta is None else r.beta for r in raters]
             priors = {
-                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": 1.5})
+                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": beta_prior_sd})
                 for i, r in enumerate(raters)
                 if r.beta is None
             }
