@@ -180,7 +180,13 @@ def _fake_sweep(tmp_path) -> Path:
         "name": "fake",
         "command": "train",
         "grid": {"algo": ["a", "b"], "seed": [0, 1, 2]},
-        "reference": {"source": "thesis Table X", "rows": [{"match": {"algo": "a"}, "final_return": 9.5}]},
+        "reference": {
+            "source": "thesis Table X",
+            "rows": [
+                {"match": {"algo": "a"}, "final_return": 9.5},
+                {"match": {}, "final_costs.0": 0.25},  # every group
+            ],
+        },
     }
     out = tmp_path / "sw"
     runs = []
@@ -212,11 +218,12 @@ def test_report_mean_sd_over_seeds_with_thesis_numbers(tmp_path, capsys):
     assert a["metrics"]["final_return"]["mean"] == pytest.approx(2.0)
     assert a["metrics"]["final_return"]["sd"] == pytest.approx(1.0)  # sample sd of 1, 2, 3
     assert b["seeds"] == [0, 1] and b["metrics"]["final_return"]["sd"] == pytest.approx(0.0)
-    assert a["reference"] == {"final_return": 9.5} and b["reference"] == {}
+    assert a["reference"] == {"final_return": 9.5, "final_costs.0": 0.25}
+    assert b["reference"] == {"final_costs.0": 0.25}
     assert rep["missing"] == ["b_s2"]
     md = (out / "report.md").read_text()
-    assert "| a | 3 | 2 ± 1 | 9.5 | 0.2 ± 0.1 |" in md, md
-    assert "| b | 2 | 10 ± 0 | – | 1 ± 0 |" in md, md
+    assert "| a | 3 | 2 ± 1 | 9.5 | 0.2 ± 0.1 | 0.25 |" in md, md
+    assert "| b | 2 | 10 ± 0 | – | 1 ± 0 | 0.25 |" in md, md
     assert "5 of 6 runs finished; not finished: b_s2" in md
     assert sorted(rep["figures"]) == ["curves_ep_costs.0.png", "curves_ep_return.png"]
     assert json.loads((out / "report.json").read_text())["groups"][0]["metrics"]["final_return"]["n"] == 3
