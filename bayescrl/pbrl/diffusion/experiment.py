@@ -58,15 +58,15 @@ DEFAULTS: dict[str, Any] = {
     "T": 10,
     "prompts": list(range(10)),
     "reward": {"score": 1.0, "noise": -1.0, "time": 0.0, "stat": 2.0, "stat_kind": "mass"},
-    "offline": {"N": 256, "beta": 1.0, "lam": 10.0, "expert": "bt"},
+    "offline": {"N": 256, "beta": 0.05, "lam": 10.0, "expert": "bt"},
     "pools": {"val": 64, "explore": 128},
     "prior": {"alpha0": 1.0, "bins": 10, "dps_noise_sd": 1.0},
     "policy": {
         "hidden": 512,
         "sd_init": 0.1,
-        "lr": 1e-4,
+        "lr": 3e-4,
         "clip": 0.2,
-        "rollouts": 16,
+        "rollouts": 32,
         "updates": 4,
         "eta_weight": 0.2,
     },
@@ -364,8 +364,9 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
         theta = PSPLTheta(phi0, phi1, st.y0, K, st.cov0, st.beta, st.lam)
     elif name == "dps":
         theta = DPSTheta(phi0, phi1, st.y0, st.cov0, cfg["prior"]["dps_noise_sd"])
-    query_true = torch.zeros(B, K, dtype=torch.float64)
-    agree = torch.zeros(B, K)
+    Kq = 0 if name == "oracle" else K  # the oracle queries nobody
+    query_true = torch.zeros(B, Kq, dtype=torch.float64)
+    agree = torch.zeros(B, Kq)
     it = tqdm(range(K + E), desc=f"diffusion:{name}", disable=not progress, leave=False)
     for k in it:
         if name == "oracle":
