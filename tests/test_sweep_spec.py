@@ -231,3 +231,24 @@ def test_report_mean_sd_over_seeds_with_thesis_numbers(tmp_path, capsys):
     assert code is None and "| a | 3 | 2 ± 1 | 9.5 |" in capsys.readouterr().out
     code, cap = _run(["report", str(tmp_path)], capsys)
     assert code == 2 and "not a sweep folder" in cap.err
+
+
+def test_sweep_seed_results_do_not_depend_on_the_other_runs(tmp_path):
+    """The bandit run (ps, seed 1) of a 2-seed sweep equals that of a 1-seed sweep (each seed its own run;
+    `bandit --seeds 2` would share the agent's random stream between its seeds)."""
+    cfg = str(Path(__file__).resolve().parents[1] / "examples" / "warmpref" / "default.yaml")
+    results = []
+    for seeds in ([0, 1], [1]):
+        spec = parse_sweep(
+            {
+                "command": "bandit",
+                "grid": {"config": [cfg], "algo": ["ps"], "seed": seeds},
+                "set": {"bandit.T": 15},
+            }
+        )
+        run = build_runs(spec, tmp_path / f"n{len(seeds)}")[-1]
+        assert run.point["seed"] == 1
+        main(run.argv)
+        results.append(json.loads((run.out / "results.json").read_text())["agents"]["ps"])
+    assert results[0]["final_regret_per_seed"] == results[1]["final_regret_per_seed"]
+    assert results[0]["regret_curve_mean"] == results[1]["regret_curve_mean"]
