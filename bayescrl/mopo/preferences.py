@@ -26,11 +26,12 @@ Competence (``raters: [{id, beta?, lam?}]``): a rater with ``beta`` has known co
 ``competence: infer`` (default) estimates ``beta_i`` by maximising its marginal likelihood (the evidence of
 :func:`bayescrl.bandits.competence.log_marginal_likelihood`, behind ``beta_mle``: the thesis' plug-in recipe
 of chapter `warmPref-PS`) on rater ``i``'s labels with ``u_k`` integrated out under its posterior given the
-known raters' labels (so the known raters set the scale), times a log-normal prior ``log beta ~ N(0,
-beta_prior_sd^2)`` (default sd 1; ``.inf`` gives the plain maximum likelihood), then refits ``u_k`` with the
-plug-in ``beta``; ``competence: joint`` puts the same log-normal prior on the unknown ``beta_i`` inside the
-Pyro model and lets the engine (svi, nuts, or the generic laplace / bootstrap) infer it jointly with ``u_k``.
-``lam`` defaults to 1000 (each rater's belief is the truth up to label noise).
+known raters' labels (so the known raters set the scale), optionally times a log-normal prior ``log beta ~
+N(0, beta_prior_sd^2)`` (default ``.inf``: none, the plain marginal maximum likelihood), then refits ``u_k``
+with the plug-in ``beta``; ``competence: joint`` puts a log-normal prior (sd ``beta_prior_sd``, 1.5 when
+infinite) on the unknown ``beta_i`` inside the Pyro model and lets the engine (svi, nuts, or the generic
+laplace / bootstrap) infer it jointly with ``u_k``. ``lam`` defaults to 1000 (each rater's belief is the
+truth up to label noise).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
         "num_samples": opts.get("num_samples", 2000),
         "prior_scale": opts.get("prior_scale", 1.5),
         "competence": opts.get("competence", "infer"),
-        "beta_prior_sd": opts.get("beta_prior_sd", 1.0),
+        "beta_prior_sd": opts.get("beta_prior_sd", math.inf),
         "lower_quantile": opts.get("lower_quantile"),
         "seed": opts.get("seed", 0),
     }
@@ -252,8 +253,10 @@ def _infer_betas(
     ``log p(D_i | beta, D_known) + log N(log beta; 0, beta_prior_sd^2)``, the evidence of rater ``i``'s labels
     with ``u`` integrated out under its Laplace posterior given the known raters' labels
     (:func:`bayescrl.bandits.competence.log_marginal_likelihood`, the marginal likelihood behind
-    ``beta_mle``). The log-normal prior (``beta_prior_sd = inf``: none, i.e. ``beta_mle``) keeps the
-    estimate finite when the known raters' few labels leave the scale of ``u`` uncertain (D3: one pair)."""
+    ``beta_mle``). The optional log-normal prior (``beta_prior_sd`` finite) keeps the estimate off the grid's
+    edge when the known raters' few labels leave the scale of ``u`` uncertain (D3 with 4 expert labels: the
+    plain maximum is at 0.006 for a rater with beta = 0.15); with 10 expert labels per pair the plain
+    maximum was the better plug-in in the benchmark (``benchmarks/mopo_bayes.py``), hence the default."""
     from bayescrl.bandits.competence import log_marginal_likelihood
     from bayescrl.inference.laplace import laplace
 
@@ -313,7 +316,7 @@ def fit_bradley_terry(
     num_samples: int = 2000,
     prior_scale: float = 1.5,
     competence: str = "infer",
-    beta_prior_sd: float = 1.0,
+    beta_prior_sd: float = math.inf,
     seed: int = 0,
     **_: Any,
 ) -> PreferenceEstimate:
@@ -336,6 +339,7 @@ def fit_bradley_terry(
         raise DataError("data.rater", int(rater.max()), "rater index without a rater in 'raters'")
     ids = tuple(r.id for r in raters)
     draws, diags, betas_used = [], {}, {}
+    joint_sd = beta_prior_sd if math.isfinite(beta_prior_sd) else 1.5  # a proper prior for the joint fit
     for k in range(k_n):
         labels = ind[:, k].double().cpu()
         if competence == "infer":
@@ -344,7 +348,7 @@ def fit_bradley_terry(
         else:
             betas = [1.0 if r.beta is None else r.beta for r in raters]
             priors = {
-                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": beta_prior_sd})
+                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": joint_sd})
                 for i, r in enumerate(raters)
                 if r.beta is None
             }
