@@ -151,3 +151,11 @@ def test_cli_no_train_without_cache(tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no cached base model" in err[0] and err[0].startswith("error: --no-train")
+
+
+def test_missing_extra_is_one_clear_error(monkeypatch):
+    from bayescrl.pbrl.diffusion import require
+
+    monkeypatch.setitem(__import__("sys").modules, "diffusers", None)  # import diffusers -> ImportError
+    with pytest.raises(ConfigError, match=r"needs diffusers: pip install 'bayescrl\[diffusion\]'"):
+        require()
