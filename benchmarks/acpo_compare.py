@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--final-traj", type=int, default=10, help="final protocol: trajectories")
     ap.add_argument("--final-steps", type=int, default=1000, help="final protocol: steps per trajectory")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--existing-only",
+        action="store_true",
+        help="summarise the run files already written (an interrupted study) without training",
+    )
     ap.add_argument("--out", default="benchmarks/results/acpo")
     ap.add_argument(
         "--n-envs", type=int, default=None, help="envs per batch (default 5; batch = n_envs × 500)"
@@ -112,6 +117,9 @@ def main(argv: list[str] | None = None) -> dict:
                         "path": str(out / "runs" / f"{tag}.json"),
                     }
                 )
+    if args.existing_only:
+        jobs = [j for j in jobs if Path(j["path"]).exists()]
+        args.tasks = [t for t in args.tasks if any(j["task"] == t for j in jobs)]
     records = run_all(jobs, args.workers)
     summary: dict = {"args": vars(args), "tasks": {}}
     for task in args.tasks:
