@@ -20,7 +20,7 @@ evaluated under the true probabilities, with hypervolumes against the exact fron
 
 Usage::
 
-    .venv/bin/python benchmarks/mopo_bayes.py                 # 10 seeds (about 3 min on a loaded 2-core box)
+    .venv/bin/python benchmarks/mopo_bayes.py                 # 10 seeds (270 s on a loaded 2-core box)
     .venv/bin/python benchmarks/mopo_bayes.py --seeds 2       # quick look
 
 Writes ``benchmarks/results/mopo/bayes_prefs.json`` (partial results after every data set) and
