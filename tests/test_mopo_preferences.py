@@ -26,12 +26,12 @@ def _legacy_config(name: str) -> dict:
     """The shipped example (or D3 with the lower bound) as the stored legacy results ran it."""
     if name == "d3_eps":
         cfg = {"mode": "tabular", "solver": "mopo", "actions": ["y1", "y2", "y3"], "primary": 1, "tau": 0.5}
-        cfg.update(b=[0.5], data=D3, mopo={"steps": 300, "runs": 2, "eps": 0.1})
+        cfg.update(b=[0.5], data=D3, mopo={"steps": 100, "runs": 1, "eps": 0.1})
     else:
         cfg = load_yaml(ROOT / "examples" / "mopo" / f"{name}.yaml")
         for sect in ("mopo", "mopo_lb"):
             if sect in cfg:
-                cfg[sect].update(steps=300, runs=2)
+                cfg[sect].update(steps=100, runs=1)
     return {**cfg, "reference": "uniform", "estimator": "score"}
 
 
