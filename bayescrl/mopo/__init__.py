@@ -1,7 +1,9 @@
 """MOPO: multi-objective constrained preference optimisation (seed chapter `mopo`).
 
 Modules: :mod:`~bayescrl.mopo.objective` (pure batched torch functions of Problem `main-obj`),
-:mod:`~bayescrl.mopo.tabular` (exact and stochastic tabular solvers), :mod:`~bayescrl.mopo.synthetic`
+:mod:`~bayescrl.mopo.tabular` (exact and stochastic tabular solvers), :mod:`~bayescrl.mopo.preferences`
+(per-action preference probabilities: win rates, or a Bradley–Terry posterior with rater competence),
+:mod:`~bayescrl.mopo.synthetic`
 (sanity check and motivating example), :mod:`~bayescrl.mopo.pareto` (non-dominated filter, hypervolume),
 :mod:`~bayescrl.mopo.cli` (the ``bayescrl mopo`` command) and :mod:`~bayescrl.mopo.lm` (language models).
 Sub-modules are imported lazily so that ``import bayescrl.mopo`` never pulls in ``transformers``.
