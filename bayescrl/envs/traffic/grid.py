@@ -22,6 +22,7 @@ A red held for 6 s costs 1. Cycling with 3 s greens and 2 s yellows keeps every 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,12 +40,11 @@ _COLOURS = {"G": "#22cc22", "g": "#22cc22", "y": "#ffcc00", "Y": "#ffcc00", "r":
 
 
 def shipped_networks() -> dict[str, Path]:
-    try:
-        import sumo_rl
-    except ImportError as exc:
-        raise ConfigError("env", GridEnv.env_id, EXTRA_HINT) from exc
-
-    nets = Path(sumo_rl.__file__).parent / "nets"
+    """sumo-rl's grid networks, located without importing sumo-rl (its import takes seconds)."""
+    spec = importlib.util.find_spec("sumo_rl")
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("env", GridEnv.env_id, EXTRA_HINT)
+    nets = Path(next(iter(spec.submodule_search_locations))) / "nets"
     return {"3x3": nets / "3x3grid" / "3x3Grid2lanes.net.xml", "2x2": nets / "2x2grid" / "2x2.net.xml"}
 
 
