@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> dict:
     data.to_jsonl(a.out / "train.jsonl")
     data.to_trl_jsonl(a.out / "train_trl.jsonl", primary=PRIMARY)  # for `bayescrl mopo --model`
     if a.export_hf is not None:
-        base.to(torch.float32).save_pretrained(a.export_hf)
+        plain = policy.lm.unload()  # the model without the (zero) LoRA layers that lora_policy injected
+        plain.to(torch.float32).save_pretrained(a.export_hf)
         tok.save_pretrained(a.export_hf)
         print(f"wrote {a.export_hf} and {a.out / 'train_trl.jsonl'}", flush=True)
         return {"model_dir": str(a.export_hf), "data": str(a.out / "train_trl.jsonl")}
