@@ -162,6 +162,16 @@ def test_results_report_preference_probabilities_with_intervals_and_diagnostics(
     assert g_low > mean["G"][0] + 0.02  # the quantile constraint is the tighter one
 
 
+@pytest.mark.parametrize("batch, tol", [(None, 1e-3), (4, 0.05)])
+def test_stochastic_mopo_on_posterior_scores_reaches_the_exact_solution_of_the_same_scores(batch, tol):
+    """With bradley-terry the solver's atoms are the actions (weights A pi_ref(a)); mini-batches of them give
+    an unbiased G, so Algorithm mopo converges to solve_exact on the same (quantile) scores."""
+    mopo = {"steps": 600, "lr": 0.05, "lr_final": 0.002, "batch": batch, "runs": 2}
+    bt = {"num_samples": 200, "lower_quantile": 0.1}
+    res, _ = solve_config(_bt_cli_config(solver="mopo", b=[0.45], mopo=mopo, bradley_terry=bt))
+    assert max(res["tv_to_exact"]) < tol and res["lambda"][0] > 0.5
+
+
 @pytest.mark.parametrize(
     "change, field",
     [
