@@ -75,11 +75,12 @@ class Rater:
 @dataclass
 class PreferenceEstimate:
     """Per-objective, per-action preference probabilities ``p_k(a)``: ``mean [K, A]``; with a posterior also
-    ``draws [S, K, A]``; ``beta`` the competence used per rater; ``diagnostics`` per objective."""
+    ``draws [S, K, A]``; ``beta`` the competence used per rater and objective; ``diagnostics`` per
+    objective."""
 
     mean: Tensor
     draws: Tensor | None = None
-    beta: dict[str, float] = field(default_factory=dict)
+    beta: dict[str, list[float]] = field(default_factory=dict)  # rater -> beta per objective
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
     def quantile(self, q: float) -> Tensor:
