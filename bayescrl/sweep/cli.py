@@ -74,9 +74,12 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
     show = sys.stderr.isatty() if progress is None else progress
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, unit="run", desc="sweep", disable=not show, dynamic_ncols=True, file=sys.stderr)
+    done_before = [r for r in runs if _finished(out_dir, r, spec)]
+    bar = tqdm(  # initial: the ETA counts only this session's runs
+        total=total, initial=len(done_before), unit="run", desc="sweep", disable=not show, file=sys.stderr
+    )
     failed: list[dict] = []
-    count = [0]
+    count = [len(done_before)]
 
     def on_done(rec: dict) -> None:
         bar.update(1)
@@ -97,9 +100,6 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
         tqdm.write(line, file=sys.stdout)
 
     try:
-        done_before = [r for r in runs if _finished(out_dir, r, spec)]
-        bar.update(len(done_before))
-        count[0] = len(done_before)
         if done_before:
             tqdm.write(f"{len(done_before)} of {total} runs already finished (skipped)", file=sys.stdout)
         run_all(
