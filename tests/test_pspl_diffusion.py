@@ -159,3 +159,13 @@ def test_missing_extra_is_one_clear_error(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "diffusers", None)  # import diffusers -> ImportError
     with pytest.raises(ConfigError, match=r"needs diffusers: pip install 'bayescrl\[diffusion\]'"):
         require()
+
+
+def test_advantage_uses_a_per_prompt_baseline():
+    from bayescrl.pbrl.diffusion.experiment import _z
+
+    # prompt 0 rewards {1, 3}, prompt 1 rewards {10, 12}: residuals {−1, 1, −1, 1} -> ±1/sd
+    x = torch.tensor([[1.0, 10.0, 3.0, 12.0]])
+    p = torch.tensor([[0, 1, 0, 1]])
+    sd = torch.tensor([-1.0, 1.0, -1.0, 1.0]).std()
+    assert torch.allclose(_z(x, p), torch.tensor([[-1.0, -1.0, 1.0, 1.0]]) / sd)

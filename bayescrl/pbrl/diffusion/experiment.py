@@ -64,14 +64,14 @@ DEFAULTS: dict[str, Any] = {
     "policy": {
         "hidden": 512,
         "sd_init": 0.1,
-        "lr": 3e-4,
+        "lr": 1e-4,
         "clip": 0.2,
-        "rollouts": 32,
+        "rollouts": 20,
         "updates": 4,
         "eta_weight": 0.2,
     },
     "K": 20,
-    "final": {"epochs": 5, "L": 10},
+    "final": {"epochs": 5, "L": 10, "deterministic": True},
     "seed": 0,
     "agents": ["pspl", "dps"],
     "oracle": True,
@@ -166,6 +166,8 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
     _int("K", out["K"], 0)
     _int("final.epochs", out["final"]["epochs"], 0)
     _int("final.L", out["final"]["L"], 1)
+    if not isinstance(out["final"]["deterministic"], bool):
+        raise ConfigError("final.deterministic", out["final"]["deterministic"], "must be true or false")
     _int("seed", out["seed"], 0)
     ag = out["agents"]
     if isinstance(ag, str):
@@ -268,7 +270,7 @@ class _Setup:
             outs.append(self.rollout(policy, p[None], z, keep_inputs=False).drop_inputs())
         return outs[0] if len(outs) == 1 else _cat_n(outs)
 
-    def rollout(self, policy, prompts, z, keep_inputs=True):
+    def rollout(self, policy, prompts, z, keep_inputs=True, deterministic=False):
         return self._rollout(
             self.base,
             self.sched,
@@ -278,21 +280,25 @@ class _Setup:
             stat=self.cfg["reward"]["stat_kind"],
             generator=self.gen,
             keep_inputs=keep_inputs,
+            deterministic=deterministic,
         )
 
     def random_starts(self, P: int, n: int):
-        p = self.prompts[torch.randint(len(self.prompts), (P, n), generator=self.gen)]
+        """``n`` starts per policy; prompts stratified (each about n/len(prompts) times, random order)."""
+        k = len(self.prompts)
+        idx = torch.stack([torch.randperm(n, generator=self.gen) % k for _ in range(P)])
+        p = self.prompts[idx]
         return p, torch.randn(P, n, 1, self.S, self.S, generator=self.gen)
 
     def true_reward(self, ro) -> torch.Tensor:
         return ro.psi() @ self.theta_star  # [P, n]
 
     def evaluate(self, policy) -> dict:
-        """Final-episode reward: L rollouts per prompt from the shared evaluation starts."""
+        """Final-episode reward: L rollouts per prompt from the shared evaluation starts (with
+        ``final.deterministic`` the policy's mean action: a paired comparison of the samplers)."""
         P = policy.P
-        ro = self.rollout(
-            policy, self.eval_p.expand(P, -1), self.eval_z.expand(P, -1, -1, -1, -1), keep_inputs=False
-        )
+        p, z = self.eval_p.expand(P, -1), self.eval_z.expand(P, -1, -1, -1, -1)
+        ro = self.rollout(policy, p, z, keep_inputs=False, deterministic=self.cfg["final"]["deterministic"])
         r = self.true_reward(ro)
         return {
             "reward": r.mean(1),  # [P]
@@ -314,7 +320,14 @@ def _cat_n(outs):
     )
 
 
-def _z(x: torch.Tensor) -> torch.Tensor:
+def _z(x: torch.Tensor, prompts: torch.Tensor | None = None) -> torch.Tensor:
+    """Standardise ``x [P, n]`` per policy; with ``prompts [P, n]``, centre within each prompt first
+    (DDPO's per-prompt baseline: prompts differ in reward level, which is not the policy's doing)."""
+    if prompts is not None:
+        oh = torch.nn.functional.one_hot(prompts, 10).to(x.dtype)  # [P, n, 10]
+        mean_c = (oh * x.unsqueeze(-1)).sum(1) / oh.sum(1).clamp_min(1)  # [P, 10]
+        x = x - (oh * mean_c.unsqueeze(1)).sum(-1)
+        return x / (x.std(-1, keepdim=True) + 1e-8)
     return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-8)
 
 
@@ -326,9 +339,9 @@ def _epoch(st: _Setup, policy, reward_fn, eta=None, noise=None) -> dict:
     P = policy.P
     p, z = st.random_starts(P, po["rollouts"])
     ro = st.rollout(policy, p, z)
-    adv = _z(reward_fn(ro).float())
+    adv = _z(reward_fn(ro).float(), p)
     if eta is not None and po["eta_weight"] > 0:
-        adv = adv + po["eta_weight"] * _z(noise.log_lik(eta, ro.norms).float())
+        adv = adv + po["eta_weight"] * _z(noise.log_lik(eta, ro.norms).float(), p)
     opt = torch.optim.Adam(policy.parameters(), lr=po["lr"])
     info = ddpo_update(
         policy,

@@ -90,9 +90,11 @@ def rollout(
     stat: str = "mass",
     generator: torch.Generator | None = None,
     keep_inputs: bool = True,
+    deterministic: bool = False,
 ) -> Rollouts:
     """Roll out ``policy`` (``P`` policies) from ``z_T [P, n, 1, S, S]`` with prompts ``[P, n]``, batched:
-    one UNet call of ``P·n`` images per denoising step. Noise is drawn on the CPU ``generator``."""
+    one UNet call of ``P·n`` images per denoising step. Noise is drawn on the CPU ``generator``;
+    ``deterministic`` takes the policy's mean action (the fine-tuned DDIM sampler itself)."""
     P, n = prompts.shape
     dev = policy.w1.device
     S = z_T.shape[-1]
@@ -106,7 +108,7 @@ def rollout(
         inp = policy.inputs(eps_hat, z.reshape(P, n, D), (i + 1) / T, prompts.to(dev))
         mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
         xi = torch.randn(mean.shape, generator=generator).to(dev)
-        a = mean + torch.exp(log_sd) * xi
+        a = mean if deterministic else mean + torch.exp(log_sd) * xi
         logps.append(policy.log_prob(a, mean, log_sd))
         norms.append(a.norm(dim=-1) / D**0.5)
         if keep_inputs:
