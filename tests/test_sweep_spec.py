@@ -96,6 +96,12 @@ def test_sweep_bandit_and_pspl_seed_each_run_alone(tmp_path):
     (run,) = build_runs(spec, tmp_path)
     assert run.argv[:2] == ["pspl", cfg] and "env.name=riverswim" in run.argv and "agents=[pspl]" in run.argv
     validate_runs(spec, [run])
+    mopo_cfg = str(Path(__file__).resolve().parents[1] / "examples" / "mopo" / "tabular_mopo.yaml")
+    (run,) = build_runs(
+        parse_sweep({"command": "mopo", "grid": {"config": [mopo_cfg], "seed": [2]}}), tmp_path
+    )
+    assert run.argv[:4] == ["mopo", mopo_cfg, "--set", "mopo.seed=2"]
+    assert run.resume_argv == [*run.argv, "--resume"]  # used only when the run left checkpoint/state.pt
     spec = parse_sweep({"command": "bandit", "grid": {"seed": [0]}, "args": {"seeds": 5}})
     with pytest.raises(ConfigError, match="each seed is its own run"):
         build_runs(spec, tmp_path)

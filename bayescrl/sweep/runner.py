@@ -40,9 +40,9 @@ BACKENDS = ("auto", "ray", "local")
 def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     """Run one grid point to completion (worker side; also the body of the Ray task).
 
-    Starts the command, or resumes it from ``checkpoint.pt`` when the run folder holds one and the command
-    can resume; retries a run whose process died (killed, crashed) up to ``task["retries"]`` times. Exit
-    status 2 (a user error the command reported) is not retried."""
+    Starts the command, or resumes it from its checkpoint when the run folder holds one and the command
+    can resume (``train``; ``mopo`` in lm mode); retries a run whose process died (killed, crashed) up to
+    ``task["retries"]`` times. Exit status 2 (a user error the command reported) is not retried."""
     out, status_path, log_path = Path(task["out"]), Path(task["status"]), Path(task["log"])
     log_path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -57,7 +57,7 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         if _STOP.is_set():
             break
         attempts += 1
-        resumed = bool(task["resume_argv"]) and (out / "checkpoint.pt").exists()
+        resumed = bool(task["resume_argv"]) and (out / str(task["checkpoint"])).exists()
         if resumed:
             argv = task["resume_argv"]
         else:
@@ -141,6 +141,7 @@ def _task(run: Run, out: Path, spec: SweepSpec, retries: int) -> dict[str, Any]:
         "resume_argv": run.resume_argv,
         "out": str(run.out),
         "result": spec.adapter.result,
+        "checkpoint": spec.adapter.checkpoint,
         "status": str((out / "status" / f"{run.id}.json").resolve()),
         "log": str((out / "logs" / f"{run.id}.log").resolve()),
         "cwd": os.getcwd(),

@@ -51,7 +51,10 @@ class Adapter:
     curve_x: str | None = None
     curves: tuple[str, ...] = ()
     aliases: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)  # grid key -> --set item
-    resumable: bool = False
+    #: file whose presence in the run folder means "resume": ``train --resume DIR`` (``train``) or the
+    #: run's own argv plus ``--resume`` (``flag``: ``mopo`` in lm mode); None: restart from scratch
+    checkpoint: str | None = None
+    resume: str | None = None
 
 
 def _seed_set(seed: int, key: str | None) -> list[str]:
@@ -75,7 +78,8 @@ ADAPTERS: dict[str, Adapter] = {
         "curves.json",
         "env_steps",
         ("ep_return", "ep_costs.*"),
-        resumable=True,
+        checkpoint="checkpoint.pt",
+        resume="train",
     ),
     "bandit": Adapter(
         "bayescrl.bandits.cli:bandit",
@@ -102,6 +106,8 @@ ADAPTERS: dict[str, Adapter] = {
         lambda s, k: ["--set", f"{k or 'mopo.seed'}={s}"],
         "results.json",
         ("hypervolume.*", "lambda.*", "G.*"),
+        checkpoint="checkpoint/state.pt",  # lm mode with --model (checkpoints every N steps)
+        resume="flag",
     ),
 }
 
@@ -369,7 +375,9 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
             resume.append("--no-progress")
         argv += ["--out", str(out)]
         resume += ["--out", str(out)]
-        runs.append(Run(rid, point, argv, resume if adapter.resumable else None, out))
+        if adapter.resume == "flag":
+            resume = [*argv, "--resume"]
+        runs.append(Run(rid, point, argv, resume if adapter.resume else None, out))
     return runs
 
 
