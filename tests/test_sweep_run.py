@@ -65,7 +65,7 @@ def _mtimes(out: Path) -> dict:
     return {p: p.stat().st_mtime_ns for p in out.glob("*/metrics.json")}
 
 
-def test_sweep_smoke_on_local_ray_survives_a_killed_worker(tmp_path):
+def test_sweep_smoke_on_local_ray_survives_a_killed_worker(tmp_path, capsys):
     pytest.importorskip("ray")
     out = tmp_path / "smoke"
     t0 = time.time()
@@ -82,16 +82,13 @@ def test_sweep_smoke_on_local_ray_survives_a_killed_worker(tmp_path):
     assert wall < 60 or os.getloadavg()[0] > 4, wall  # < 60 s unless the machine is overloaded
     _same_as_single_command(out, victim, tmp_path)
     before = _mtimes(out)
-    again = subprocess.run(
-        [sys.executable, "-m", "bayescrl", "sweep", str(SMOKE), "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert again.returncode == 0 and "4 of 4 runs already finished (skipped)" in again.stdout
+    capsys.readouterr()
+    main(["sweep", str(SMOKE), "--out", str(out)])  # again, in this process: nothing left to run
+    assert "4 of 4 runs already finished (skipped)" in capsys.readouterr().out
     assert _mtimes(out) == before  # nothing recomputed
 
 
-def test_sweep_without_ray_resumes_a_killed_sweep(tmp_path):
+def test_sweep_without_ray_resumes_a_killed_sweep(tmp_path, capsys, monkeypatch):
     blocker = tmp_path / "noray" / "ray"
     blocker.mkdir(parents=True)
     (blocker / "__init__.py").write_text("raise ImportError('Ray is not installed (blocked by the test)')\n")
@@ -104,15 +101,12 @@ def test_sweep_without_ray_resumes_a_killed_sweep(tmp_path):
     done = [p.stem for p in (out / "status").glob("*.json") if json.loads(p.read_text())["status"] == "done"]
     finished = {r: (out / r / "metrics.json").stat().st_mtime_ns for r in done}
     assert finished and victim not in finished
-    again = subprocess.run(
-        [sys.executable, "-m", "bayescrl", "sweep", str(SMOKE), "--out", str(out), "--workers", "2"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert again.returncode == 0, again.stderr
-    assert f"{len(finished)} of 4 runs already finished (skipped)" in again.stdout
-    assert "(local backend)" in again.stdout and "4 of 4 runs finished" in again.stdout
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails in this process too
+    capsys.readouterr()
+    main(["sweep", str(SMOKE), "--out", str(out), "--workers", "2"])  # resume, in this process
+    again = capsys.readouterr().out
+    assert f"{len(finished)} of 4 runs already finished (skipped)" in again
+    assert "(local backend)" in again and "4 of 4 runs finished" in again
     assert {k: v for k, v in _mtimes(out).items() if k.parent.name in finished} == {
         out / k / "metrics.json": v for k, v in finished.items()
     }  # finished runs untouched
