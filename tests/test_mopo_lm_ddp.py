@@ -60,7 +60,9 @@ def _worker(rank, world, port, folder):
     )
     torch.set_num_threads(1)
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
 
+    AcceleratorState._reset_state(reset_partial_state=True)  # forked: drop the parent's 1-process state
     acc = Accelerator(cpu=True)
     assert acc.num_processes == world
     torch.save(_train(2, acc), os.path.join(folder, f"rank{rank}.pt"))
