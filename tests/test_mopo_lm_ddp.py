@@ -24,7 +24,15 @@ METHODS = {  # lag updates (t0 = 2) and threshold re-estimation inside the 4 ste
 
 def _cfg(batch_size, **kw):
     return MOPOLMConfig(
-        **{"peft": LORA, "steps": 4, "t0": 2, "tau": 0.5, "lr": 2e-2, "lr_lambda": 4.0, "threshold_batches": 2}
+        **{
+            "peft": LORA,
+            "steps": 4,
+            "t0": 2,
+            "tau": 0.5,
+            "lr": 2e-2,
+            "lr_lambda": 4.0,
+            "threshold_batches": 2,
+        }
         | {"batch_size": batch_size, **kw}
     )
 
@@ -41,7 +49,9 @@ def _train(batch_size, accelerator=None):
         tr = MOPOLMTrainer(policy, tok, data, _cfg(batch_size, **kw), accelerator=accelerator)
         tr.train()
         out[name] = {
-            "params": torch.cat([p.detach().flatten().cpu() for p in tr.model.parameters() if p.requires_grad]),
+            "params": torch.cat(
+                [p.detach().flatten().cpu() for p in tr.model.parameters() if p.requires_grad]
+            ),
             "lam": tr.lam.clone(),
             "chi": tr.chi.clone(),
             "b": tr.b.clone(),
