@@ -15,7 +15,7 @@ import click
 from bayescrl.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
-SUFFIXES = (".yaml", ".yml", ".json", ".py", ".md")
+SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".py", ".md")
 
 
 def examples_root() -> Path:
