@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import bayescrl.envs  # noqa: F401  (registers the ids)
-from bayescrl.envs import ENV_IDS, SafetyGymnasiumStepWrapper, cost_vector
+from bayescrl.envs import ENV_IDS, TRAFFIC_IDS, SafetyGymnasiumStepWrapper, cost_vector
 from bayescrl.envs.ant import AntCircleEnv, quat_to_yaw
 from bayescrl.envs.point import PointCircleEnv, PointGatherEnv, PointNavigationEnv, PointReachEnv
 from bayescrl.envs.run import AntRunEnv, velocity_cost
@@ -28,11 +28,12 @@ from bayescrl.envs.tasks import (
 )
 from bayescrl.utils import ConfigError
 
-MUJOCO_IDS = [i for i in ENV_IDS if "CMDP" not in i]
+SUITE_IDS = [i for i in ENV_IDS if i not in TRAFFIC_IDS]  # SUMO tasks: tests/test_envs_traffic.py
+MUJOCO_IDS = [i for i in SUITE_IDS if "CMDP" not in i]
 pytestmark = pytest.mark.filterwarnings("ignore:.*Box observation space.*:UserWarning")
 
 
-@pytest.mark.parametrize("env_id", list(ENV_IDS))
+@pytest.mark.parametrize("env_id", SUITE_IDS)
 def test_check_env_and_cost_conventions(env_id):
     env = gym.make(env_id)
     check_env(env.unwrapped, skip_render_check=True)

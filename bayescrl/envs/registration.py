@@ -30,6 +30,9 @@ ENV_IDS: dict[str, tuple[str, int | None]] = {
     "bayescrl/ErgodicCMDP-v0": ("bayescrl.envs.registration:ergodic_cmdp_env", None),
 }
 
+#: the SUMO tasks (the `traffic` extra); tested in tests/test_envs_traffic.py
+TRAFFIC_IDS: tuple[str, ...] = ("bayescrl/Grid-v0", "bayescrl/Bottleneck-v0")
+
 
 def small_cmdp_env(
     render_mode: str | None = None,
