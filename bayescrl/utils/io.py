@@ -153,6 +153,25 @@ def apply_overrides(
     return out
 
 
+def validate_sweep_block(config: Mapping[str, Any], validate) -> None:
+    """Check an experiment config's optional ``sweep: {key, values}`` block: each value, set at ``key`` with
+    :func:`apply_overrides`, must give a config that ``validate`` accepts (the error names the value's index).
+    """
+    sw = config.get("sweep")
+    if sw is None:
+        return
+    if not isinstance(sw, Mapping) or set(sw) != {"key", "values"}:
+        raise ConfigError("sweep", sw, "must be a mapping with exactly 'key' and 'values'")
+    if not isinstance(sw["values"], list) or not sw["values"]:
+        raise ConfigError("sweep.values", sw["values"], "must be a non-empty list")
+    base = {k: x for k, x in config.items() if k != "sweep"}
+    for i, v in enumerate(sw["values"]):
+        try:
+            validate(apply_overrides(base, [f"{sw['key']}={json.dumps(v)}"]))
+        except ConfigError as exc:
+            raise ConfigError(f"sweep.values (key {sw['key']})", v, str(exc), index=i) from exc
+
+
 def _check_path(parts: list[str], schema: Schema, where: str, value: Any) -> None:
     node: Schema | None = schema
     prefix = where

@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 
 from bayescrl.pbrl.data import EXPERTS, Rater, check_competence
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import apply_overrides, check_keys, write_json
+from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
 
 log = logging.getLogger(__name__)
 AGENTS = ("pspl", "dps")
@@ -179,21 +179,7 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
             raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
     if not isinstance(out["oracle"], bool):
         raise ConfigError("oracle", out["oracle"], "must be true or false")
-    sw = out["sweep"]
-    if sw is not None:
-        if not isinstance(sw, Mapping) or set(sw) != {"key", "values"}:
-            raise ConfigError("sweep", sw, "must be a mapping with exactly 'key' and 'values'")
-        if not isinstance(sw["values"], list) or not sw["values"]:
-            raise ConfigError("sweep.values", sw["values"], "must be a non-empty list")
-        for i, v in enumerate(sw["values"]):
-            try:
-                validate_config(
-                    apply_overrides(
-                        {k: x for k, x in out.items() if k != "sweep"}, [f"{sw['key']}={json.dumps(v)}"]
-                    )
-                )
-            except ConfigError as exc:
-                raise ConfigError(f"sweep.values (key {sw['key']})", v, str(exc), index=i) from exc
+    validate_sweep_block(out, validate_config)
     return out
 
 
