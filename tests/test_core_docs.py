@@ -16,7 +16,7 @@ from bayescrl.cli import COMMANDS, cli
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 GLOBAL_FLAGS = {"-q", "-qq", "-v", "-vv", "--quiet", "--verbose"}
-FORBIDDEN = re.compile(r"\bthe seed\b|\bissue [0-9]", re.IGNORECASE)  # "the seed" (not "the seeds") or "issue N"
+FORBIDDEN = re.compile(r"\bthe seed\b|\bissue [0-9]", re.IGNORECASE)  # not "the seeds"
 
 
 def _nav_pages(node) -> list[str]:

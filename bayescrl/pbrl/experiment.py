@@ -48,7 +48,7 @@ from bayescrl.pbrl.envs import describe, make_env
 from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import apply_overrides, check_keys, write_json
+from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
 
 DEFAULTS: dict[str, Any] = {
     "env": {"name": "riverswim"},
@@ -151,21 +151,7 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
             if key in p and not (isinstance(p[key], (int, float)) and 0 < p[key] <= 1):
                 raise ConfigError(f"agent_params.{a}.{key}", p[key], "Bernoulli weight must be in (0, 1]")
     make_env(out["env"])  # validates the env block
-    sw = out["sweep"]
-    if sw is not None:
-        if not isinstance(sw, Mapping) or set(sw) != {"key", "values"}:
-            raise ConfigError("sweep", sw, "must be a mapping with exactly 'key' and 'values'")
-        if not isinstance(sw["values"], list) or not sw["values"]:
-            raise ConfigError("sweep.values", sw["values"], "must be a non-empty list")
-        for i, v in enumerate(sw["values"]):
-            try:
-                validate_config(
-                    apply_overrides(
-                        {k: v2 for k, v2 in out.items() if k != "sweep"}, [f"{sw['key']}={json.dumps(v)}"]
-                    )
-                )
-            except ConfigError as exc:
-                raise ConfigError(f"sweep.values (key {sw['key']})", v, str(exc), index=i) from exc
+    validate_sweep_block(out, validate_config)
     return out
 
 
