@@ -258,3 +258,19 @@ def test_sweep_seed_results_do_not_depend_on_the_other_runs(tmp_path):
         results.append(json.loads((run.out / "results.json").read_text())["agents"]["ps"])
     assert results[0]["final_regret_per_seed"] == results[1]["final_regret_per_seed"]
     assert results[0]["regret_curve_mean"] == results[1]["regret_curve_mean"]
+
+
+def test_sweep_validates_diffusion_pspl_and_lm_mopo_configs_with_their_own_checks(tmp_path):
+    ex = Path(__file__).resolve().parents[1] / "examples"
+    # pspl with task: diffusion goes to the diffusion experiment's validator (the tabular one refuses 'task')
+    spec = parse_sweep({"command": "pspl", "grid": {"config": [str(ex / "pspl" / "diffusion_digits.yaml")]}})
+    validate_runs(spec, build_runs(spec, tmp_path))
+    # mopo mode lm seeds by the top-level seed: the default mopo.seed is refused up front, naming the fix
+    grid = {"config": [str(ex / "mopo" / "lm_tiny.yaml")], "seed": [0]}
+    spec = parse_sweep({"command": "mopo", "grid": grid})
+    with pytest.raises(ConfigError, match="seed_key: seed"):
+        validate_runs(spec, build_runs(spec, tmp_path / "a"))
+    spec = parse_sweep({"command": "mopo", "grid": grid, "seed_key": "seed"})
+    (run,) = build_runs(spec, tmp_path / "b")
+    assert run.argv[2:4] == ["--set", "seed=0"]
+    validate_runs(spec, [run])

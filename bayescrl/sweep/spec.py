@@ -458,14 +458,30 @@ def _check_pspl(p: dict) -> None:
     from bayescrl.utils.io import apply_overrides
 
     check_device(p.get("device", "cpu"), "--device")
-    validate_config(apply_overrides(load_yaml(p["config"]), p.get("overrides") or ()))
+    cfg = apply_overrides(load_yaml(p["config"]), p.get("overrides") or ())
+    if cfg.get("task") == "diffusion":  # the pspl CLI sends these to the diffusion experiment
+        from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
+
+        validate_diffusion(cfg)
+    else:
+        validate_config(cfg)
 
 
 def _check_mopo(p: dict) -> None:
     from bayescrl.mopo.cli import check_config
     from bayescrl.utils.io import apply_overrides
 
-    check_config(apply_overrides(load_yaml(p["config_path"]), p.get("overrides") or ()))
+    cfg = apply_overrides(load_yaml(p["config_path"]), p.get("overrides") or ())
+    if cfg.get("mode") == "lm":  # check_config leaves lm configs to the run; their top-level keys here
+        from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
+        from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
+
+        try:
+            check_keys(cfg, sorted({*TINY_KEYS, *USER_KEYS}))
+        except ConfigError as exc:
+            hint = " (mode lm seeds by the top-level key: give 'seed_key: seed' in the sweep file)"
+            raise ConfigError(exc.field, exc.value, exc.reason + hint) from None
+    check_config(cfg)
 
 
 VALIDATORS: dict[str, Callable[[dict], None]] = {
