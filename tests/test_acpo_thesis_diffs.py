@@ -101,3 +101,39 @@ def test_acpo_gae_uses_the_same_phase_stratified_rate_as_c():
         mean = batch.rewards.double().mean(0)
         assert float((phase - mean).abs().max()) > 1e-3
         torch.testing.assert_close(rates[est], phase if est == "phase" else mean, rtol=1e-5, atol=1e-6)
+
+
+def test_cost_channel_without_cost_is_only_centred():
+    """A batch whose raw costs are all zero has cost advantages that are critic differences only: the
+    normalisation centres them and keeps their size (unit sd would make critic noise a full cost signal).
+    Per channel: a channel with costs is still normalised to sd 1."""
+    from bayescrl.constrained.core.base import OnPolicyAlgorithm
+
+    adv = torch.tensor([[0.3, 0.02], [-0.1, -0.01], [0.4, 0.03], [0.0, 0.0]])
+    costs = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    out = OnPolicyAlgorithm.normalize_cost_advantages(adv, costs)
+    # channel 0 has costs: (adv - 0.15) / sd(adv), sd (n - 1) = sqrt(0.17 / 3); channel 1: adv - 0.01
+    torch.testing.assert_close(out[:, 0], (adv[:, 0] - 0.15) / (0.17 / 3) ** 0.5, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out[:, 1], torch.tensor([0.01, -0.02, 0.02, -0.01]), rtol=1e-5, atol=1e-7)
+    assert OnPolicyAlgorithm.normalize_cost_advantages(adv[:, :0], costs[:, :0]).shape == (4, 0)
+
+
+def test_atrpo_and_fixed_ell_ppo_centre_cost_advantages_of_a_cost_free_batch():
+    """Through the two code paths (Lagrangian ATRPO's trust-region terms, fixed-ℓ PPO-L): zero the batch's
+    raw costs and the cost advantages come back centred at their raw sd, not scaled to sd 1."""
+    cmdp, factory = _factory()
+    limits = cmdp.limits.tolist()
+    atrpo = ATRPO(factory, cost_limits=limits, seed=0, config={**CFG, "delta": 0.01, "ell": 0.5})
+    ppo = PPOLag(factory, cost_limits=limits, seed=0, config={**CFG, "ell": 0.3})
+    for algo, get in (
+        (atrpo, lambda a, b: trust_region_terms(a, b, 2, 0.1, normalize_costs=True).adv_c),
+        (ppo, lambda a, b: a.policy_advantages(b)[1]),
+    ):
+        batch = _batch(algo)
+        raw = batch.advantages[:, 1:]
+        assert float(get(algo, batch).std()) == pytest.approx(1.0, abs=1e-4)  # costs seen: unit sd
+        batch.rewards[:, 1:] = 0.0
+        adv_c = get(algo, batch)
+        algo.close()
+        torch.testing.assert_close(adv_c, raw - raw.mean(0), rtol=1e-5, atol=1e-6)
+        assert abs(float(adv_c.std()) - 1.0) > 0.1

@@ -202,13 +202,18 @@ def trust_region_terms(
     Reward advantages normalised (if ``config.normalize_advantages``).  Cost advantages are centred
     (ACPO: ``a_i`` must stay in the units of ``c_i``) or, with ``normalize_costs``, normalised to mean 0 and
     sd 1 as the appendix `Experimental Details` says for all methods (the Lagrangian ATRPO baseline, whose
-    step does not depend on ``c``).
+    step does not depend on ``c``); a cost channel with no cost in the batch is then only centred
+    (:meth:`~bayescrl.constrained.core.base.OnPolicyAlgorithm.normalize_cost_advantages`).
     """
     policy = algo.policy
     x = algo.policy_input(batch.obs, batch.h)
     adv_r = batch.advantages[:, 0]
     adv_r = algo.normalize(adv_r) if algo.config.normalize_advantages else adv_r - adv_r.mean()
-    adv_c = algo.normalize(batch.advantages[:, 1:], center_only=not normalize_costs)
+    adv_c = batch.advantages[:, 1:]
+    if normalize_costs:
+        adv_c = algo.normalize_cost_advantages(adv_c, batch.rewards[:, 1:])
+    else:
+        adv_c = algo.normalize(adv_c, center_only=True)
     with torch.no_grad():
         old_dist = policy.distribution(x)
         old_logp = policy.log_prob_from(old_dist, batch.actions)

@@ -67,10 +67,14 @@ class PPOLag(OnPolicyAlgorithm):
 
     def policy_advantages(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """Reward advantages normalised; cost advantages normalised with a fixed ``ell`` (chapter `acpo`'s
-        appendix: "for both rewards and constraints"), only centred for the adaptive multipliers."""
+        appendix: "for both rewards and constraints"; a channel with no cost in the batch only centred),
+        only centred for the adaptive multipliers."""
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if self.config.normalize_advantages else adv_r
-        return adv_r, self.normalize(batch.advantages[:, 1:], center_only=self.ell is None)
+        adv_c = batch.advantages[:, 1:]
+        if self.ell is None:
+            return adv_r, self.normalize(adv_c, center_only=True)
+        return adv_r, self.normalize_cost_advantages(adv_c, batch.rewards[:, 1:])
 
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config

@@ -264,6 +264,21 @@ class OnPolicyAlgorithm:
         x = x - x.mean(0)
         return x if center_only else x / (x.std(0) + 1e-8)
 
+    @classmethod
+    def normalize_cost_advantages(cls, adv_c: torch.Tensor, costs: torch.Tensor) -> torch.Tensor:
+        """Cost advantages ``(B, m)`` normalised per channel to mean 0 and sd 1 (chapter `acpo`'s appendix
+        `Experimental Details`), except a channel whose raw per-step costs ``costs[:, i]`` are all zero in
+        this batch: it is only centred.  Its advantages are then value-function differences alone (no cost
+        was observed), and scaling them to unit sd would give critic noise the weight of a real cost
+        signal; centred, they keep their (small) size in cost units."""
+        out = cls.normalize(adv_c)
+        if adv_c.shape[1] == 0:
+            return out
+        no_cost = (costs == 0).all(0)
+        if bool(no_cost.any()):
+            out[:, no_cost] = cls.normalize(adv_c[:, no_cost], center_only=True)
+        return out
+
     # ------------------------------------------------------------------ shared updates
     def minibatches(self, size: int):
         perm = torch.randperm(size, device=self.device)
