@@ -230,17 +230,19 @@ def pairwise_to_action(u: Tensor, ref: Tensor) -> Tensor:
     return (diff * w).sum(-1) / w.sum(-1).clamp_min(torch.finfo(u.dtype).tiny)
 
 
-def _problem(y, y_prime, labels, rater, betas, lams, prior_scale, n_act, ids):
+def _problem(x1, x0, labels, rater, betas, lams, prior_sd, ids):
+    """Rater-competence BT problem on features ``x1`` (the first item, preferred when the label is 1) and
+    ``x0`` ``[N, d]``, prior ``N(0, prior_sd^2 I)``."""
     from bayescrl.models.linear import BTLinearProblem
 
-    eye = torch.eye(n_act, dtype=torch.float64)
+    d = x1.shape[-1]
     return BTLinearProblem.from_data(
-        torch.zeros(n_act, dtype=torch.float64),
-        prior_scale**2 * torch.eye(n_act, dtype=torch.float64),
+        torch.zeros(d, dtype=torch.float64),
+        prior_sd**2 * torch.eye(d, dtype=torch.float64),
         betas,
         lams,
-        x0=eye[y_prime],  # Y = 1: x1 = e_y preferred (Eq. `rater_preference_dist`)
-        x1=eye[y],
+        x0=x0,  # Y = 1: x1 preferred (Eq. `rater_preference_dist`)
+        x1=x1,
         y=labels,
         rater=rater,
         rater_ids=ids,
@@ -248,7 +250,13 @@ def _problem(y, y_prime, labels, rater, betas, lams, prior_scale, n_act, ids):
 
 
 def _infer_betas(
-    y, y_prime, labels, rater, raters: list[Rater], prior_scale: float, n_act: int, beta_prior_sd: float
+    x1: Tensor,
+    x0: Tensor,
+    labels: Tensor,
+    rater: Tensor,
+    raters: list[Rater],
+    prior_sd: float,
+    beta_prior_sd: float,
 ) -> list[float]:
     """Plug-in ``beta_i`` of the unknown raters (module docstring): the mode over a log grid of
     ``log p(D_i | beta, D_known) + log N(log beta; 0, beta_prior_sd^2)``, the evidence of rater ``i``'s labels
@@ -264,14 +272,13 @@ def _infer_betas(
     known = [i for i, r in enumerate(raters) if r.beta is not None]
     mask = torch.isin(rater, torch.tensor(known, dtype=rater.dtype))
     prob = _problem(
-        y[mask],
-        y_prime[mask],
+        x1[mask],
+        x0[mask],
         labels[mask],
         torch.searchsorted(torch.tensor(known), rater[mask]),
         [raters[i].beta for i in known],
         [raters[i].lam for i in known],
-        prior_scale,
-        n_act,
+        prior_sd,
         tuple(raters[i].id for i in known),
     )
     if int(mask.sum()):
@@ -279,7 +286,6 @@ def _infer_betas(
         mu, cov = lap.theta_mean.double(), lap.theta_cov.double()
     else:
         mu, cov = prob.mu0, prob.cov0
-    eye = torch.eye(n_act, dtype=torch.float64)
     coarse = torch.logspace(-2, 2, 17, dtype=torch.float64)  # factor 1.78, then a factor-1.12 refinement
     fine = torch.logspace(-0.25, 0.25, 11, dtype=torch.float64)
 
@@ -298,10 +304,95 @@ def _infer_betas(
         if not int(rows.sum()):
             out.append(1.0)  # no labels: the value is never used
             continue
-        args = (eye[y_prime[rows]][None], eye[y[rows]][None], labels[rows][None], mu, cov, r.lam)
+        args = (x0[rows][None], x1[rows][None], labels[rows][None], mu, cov, r.lam)
         b0 = mode(args, coarse)
         out.append(float(mode(args, (b0 * fine).clamp(1e-2, 1e2))))
     return out
+
+
+@dataclass
+class RewardPosterior:
+    """Posterior draws of the linear Bradley–Terry weights, ``theta [S, K, d]`` (one fit per objective), the
+    competence used per rater and objective (``beta``: rater -> list over objectives) and each fit's
+    diagnostics (objective index -> dict)."""
+
+    theta: Tensor
+    beta: dict[str, list[float]]
+    diagnostics: dict[str, Any]
+
+
+def fit_bt_rewards(
+    x1: Tensor,
+    x0: Tensor,
+    ind: Tensor,
+    rater: Tensor,
+    raters: list[Rater],
+    *,
+    prior_sd: float = 1.5,
+    engine: str = "laplace",
+    engine_options: Mapping[str, Any] | None = None,
+    num_samples: int = 2000,
+    competence: str = "infer",
+    beta_prior_sd: float = math.inf,
+    seed: int = 0,
+) -> RewardPosterior:
+    """Posterior of linear rewards ``r_k(z) = theta_k . z`` per objective from compared items' features
+    ``x1, x0 [N, d]`` (``ind [N, K]`` = 1: the ``x1`` item preferred under objective ``k``), rater indices
+    ``rater [N]`` into ``raters`` and the prior ``theta_k ~ N(0, prior_sd^2 I)``.
+
+    One fit of the rater-competence Bradley–Terry model (:mod:`bayescrl.models`, Eq.
+    `rater_preference_dist`) per objective with :func:`bayescrl.inference.fit`; competence as in the module
+    docstring (``infer``: plug-in marginal-likelihood ``beta``; ``joint``: log-normal prior inside the
+    model). One-hot features give the tabular utilities (:func:`fit_bradley_terry`); the language-model path
+    uses features of prompt-response pairs (:mod:`bayescrl.mopo.lm.reward_head`). Raises
+    :class:`DataError` for a rater index without a rater.
+    """
+    from bayescrl.inference.engines import fit
+    from bayescrl.models.pyro_models import CompetencePrior
+    from bayescrl.models.spec import SpecModel
+
+    if not raters:
+        raters = [Rater("r0", 1.0)]
+    x1, x0, rater = x1.double().cpu(), x0.double().cpu(), rater.cpu().long()
+    d, k_n = x1.shape[-1], ind.shape[-1]
+    if rater.numel() and int(rater.max()) >= len(raters):
+        raise DataError("data.rater", int(rater.max()), "rater index without a rater in 'raters'")
+    ids = tuple(r.id for r in raters)
+    draws, diags, betas_used = [], {}, {}
+    joint_sd = beta_prior_sd if math.isfinite(beta_prior_sd) else 1.5  # a proper prior for the joint fit
+    for k in range(k_n):
+        labels = ind[:, k].double().cpu()
+        if competence == "infer":
+            betas = _infer_betas(x1, x0, labels, rater, raters, prior_sd, beta_prior_sd)
+            priors = {}
+        else:
+            betas = [1.0 if r.beta is None else r.beta for r in raters]
+            priors = {
+                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": joint_sd})
+                for i, r in enumerate(raters)
+                if r.beta is None
+            }
+        prob = _problem(x1, x0, labels, rater, betas, [r.lam for r in raters], prior_sd, ids)
+        model = SpecModel(problem=prob, rater_ids=ids, beta_priors=priors)
+        post = fit(model, engine=engine, seed=seed + k, **dict(engine_options or {}))
+        s = post.sample(num_samples, seed=seed + k)
+        draws.append(s["theta"].double().reshape(num_samples, d))
+        beta_k = {
+            r.id: (float(s[f"beta_{r.id}"].double().median()) if f"beta_{r.id}" in s else betas[i])
+            for i, r in enumerate(raters)
+        }
+        betas_used[str(k)] = beta_k
+        diags[str(k)] = {
+            key: val
+            for key, val in post.diagnostics.items()
+            if isinstance(val, (bool, int, float, str)) or key == "warnings"
+        }
+        diags[str(k)]["beta"] = beta_k
+    return RewardPosterior(
+        torch.stack(draws, 1),
+        {r.id: [betas_used[str(k)][r.id] for k in range(k_n)] for r in raters},
+        diags,
+    )
 
 
 def fit_bradley_terry(
@@ -324,56 +415,30 @@ def fit_bradley_terry(
     """Posterior of ``p_k(a)`` per objective from raw (not augmented) records ``y, y_prime [N]``,
     ``ind [N, K]`` (1: ``y`` preferred) and rater indices ``rater [N]`` into ``raters``.
 
-    One fit of the rater-competence Bradley–Terry model (:mod:`bayescrl.models`) per objective with
-    :func:`bayescrl.inference.fit`; ``num_samples`` posterior draws of ``u_k`` become draws of ``p_k``
-    (:func:`pairwise_to_action`). Raises :class:`DataError` for a rater index without a rater.
+    :func:`fit_bt_rewards` on one-hot features (``theta = u_k``, prior sd ``prior_scale``);
+    ``num_samples`` posterior draws of ``u_k`` become draws of ``p_k`` (:func:`pairwise_to_action`). Raises
+    :class:`DataError` for a rater index without a rater.
     """
-    from bayescrl.inference.engines import fit
-    from bayescrl.models.pyro_models import CompetencePrior
-    from bayescrl.models.spec import SpecModel
-
     if not raters:
         raters = [Rater("r0", 1.0)]
-    n_act, k_n = ref.shape[0], ind.shape[-1]
+    n_act = ref.shape[0]
     y, y_prime, rater = y.cpu().long(), y_prime.cpu().long(), rater.cpu().long()
     if int(rater.max()) >= len(raters):
         raise DataError("data.rater", int(rater.max()), "rater index without a rater in 'raters'")
-    ids = tuple(r.id for r in raters)
-    draws, diags, betas_used = [], {}, {}
-    joint_sd = beta_prior_sd if math.isfinite(beta_prior_sd) else 1.5  # a proper prior for the joint fit
-    for k in range(k_n):
-        labels = ind[:, k].double().cpu()
-        if competence == "infer":
-            betas = _infer_betas(y, y_prime, labels, rater, raters, prior_scale, n_act, beta_prior_sd)
-            priors = {}
-        else:
-            betas = [1.0 if r.beta is None else r.beta for r in raters]
-            priors = {
-                i: CompetencePrior("lognormal", {"loc": 0.0, "scale": joint_sd})
-                for i, r in enumerate(raters)
-                if r.beta is None
-            }
-        prob = _problem(y, y_prime, labels, rater, betas, [r.lam for r in raters], prior_scale, n_act, ids)
-        model = SpecModel(problem=prob, rater_ids=ids, beta_priors=priors)
-        post = fit(model, engine=engine, seed=seed + k, **dict(engine_options or {}))
-        s = post.sample(num_samples, seed=seed + k)
-        u = s["theta"].double().reshape(num_samples, n_act)
-        draws.append(pairwise_to_action(u, ref.double().cpu()))
-        beta_k = {
-            r.id: (float(s[f"beta_{r.id}"].double().median()) if f"beta_{r.id}" in s else betas[i])
-            for i, r in enumerate(raters)
-        }
-        betas_used[str(k)] = beta_k
-        diags[str(k)] = {
-            key: val
-            for key, val in post.diagnostics.items()
-            if isinstance(val, (bool, int, float, str)) or key == "warnings"
-        }
-        diags[str(k)]["beta"] = beta_k
-    d = torch.stack(draws, 1)  # [S, K, A]
-    return PreferenceEstimate(
-        d.mean(0),
-        d,
-        beta={r.id: [betas_used[str(k)][r.id] for k in range(k_n)] for r in raters},
-        diagnostics=diags,
+    eye = torch.eye(n_act, dtype=torch.float64)
+    post = fit_bt_rewards(
+        eye[y],
+        eye[y_prime],
+        ind,
+        rater,
+        raters,
+        prior_sd=prior_scale,
+        engine=engine,
+        engine_options=engine_options,
+        num_samples=num_samples,
+        competence=competence,
+        beta_prior_sd=beta_prior_sd,
+        seed=seed,
     )
+    d = pairwise_to_action(post.theta.transpose(0, 1), ref.double().cpu()).transpose(0, 1)  # [S, K, A]
+    return PreferenceEstimate(d.mean(0), d, beta=post.beta, diagnostics=post.diagnostics)
