@@ -3,7 +3,10 @@ no leaked SUMO processes, one-line errors. Tiny horizons and warm-ups keep every
 
 from __future__ import annotations
 
+import gc
+import subprocess
 import sys
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -203,6 +206,56 @@ def test_envs_traffic_no_leaked_sumo_processes():
     venv.step(np.zeros((2, 16)))
     venv.close()
     assert no_sumo_children()
+
+
+class _FailingStep(GridEnv):
+    """A Grid env whose step raises outside the simulation (the env itself stays open)."""
+
+    def step(self, action):
+        raise RuntimeError("boom")
+
+
+def test_envs_traffic_no_leak_after_gc_or_a_failing_async_worker():
+    # an env dropped without close(): garbage collection ends its simulation
+    env = GridEnv(horizon=5, warm_up=0.0, backend="traci")
+    env.reset(seed=0)
+    assert len(sumo_children()) == 1
+    del env
+    gc.collect()
+    assert no_sumo_children()
+    # an async vector env whose worker raises: tearing it down ends every worker's simulation
+    venv = gym.vector.AsyncVectorEnv([lambda: _FailingStep(horizon=5, warm_up=0.0, backend="traci")] * 2)
+    venv.reset(seed=0)
+    assert len(sumo_children()) == 2  # one sumo per worker (traci)
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="boom"):
+        venv.step(np.zeros((2, 9)))
+    venv.close()
+    assert no_sumo_children()
+
+
+def test_envs_traffic_killed_python_leaves_no_sumo():
+    # SIGKILL skips every finaliser; the sumo child still ends (its TraCI connection closes)
+    code = (
+        "import os, signal, psutil\n"
+        "from bayescrl.envs.traffic.grid import GridEnv\n"
+        "e = GridEnv(horizon=5, warm_up=0.0, backend='traci'); e.reset(seed=0)\n"
+        "print([p.pid for p in psutil.Process().children() if 'sumo' in p.name()][0], flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == -9, out.stderr
+    pid = int(out.stdout.split()[-1])
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        psutil.Process(pid).kill()
+        pytest.fail(f"sumo {pid} outlived its killed Python process")
 
 
 def test_envs_traffic_libsumo_slot_is_released():
