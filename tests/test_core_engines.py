@@ -142,6 +142,7 @@ def test_svi_and_nuts_agree_with_exact():
     assert ((c.diagonal().sqrt() / sd - 1).abs() < 0.35).all()
     assert nuts.diagnostics["rhat_max"] < 1.1
     assert nuts.chains["theta"].shape == (2, 100, 2)
+    assert nuts.diagnostics["warmup_seconds"] > 0 and nuts.diagnostics["sampling_seconds"] > 0  # timed apart
 
 
 def test_arviz_round_trip(tmp_path):

@@ -228,13 +228,20 @@ def test_report_mean_sd_over_seeds_with_thesis_numbers(tmp_path, capsys):
     assert b["reference"] == {"final_costs.0": 0.25}
     assert rep["missing"] == ["b_s2"]
     md = (out / "report.md").read_text()
-    assert "| a | 3 | 2 ± 1 | 9.5 | 0.2 ± 0.1 | 0.25 |" in md, md
-    assert "| b | 2 | 10 ± 0 | – | 1 ± 0 | 0.25 |" in md, md
+    assert "| a | 3 | 2 ± 1 (3) | 9.5 | 0.2 ± 0.1 (3) | 0.25 |" in md, md
+    assert "| b | 2 | 10 ± 0 (2) | – | 1 ± 0 (2) | 0.25 |" in md, md  # n per cell: b has 2 seeds, a 3
     assert "5 of 6 runs finished; not finished: b_s2" in md
+    warn = "cells average over different numbers of seeds (n = 2 to 3): algo=b: final_return n = 2"
+    assert rep["warnings"] == [warn + "; algo=b: final_costs.0 n = 2"] and f"**Warning**: {warn}" in md
     assert sorted(rep["figures"]) == ["curves_ep_costs.0.png", "curves_ep_return.png"]
     assert json.loads((out / "report.json").read_text())["groups"][0]["metrics"]["final_return"]["n"] == 3
     code = main(["report", str(out), "--no-plots"])
-    assert code is None and "| a | 3 | 2 ± 1 | 9.5 |" in capsys.readouterr().out
+    cap = capsys.readouterr()
+    assert code is None and "| a | 3 | 2 ± 1 (3) | 9.5 |" in cap.out and f"warning: {warn}" in cap.err
+    (out / "status" / "b_s2.json").write_text(json.dumps({"status": "done"}))  # every cell n = 3: no warning
+    rep = build_report(out, plots=False)
+    assert rep["warnings"] == [] and "Warning" not in rep["markdown"]
+    assert rep["groups"][1]["metrics"]["final_return"]["sd"] == pytest.approx(3**0.5)  # sd of 10, 10, 13
     code, cap = _run(["report", str(tmp_path)], capsys)
     assert code == 2 and "not a sweep folder" in cap.err
 
@@ -274,3 +281,58 @@ def test_sweep_validates_diffusion_pspl_and_lm_mopo_configs_with_their_own_check
     (run,) = build_runs(spec, tmp_path / "b")
     assert run.argv[2:4] == ["--set", "seed=0"]
     validate_runs(spec, [run])
+
+
+def test_sweep_attempts_in_all_are_one_plus_retries_also_across_ray_retries(tmp_path, monkeypatch):
+    """``--retries 2`` means 3 attempts per run in all: the restarts of a dying run and Ray's re-execution
+    of a lost worker's task draw on one budget (kept in the run's status file), they do not multiply."""
+    from bayescrl.sweep import runner
+
+    launched = []
+
+    class Proc:  # a run process that dies (SIGKILL) at once, or is lost with its worker
+        def __init__(self, argv, *_a):
+            launched.append(argv)
+            self.pid = 12345
+
+        def wait(self):
+            if lost:
+                lost.pop()
+                raise RuntimeError("worker lost")  # Ray would now run the task again elsewhere
+            return -9
+
+    monkeypatch.setattr(runner, "launch", Proc)
+    spec = parse_sweep({"command": "train", "grid": {"algo": ["ecop"], "env": ["e"], "seed": [0]}})
+    [run] = build_runs(spec, tmp_path / "sw")
+    lost: list = []
+    task = runner._task(run, tmp_path / "sw", spec, retries=2)
+    assert task["max_attempts"] == 3
+    rec = runner.execute_run(task)
+    assert len(launched) == 3 and rec["status"] == "failed" and rec["attempts"] == 3
+    assert runner.execute_run(task)["error"] == "no attempts left (3 made)" and len(launched) == 3
+    # a lost worker: attempt 1 dies with it; Ray's retry of the task gets the 2 attempts left, not 3 more
+    launched.clear()
+    (tmp_path / "sw" / "status" / f"{run.id}.json").unlink()
+    lost.append(True)
+    task = runner._task(run, tmp_path / "sw", spec, retries=2)
+    with pytest.raises(RuntimeError):
+        runner.execute_run(task)
+    assert runner.execute_run(task)["attempts"] == 3 and len(launched) == 3
+    # a resumed sweep (a new session) gives a run 1 + retries attempts more than it had
+    assert runner._task(run, tmp_path / "sw", spec, retries=1)["max_attempts"] == 5
+
+
+def test_sweep_cold_launch_runs_the_entry_point_into_the_log(tmp_path, monkeypatch):
+    """``BAYESCRL_SWEEP_WARM=0``: a run is ``python -m bayescrl.sweep.child`` (exit status and output kept);
+    the warm fork-server path is what tests/test_sweep_run.py runs."""
+    from bayescrl.sweep import warm
+
+    monkeypatch.setenv("BAYESCRL_SWEEP_WARM", "0")
+    assert not warm.enabled()
+    log = tmp_path / "run.log"
+    log.write_text("# header\n")
+    env = {**__import__("os").environ}
+    assert warm.launch(["sweep", "--help"], str(log), str(tmp_path), env).wait() == 0
+    assert warm.launch(["sweep", "--no-such-option"], str(log), str(tmp_path), env).wait() == 2
+    text = log.read_text()
+    assert text.startswith("# header\n") and "SWEEP.yaml" in text and "No such option" in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +44,14 @@ def fit_nuts(
     run_model, rinfos = noncentred(model, infos) if reparam else (model, infos)
     per_chain: list[dict[str, torch.Tensor]] = []
     diverging = []
+    clock = {"warmup": 0.0, "sampling": 0.0}
     for c in range(num_chains):
+        marks = [time.perf_counter()]  # start, end of warmup (set by the hook), end of sampling
+
+        def hook(_kernel, _params, stage, i, marks=marks):
+            if stage.startswith("Warmup") and i == warmup - 1:
+                marks.append(time.perf_counter())
+
         pyro.set_rng_seed(seed + c)
         kernel = NUTS(
             run_model,
@@ -53,9 +61,18 @@ def fit_nuts(
             ignore_jit_warnings=True,
         )
         mcmc = MCMC(
-            kernel, num_samples=num_samples, warmup_steps=warmup, num_chains=1, disable_progbar=not progress
+            kernel,
+            num_samples=num_samples,
+            warmup_steps=warmup,
+            num_chains=1,
+            disable_progbar=not progress,
+            hook_fn=hook,
         )
         mcmc.run()
+        end = time.perf_counter()
+        warm_end = marks[1] if len(marks) > 1 else marks[0]
+        clock["warmup"] += warm_end - marks[0]  # includes the JIT compilation (jit=True)
+        clock["sampling"] += end - warm_end
         s = mcmc.get_samples()
         if run_model is not model:
             s = recover_sites(run_model, s, rinfos, infos, max_plate_nesting)
@@ -67,6 +84,8 @@ def fit_nuts(
     chains = {k: torch.stack([pc[k] for pc in per_chain]) for k in latents}
     stats = {"diverging": torch.stack(diverging).bool()}
     diag = {"num_chains": num_chains, "num_samples": num_samples, "warmup": warmup}
+    # wall-clock split: warmup (with JIT compilation) and the post-warmup draws (steady-state speed)
+    diag["warmup_seconds"], diag["sampling_seconds"] = clock["warmup"], clock["sampling"]
     diag.update(rhat_ess(chains))
     diag["divergences"] = int(stats["diverging"].sum())
     diag["warnings"] = nuts_warnings(diag)

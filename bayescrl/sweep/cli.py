@@ -116,6 +116,8 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
         bar.close()
     report = build_report(out_dir)
     click.echo(report["markdown"].rstrip())
+    for w in report["warnings"]:
+        click.echo(f"warning: {w}", err=True)
     click.echo(
         f"{total - len(failed)} of {total} runs finished in {time.time() - t0:.1f} s ({chosen} backend) -> "
         f"{out_dir / 'report.md'}"
@@ -143,5 +145,7 @@ def report(sweep_dir, plots) -> None:
     prepare_out(sweep_dir, "DIR", create=False)
     rep = build_report(Path(sweep_dir), plots=plots)
     click.echo(rep["markdown"].rstrip())
+    for w in rep["warnings"]:
+        click.echo(f"warning: {w}", err=True)
     figs = ", ".join(rep["figures"]) or "no figures"
     click.echo(f"wrote {Path(sweep_dir) / 'report.md'}, report.json, {figs}")

@@ -200,7 +200,8 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     fixed = {k: v[0] for k, v in spec.axes.items() if len(v) == 1 and k != "seed"}
     fixed.update({f"args.{k}": v for k, v in spec.args.items()})
     fixed.update({f"set.{k}": v for k, v in spec.set_fixed.items()})
-    md = _markdown(spec, table, varying, keys, ref_keys, fixed, len(manifest["runs"]), missing)
+    warnings = unequal_n(table, keys)
+    md = _markdown(spec, table, varying, keys, ref_keys, fixed, len(manifest["runs"]), missing, warnings)
     figures = _figures(out, spec, manifest, varying) if plots else []
     report = {
         "name": spec.name,
@@ -213,6 +214,7 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
         "runs": len(manifest["runs"]),
         "missing": missing,
         "figures": [str(p.name) for p in figures],
+        "warnings": warnings,
         "sd": "sample standard deviation over seeds (ddof = 1)",
     }
     write_json(out / "report.json", report)
@@ -221,14 +223,26 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     return report
 
 
-def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing) -> str:
+def unequal_n(table: list[dict], keys: list[str]) -> list[str]:
+    """One line when the table's cells average over different numbers of seeds (unfinished runs, a metric
+    missing from some runs), naming the cells with fewer than the most, so no mean passes for a full one."""
+    ns = {(row["group"], k): row["metrics"][k]["n"] for row in table for k in keys}
+    if len(set(ns.values())) <= 1:
+        return []
+    top = max(ns.values())
+    cells = [f"{g}: {k} n = {n}" for (g, k), n in ns.items() if n < top]
+    where = "; ".join(cells[:8]) + (f"; and {len(cells) - 8} more" if len(cells) > 8 else "")
+    return [f"cells average over different numbers of seeds (n = {min(ns.values())} to {top}): {where}"]
+
+
+def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing, warnings=()) -> str:
     title = spec.name or f"bayescrl {spec.command} sweep"
     lines = [f"## {title}", ""]
     if fixed:
         lines += ["Fixed: " + ", ".join(f"{k} = {v}" for k, v in fixed.items()) + ".", ""]
     head = [*varying, "seeds"]
     for k in keys:
-        head.append(f"{k} (mean ± sd)")
+        head.append(f"{k} (mean ± sd, n)")
         if k in ref_keys:
             head.append("thesis")
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -237,7 +251,7 @@ def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing) -> s
         for k in keys:
             s = row["metrics"][k]
             cell = _fmt(s["mean"]) if s["sd"] is None else f"{_fmt(s['mean'])} ± {_fmt(s['sd'])}"
-            cells.append(cell)
+            cells.append(f"{cell} ({s['n']})")
             if k in ref_keys:
                 cells.append(_fmt(row["reference"].get(k)))
         lines.append("| " + " | ".join(cells) + " |")
@@ -245,6 +259,7 @@ def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing) -> s
     src = (spec.reference or {}).get("source")
     if ref_keys and src:
         lines += [f"Thesis numbers: {src}.", ""]
+    lines += [f"**Warning**: {w}." for w in warnings] + ([""] if warnings else [])
     done = n_runs - len(missing)
     lines.append(
         f"{done} of {n_runs} runs finished" + (f"; not finished: {', '.join(missing)}" if missing else ".")

@@ -1,12 +1,14 @@
 """Running a sweep's runs: on Ray (a local instance or a cluster) or, without Ray, on a local process pool.
 
-Every run is the single command in its own process (``python -m bayescrl.sweep.child``), so its
-``DIR/<run-id>/`` holds exactly what the command writes alone; the sweep adds ``DIR/sweep.json`` (the
+Every run is the single command in its own process (forked from a warm fork server, or
+``python -m bayescrl.sweep.child``: :mod:`bayescrl.sweep.warm`), so its ``DIR/<run-id>/`` holds exactly
+what the command writes alone; the sweep adds ``DIR/sweep.json`` (the
 manifest: the file's hash and the runs), ``DIR/status/<run-id>.json`` (state, attempts, wall time) and
 ``DIR/logs/<run-id>.log`` (the run's stdout/stderr). A run is finished when its status says ``done`` and
 its result file exists; anything else is started again -- ``train`` from its last checkpoint
 (``--resume``, exact: same numbers as an uninterrupted run), the other commands from scratch. A run whose
-process is killed is retried (``--retries``); a lost Ray worker is retried by Ray and resumes the same way.
+process is killed is retried, and a lost Ray worker's task is retried by Ray and resumes the same way:
+``1 + --retries`` attempts per run in all.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ import os
 import shlex
 import shutil
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 
 from bayescrl.sweep.report import MANIFEST, run_done
 from bayescrl.sweep.spec import Run, SweepSpec
+from bayescrl.sweep.warm import launch
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import write_json
 
@@ -41,19 +42,19 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
     """Run one grid point to completion (worker side; also the body of the Ray task).
 
     Starts the command, or resumes it from its checkpoint when the run folder holds one and the command
-    can resume (``train``; ``mopo`` in lm mode); retries a run whose process died (killed, crashed) up to
-    ``task["retries"]`` times. Exit status 2 (a user error the command reported) is not retried."""
+    can resume (``train``; ``mopo`` in lm mode); restarts a run whose process died (killed, crashed) until
+    it has had ``task["max_attempts"]`` attempts in this sweep session. The count lives in the run's status
+    file, so a Ray retry of this function (its worker was lost) continues it: Ray's retries and these
+    restarts together never exceed the ``--retries`` the user gave. Exit status 2 (a user error the command
+    reported) is not retried."""
     out, status_path, log_path = Path(task["out"]), Path(task["status"]), Path(task["log"])
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        attempts = int(json.loads(status_path.read_text()).get("attempts", 0))
-    except (OSError, ValueError):
-        attempts = 0
+    attempts = _attempts(status_path)
     t0, rc, resumed = time.time(), None, False
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(key, "1")
-    for _ in range(int(task["retries"]) + 1):
+    while attempts < int(task["max_attempts"]):
         if _STOP.is_set():
             break
         attempts += 1
@@ -67,18 +68,10 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         with open(log_path, "a") as fh:
             how = "resume from checkpoint" if resumed else "start"
             fh.write(f"# attempt {attempts} on {socket.gethostname()} ({how}): bayescrl {shlex.join(argv)}\n")
-            fh.flush()
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "bayescrl.sweep.child", str(os.getpid()), *argv],
-                stdout=fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=task["cwd"],
-                env=env,
-            )
-            state = {"status": "running", "pid": proc.pid, "worker_pid": os.getpid(), "attempts": attempts}
-            write_json(status_path, {**state, "host": socket.gethostname(), "resumed": resumed})
-            rc = proc.wait()
+        proc = launch(argv, str(log_path), task["cwd"], env)
+        state = {"status": "running", "pid": proc.pid, "worker_pid": os.getpid(), "attempts": attempts}
+        write_json(status_path, {**state, "host": socket.gethostname(), "resumed": resumed})
+        rc = proc.wait()
         if rc == 0 and (out / task["result"]).exists():
             rec = {
                 "status": "done",
@@ -91,9 +84,18 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
             return {"id": task["id"], **rec}
         if rc == 2:
             break
-    rec = {"status": "failed", "returncode": rc, "attempts": attempts, "error": _last_line(log_path)}
+    error = _last_line(log_path) if rc is not None else f"no attempts left ({attempts} made)"
+    rec = {"status": "failed", "returncode": rc, "attempts": attempts, "error": error}
     write_json(status_path, rec)
     return {"id": task["id"], **rec, "wall_s": time.time() - t0}
+
+
+def _attempts(status_path: Path) -> int:
+    """Attempts made so far (the run's status file; 0 when it has none)."""
+    try:
+        return int(json.loads(status_path.read_text()).get("attempts", 0))
+    except (OSError, ValueError, AttributeError):
+        return 0
 
 
 def _last_line(path: Path) -> str:
@@ -135,6 +137,7 @@ def prepare_dir(out: Path, spec: SweepSpec, runs: list[Run], sweep_file: str | N
 
 
 def _task(run: Run, out: Path, spec: SweepSpec, retries: int) -> dict[str, Any]:
+    status = (out / "status" / f"{run.id}.json").resolve()
     return {
         "id": run.id,
         "argv": run.argv,
@@ -142,10 +145,11 @@ def _task(run: Run, out: Path, spec: SweepSpec, retries: int) -> dict[str, Any]:
         "out": str(run.out),
         "result": spec.adapter.result,
         "checkpoint": spec.adapter.checkpoint,
-        "status": str((out / "status" / f"{run.id}.json").resolve()),
+        "status": str(status),
         "log": str((out / "logs" / f"{run.id}.log").resolve()),
         "cwd": os.getcwd(),
-        "retries": retries,
+        # this session's budget: 1 + retries attempts on top of those an earlier (killed) session made
+        "max_attempts": _attempts(status) + 1 + retries,
     }
 
 
@@ -217,7 +221,8 @@ def run_ray(
 ) -> None:
     """Ray Core tasks (one CPU each; at most ``workers`` in flight). Without ``address`` a local Ray
     instance with ``workers`` CPUs is started and stopped here; a worker lost mid-run is retried by Ray
-    (``max_retries``) and its run resumes from its checkpoint."""
+    (``max_retries``) and its run resumes from its checkpoint. Ray's retries draw on the run's attempt
+    budget (:func:`execute_run`), so a run gets ``1 + retries`` attempts in all, not ``(1 + retries)²``."""
     import ray
 
     kw: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}

@@ -1,0 +1,112 @@
+"""Warm start of a sweep's run processes: a fork server with the heavy imports done once.
+
+A run is ``bayescrl COMMAND ...`` in its own process. Started from scratch, each such process spends
+seconds importing torch, gymnasium and matplotlib, and building its first optimiser (torch imports its
+compiler stack, ``torch._dynamo``, on the first ``torch.optim`` construction) -- more than a short run's
+training. :func:`launch` instead forks the run from a ``multiprocessing`` fork server whose process has
+imported those modules once (:data:`PRELOAD`); the run then executes the same entry point
+(:func:`bayescrl.cli.main`) with the same argv in a fresh child, so its outputs are the single command's.
+The fork server dies with the process that started it (the sweep, or a Ray worker), and each run with
+the fork server (``PR_SET_PDEATHSIG``), so a killed sweep or lost worker leaves no run behind.
+Off Linux (no fork server), or with ``BAYESCRL_SWEEP_WARM=0``, runs are plain subprocesses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import threading
+
+#: modules the fork server imports once (what most runs import first)
+PRELOAD = (
+    "torch",
+    "torch._dynamo",  # imported by the first torch.optim optimiser: seconds per process otherwise
+    "numpy",
+    "gymnasium",
+    "matplotlib.pyplot",
+    "bayescrl.cli",
+    "bayescrl.constrained.cli",
+    "bayescrl.envs",
+)
+_lock = threading.Lock()
+_ctx: mp.context.BaseContext | None = None
+
+
+def preload() -> None:
+    """Import :data:`PRELOAD` (in the fork server; a module that fails to import is skipped)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - an optional extra missing: the run imports what it needs
+            pass
+
+
+def enabled() -> bool:
+    return os.environ.get("BAYESCRL_SWEEP_WARM", "1") != "0" and "forkserver" in mp.get_all_start_methods()
+
+
+def _context() -> mp.context.BaseContext:
+    global _ctx
+    with _lock:
+        if _ctx is None:
+            ctx = mp.get_context("forkserver")
+            ctx.set_forkserver_preload(["bayescrl.sweep.warm_preload"])
+            _ctx = ctx
+    return _ctx
+
+
+def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
+    """In the forked run process: die with the fork server, append output to the log, run the command."""
+    from bayescrl.sweep.child import die_with_parent
+
+    die_with_parent(os.getppid())
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the run's stdin for its lifetime
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(line_buffering=True)
+    sys.argv = ["bayescrl", *argv]
+    from bayescrl.cli import main
+
+    main(argv)
+
+
+class _Run:
+    """A forked run: ``pid`` and ``wait()`` -> exit status (negative: killed by that signal)."""
+
+    def __init__(self, proc):
+        self._proc = proc
+        self.pid = proc.pid
+
+    def wait(self) -> int:
+        self._proc.join()
+        return self._proc.exitcode
+
+
+def launch(argv: list[str], log: str, cwd: str, env: dict[str, str]):
+    """Start ``bayescrl ARGV`` appending its output to the file ``log``; returns an object with ``pid``
+    and ``wait()`` (the exit status; negative: killed by that signal)."""
+    if not enabled():
+        with open(log, "a") as fh:
+            return subprocess.Popen(
+                [sys.executable, "-m", "bayescrl.sweep.child", str(os.getpid()), *argv],
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=cwd,
+                env=env,
+            )
+    proc = _context().Process(target=_child, args=(argv, log, cwd, env), daemon=False)
+    proc.start()
+    return _Run(proc)
