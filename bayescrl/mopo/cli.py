@@ -14,7 +14,7 @@ import click
 from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_threads, write_json
 from bayescrl.utils.runlog import log_options
 
-MODES = ("tabular", "synthetic", "lm")
+MODES = ("tabular", "synthetic", "lm", "textgen")
 
 _COMMON = {"mode": None, "name": None, "description": None}
 _COUNTS = ("steps", "runs", "batch", "hidden", "log_every", "n", "n_x", "n_y", "n_w", "n_thresholds")
@@ -70,11 +70,16 @@ def check_config(config: dict) -> None:
     mode = config.get("mode")
     if mode not in MODES:
         raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
+    if mode == "textgen":  # every key and value, before the output folder is made
+        from bayescrl.mopo.textgen.run import validate
+
+        validate(config)
+        return
     name = _schema_name(config)
     if name is None:
         if mode == "synthetic":
             raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
-        return  # mode lm: checked by run_lm (its own sections, before the model is built)
+        return  # mode lm / textgen: checked by run_lm / run_textgen (before any model is built)
     check_schema(config, SCHEMAS[name])
     sections = [k for k, v in SCHEMAS[name].items() if isinstance(v, dict) and "*" not in v]
     for sect in sections:
@@ -110,7 +115,7 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
     if device is not None:
         device = check_device(device, "--device")
     prepare_out(out, "--out")
-    if mode != "lm":
+    if mode not in ("lm", "textgen"):
         device = device or "cpu"
     if mode == "tabular":
         from bayescrl.mopo.tabular import plot_history, solve_config
@@ -136,6 +141,10 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
         from bayescrl.mopo.synthetic import run_synthetic
 
         results = run_synthetic(config, out, device=device)
+    elif mode == "textgen":
+        from bayescrl.mopo.textgen.run import run_textgen
+
+        results = run_textgen({**config, "device": device} if device is not None else config, out)
     else:
         from bayescrl.mopo.lm import run_lm
 
