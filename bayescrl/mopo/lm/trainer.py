@@ -104,6 +104,10 @@ class MOPOLMTrainer:
         accelerator: optional ``accelerate.Accelerator`` (device placement, mixed precision, several
             processes: the dual is computed on the all-gathered global batch, see the module docstring).
         log_path: optional JSONL file receiving one line per step.
+        atom_scores: optional ``(mean, constraint)``, each ``(2N, K)`` in ``[0, 1]``: preference
+            probabilities of the augmented atoms ``[a ; b]`` used instead of the labels ``[I ; 1 - I]``
+            (``mean`` for the primary objective, ``constraint`` for the constrained ones; a Bayesian
+            estimate, :mod:`bayescrl.mopo.lm.reward_head`).
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class MOPOLMTrainer:
         config: MOPOLMConfig,
         accelerator: Any = None,
         log_path: str | Path | None = None,
+        atom_scores: tuple[torch.Tensor, torch.Tensor] | None = None,
     ):
         self.config = c = config
         self.tokenizer = tokenizer
@@ -150,6 +155,12 @@ class MOPOLMTrainer:
             self.b = torch.tensor(c.thresholds, dtype=torch.float32).expand(h, m).clone()
         # indicators of every augmented atom, split per head once: rows [a_0..a_{N-1} ; b_0..b_{N-1}]
         self._p_all, self._q_all = dual.split_heads(dual.augment(data.prefs), self.head_primary)
+        if atom_scores is not None:  # posterior preference probabilities instead of the 0/1 labels
+            mean, con = (x.to(self._p_all.dtype) for x in atom_scores)
+            if mean.shape != (2 * len(data), self.k) or con.shape != mean.shape:
+                raise DataError("atom_scores", tuple(mean.shape), f"expected ({2 * len(data)}, {self.k})")
+            self._p_all = dual.split_heads(mean, self.head_primary)[0]
+            self._q_all = dual.split_heads(con, self.head_primary)[1]
         if c.thresholds is None:  # b = beta * G(rho^(0)), rho^(0) = 1: the data win-rate (1/2 here)
             q = self._q_all
             self.b = dual.threshold(self.beta, torch.zeros(q.shape[:2]), q)

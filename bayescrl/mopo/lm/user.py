@@ -44,10 +44,12 @@ from typing import Any
 
 import torch
 
+from bayescrl.mopo.lm import reward_head
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData, load_data
 from bayescrl.mopo.lm.evaluate import implicit_accuracy
 from bayescrl.mopo.lm.model import lora_policy
+from bayescrl.mopo.lm.reward_head import fit_lm_preferences, parse_lm_preferences
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, DataError, seed_everything, set_torch_threads
 from bayescrl.utils.checks import positive_int
@@ -56,7 +58,7 @@ from bayescrl.utils.io import check_keys
 log = logging.getLogger(__name__)
 
 KNOWN = ("mode", "seed", "threads", "device", "model", "data", "train", "progress", "resume", "name",
-         "description", "out")  # fmt: skip
+         "description", "out", "preference_model", "raters", "bradley_terry")  # fmt: skip
 SECTIONS = {
     "model": ("path",),
     "data": ("path", "format", "primary", "columns", "names"),
@@ -181,6 +183,11 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     seed_everything(seed)
     dspec.setdefault("format", "trl")
     data: PreferenceData = load_data(dspec)
+    pref_spec = parse_lm_preferences(config, data)  # raters, preference_model: checked before the model
+    if pref_spec is not None and cfg.method == "dpo":
+        raise ConfigError(
+            "preference_model", pref_spec.model, "train.method dpo trains on the labels: use mopo"
+        )
     if cfg.method == "dpo" and data.num_objectives > 1:
         data = data.dpo_pairs().as_preference_data()  # DPO on D_J: records every objective agrees on
     names = list(data.names) or [f"objective_{k}" for k in range(data.num_objectives)]
@@ -198,9 +205,24 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     base, tok = load_local_model(model_path, cfg.torch_dtype(device))
     base.to(device)
     heads = data.num_objectives if cfg.multi_head else 1
+    prefs, atom_scores = None, None
+    if pref_spec is not None:  # Bradley-Terry reward head on the frozen base model's features
+        t_fit = time.perf_counter()
+        prefs = fit_lm_preferences(pref_spec, base, tok, data, cfg.max_length)
+        atom_scores = (prefs.mean, prefs.constraint)
+        if acc is not None:  # every rank takes the main process's estimate: identical dual steps
+            from accelerate.utils import broadcast
+
+            atom_scores = tuple(broadcast(x.to(acc.device)).cpu() for x in atom_scores)
+        say(
+            "Bradley-Terry preferences (%s, %d features) fitted in %.1f s; rater beta %s",
+            pref_spec.options["engine"], prefs.feature_dim, time.perf_counter() - t_fit, prefs.beta,
+        )  # fmt: skip
     if resume and (ckpt / "state.pt").exists():
         _check_resume(json.loads((ckpt / "config.json").read_text()), cfg)
-        trainer = MOPOLMTrainer.from_checkpoint(ckpt, base, tok, data, accelerator=acc)
+        trainer = MOPOLMTrainer.from_checkpoint(
+            ckpt, base, tok, data, accelerator=acc, atom_scores=atom_scores
+        )
         trainer.config = cfg  # same settings (checked) but this run's steps
         say("resuming from %s at step %d", ckpt, trainer.step_count)
         if main:
@@ -208,7 +230,14 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     else:
         if resume:
             log.warning("--resume: no checkpoint in %s, starting at step 0", out)
-        trainer = MOPOLMTrainer(lora_policy(base, cfg.peft, num_heads=heads), tok, data, cfg, accelerator=acc)
+        trainer = MOPOLMTrainer(
+            lora_policy(base, cfg.peft, num_heads=heads),
+            tok,
+            data,
+            cfg,
+            accelerator=acc,
+            atom_scores=atom_scores,
+        )
         if main:
             metrics.write_text("")
     start, t_start = trainer.step_count, time.perf_counter()
@@ -272,6 +301,22 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         "implicit_accuracy": dict(zip(names, acc_obj, strict=True)),
         "implicit_accuracy_records": len(sub),
     }
+    results["preference_model"] = "empirical" if pref_spec is None else pref_spec.model
+    if prefs is not None:
+        results["preference_probs"] = {
+            **reward_head.summary(prefs, data, names),
+            "per_record": "preference_probs.jsonl",
+        }
+        results["rater_beta"] = prefs.beta
+        results["inference"] = {
+            "engine": pref_spec.options["engine"],
+            "competence": pref_spec.options["competence"],
+            "lower_quantile": pref_spec.options["lower_quantile"],
+            "features": f"mean-pooled last hidden state of the base model, {prefs.feature_dim} components",
+            "fits": {names[int(k)]: v for k, v in prefs.diagnostics.items()},
+        }
+        if main:
+            reward_head.write_records(out / "preference_probs.jsonl", prefs, data, names)
     for key in ("lambda", "G", "b"):
         vals = torch.as_tensor(final.get(key, []), dtype=torch.float64)
         if vals.numel() and not torch.isfinite(vals).all():
