@@ -3,7 +3,9 @@
 Each run trains one algorithm on one task with one seed, evaluates it with the seed's average-reward
 protocol (:mod:`bayescrl.constrained.acpo_eval`) after every iteration and writes
 ``<out>/runs/<tag>.json``; existing run files are reused, so an interrupted benchmark resumes.
-Runs are spread over ``--workers`` processes (one torch thread each).
+With ``--workers`` > 1 the runs go through the sweep engine (:func:`bayescrl.sweep.calls.map_calls`: each
+run its own process forked from a warm fork server, ``--workers`` at a time, one torch thread each);
+``--backend ray`` sends them to a local Ray instance instead.
 
 Cost limits: ACPO and ATRPO take the *per-step* average-cost limit ``l``; CPO, PCPO and PPO-Lagrangian
 (trained on the discounted criterion with γ = 0.999 as in the chapter) take the episodic limit ``l · H``
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +116,16 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
-def run_all(jobs: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
+def run_all(jobs: list[dict[str, Any]], workers: int, backend: str = "local") -> list[dict[str, Any]]:
+    """Every job's record, in job order: in this process for one worker, else on the sweep engine."""
     if workers <= 1:
         return [run_one(j) for j in jobs]
-    with ProcessPoolExecutor(workers) as pool:
-        return list(pool.map(run_one, jobs))
+    from bayescrl.sweep.calls import map_calls
+
+    todo = [j for j in jobs if not Path(j["path"]).exists()]  # finished runs are read back, not re-run
+    ids = [Path(j["path"]).stem for j in todo]
+    map_calls(f"{Path(__file__).resolve()}:run_one", todo, workers=workers, backend=backend, ids=ids)
+    return [json.loads(Path(j["path"]).read_text()) for j in jobs]
 
 
 def aggregate(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -84,8 +82,7 @@ def one_run(algo: str, env: str, limit: float | None, steps: int, seed: int, ext
     }
 
 
-def _init_worker() -> None:
-    torch.set_num_threads(1)
+JOB_KEYS = ("label", "algo", "env", "limit", "steps", "seed", "extra")
 
 
 def _job(args: tuple) -> dict:
@@ -93,6 +90,15 @@ def _job(args: tuple) -> dict:
     r = one_run(algo, env, limit, steps, seed, extra)
     r["label"] = label
     return r
+
+
+def job_call(job: dict) -> dict:
+    """One run from a JSON job (the sweep engine's call, :func:`bayescrl.sweep.calls.map_calls`)."""
+    return _job(tuple(job[k] for k in JOB_KEYS))
+
+
+def _safe(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "-" for c in label)
 
 
 def ci95(x) -> float:
@@ -114,7 +120,15 @@ def main() -> None:
     p.add_argument("--limit", type=float, default=None)
     p.add_argument("--steps", type=int, default=60_000)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    p.add_argument("--jobs", type=int, default=1, help="runs in parallel (one process, one thread each)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="runs in parallel on the sweep engine (each its own process, one torch thread)",
+    )
+    p.add_argument(
+        "--backend", choices=["local", "ray"], default="local", help="sweep engine backend (--jobs > 1)"
+    )
     p.add_argument("--out-dir", type=Path, default=OUT)
     p.add_argument("--machine", default="shared 2-core machine, other engineers' jobs running")
     p.add_argument(
@@ -170,10 +184,14 @@ def main() -> None:
         print(msg, flush=True)
 
     if args.jobs > 1:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
-        with ProcessPoolExecutor(args.jobs, initializer=_init_worker) as pool:
-            for fut in as_completed([pool.submit(_job, t) for t in todo]):
-                record(fut.result())
+        from bayescrl.sweep.calls import map_calls
+
+        calls = [dict(zip(JOB_KEYS, t, strict=True)) for t in todo]
+        ids = [f"{_safe(t[0])}_s{t[5]}" for t in todo]
+        target = f"{Path(__file__).resolve()}:job_call"
+        map_calls(
+            target, calls, workers=args.jobs, backend=args.backend, ids=ids, on_done=lambda _j, r: record(r)
+        )
     else:
         for t in todo:
             record(_job(t))

@@ -336,3 +336,37 @@ def test_sweep_cold_launch_runs_the_entry_point_into_the_log(tmp_path, monkeypat
     assert warm.launch(["sweep", "--no-such-option"], str(log), str(tmp_path), env).wait() == 2
     text = log.read_text()
     assert text.startswith("# header\n") and "SWEEP.yaml" in text and "No such option" in text
+
+
+def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path, monkeypatch):
+    """The benchmark scripts' grids: FUNCTION(job) per job on the sweep's runner, results in job order,
+    each in its own process; a failing job names its log."""
+    import os
+
+    from bayescrl.sweep.calls import map_calls
+
+    monkeypatch.setenv("BAYESCRL_SWEEP_WARM", "0")  # plain subprocesses (the fork server: test_sweep_run)
+    mod = tmp_path / "jobs_mod.py"
+    mod.write_text(
+        "import os\n"
+        "def square(job):\n"
+        "    if job['x'] < 0:\n"
+        "        raise ValueError('negative x')\n"
+        "    return {'y': job['x'] ** 2, 'pid': os.getpid()}\n"
+    )
+    seen = []
+    work = tmp_path / "work"
+    with pytest.raises(RuntimeError, match=r"1 of 3 call\(s\) .* failed; c: ValueError: negative x"):
+        map_calls(
+            f"{mod}:square",
+            [{"x": 3}, {"x": 1}, {"x": -1}],
+            workers=2,
+            ids=["a", "b", "c"],
+            workdir=work,
+            on_done=lambda j, r: seen.append((j["x"], r["y"])),
+        )
+    assert sorted(seen) == [(1, 1), (3, 9)] and (work / "logs" / "c.log").exists()
+    pids = {json.loads((work / r / "result.json").read_text())["pid"] for r in "ab"}
+    assert len(pids | {os.getpid()}) == 3  # two processes, neither of them this one
+    out = map_calls(f"{mod}:square", [{"x": 2}], workers=1)  # a temporary workdir: results in job order
+    assert out[0]["y"] == 4

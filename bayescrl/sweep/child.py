@@ -25,8 +25,18 @@ def die_with_parent(parent: int) -> None:
         os._exit(137)
 
 
-if __name__ == "__main__":
-    die_with_parent(int(sys.argv[1]))
+def dispatch(argv: list[str]) -> None:
+    """``bayescrl ARGV``, or a function call of :mod:`bayescrl.sweep.calls` (``__call__ TARGET JOB OUT``)."""
+    from bayescrl.sweep.calls import CALL, run_call
+
+    if argv and argv[0] == CALL:
+        run_call(*argv[1:])
+        return
     from bayescrl.cli import main
 
-    main(sys.argv[2:])
+    main(argv)
+
+
+if __name__ == "__main__":
+    die_with_parent(int(sys.argv[1]))
+    dispatch(sys.argv[2:])

@@ -77,9 +77,9 @@ def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(line_buffering=True)
     sys.argv = ["bayescrl", *argv]
-    from bayescrl.cli import main
+    from bayescrl.sweep.child import dispatch
 
-    main(argv)
+    dispatch(argv)
 
 
 class _Run:

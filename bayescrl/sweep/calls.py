@@ -1,0 +1,131 @@
+"""Grids of Python function calls on the sweep engine: what the benchmark scripts' runs go through.
+
+``map_calls("benchmarks/acpo_common.py:run_one", jobs, workers=4)`` runs ``run_one(job)`` for every
+JSON-able ``job`` dict, each in its own process started by the sweep's runner
+(:func:`bayescrl.sweep.runner.execute_run`: forked from the warm fork server, with a status file, a log
+and retries; on a local process pool or on Ray), and returns the results (JSON-able dicts) in job order.
+Each call is seeded by its own job, so its result does not depend on which other jobs share a worker.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bayescrl.utils.io import write_json
+
+CALL = "__call__"  #: first argv item of a run that is a function call, not a ``bayescrl`` command
+RESULT = "result.json"
+
+
+def resolve(target: str) -> Callable[[dict], Any]:
+    """``path/to/file.py:func`` (the file's folder goes on ``sys.path``, for its sibling imports) or
+    ``package.module:func``."""
+    where, _, name = target.rpartition(":")
+    if not where or not name:
+        raise ValueError(f"call target {target!r}: expected FILE.py:FUNCTION or MODULE:FUNCTION")
+    if where.endswith(".py"):
+        path = Path(where).resolve()
+        sys.path.insert(0, str(path.parent))
+        spec = importlib.util.spec_from_file_location(f"_sweep_call_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    return getattr(module, name)
+
+
+def run_call(target: str, job_path: str, result_path: str) -> None:
+    """In the run's process: ``result = FUNCTION(job)`` written to ``result_path``. Torch runs one thread
+    (or ``$BAYESCRL_THREADS``) as in every command: set here when torch is loaded (the warm fork server),
+    else by the run's ``OMP_NUM_THREADS=1`` when the function imports it."""
+    if "torch" in sys.modules:
+        from bayescrl.utils.seeding import set_torch_threads
+
+        set_torch_threads()
+    fn = resolve(target)
+    result = fn(json.loads(Path(job_path).read_text()))
+    Path(result_path).parent.mkdir(parents=True, exist_ok=True)
+    write_json(result_path, result)
+
+
+def map_calls(
+    target: str,
+    jobs: list[dict],
+    *,
+    workers: int,
+    backend: str = "local",
+    retries: int = 0,
+    ids: list[str] | None = None,
+    workdir: str | Path | None = None,
+    on_done: Callable[[dict, dict], None] | None = None,
+) -> list[dict]:
+    """``[FUNCTION(job) for job in jobs]``, ``workers`` at a time, each call in its own process.
+
+    ``on_done(job, result)`` is called as each finishes (completion order). ``workdir`` holds the jobs,
+    results, status files and logs (default: a temporary folder, removed when every call succeeded).
+    A call that fails (after ``retries`` restarts) raises ``RuntimeError`` naming its log, once the
+    others have finished.
+    """
+    from bayescrl.sweep import runner
+
+    if ids is None:
+        ids = [f"job{i:04d}" for i in range(len(jobs))]
+    if len(set(ids)) != len(ids) or len(ids) != len(jobs):
+        raise ValueError("ids must be unique, one per job")
+    temp = workdir is None
+    work = Path(tempfile.mkdtemp(prefix="bayescrl-calls-") if temp else workdir).resolve()
+    (work / "jobs").mkdir(parents=True, exist_ok=True)
+    tasks, by_id = [], {}
+    for rid, job in zip(ids, jobs, strict=True):
+        job_path, out = work / "jobs" / f"{rid}.json", work / rid
+        write_json(job_path, job)
+        status = work / "status" / f"{rid}.json"
+        tasks.append(
+            {
+                "id": rid,
+                "argv": [CALL, target, str(job_path), str(out / RESULT)],
+                "resume_argv": None,
+                "out": str(out),
+                "result": RESULT,
+                "checkpoint": None,
+                "status": str(status),
+                "log": str(work / "logs" / f"{rid}.log"),
+                "cwd": os.getcwd(),
+                "max_attempts": 1 + retries,
+            }
+        )
+        by_id[rid] = job
+    results: dict[str, dict] = {}
+    failed: list[dict] = []
+
+    def done(rec: dict) -> None:
+        if rec["status"] != "done":
+            failed.append(rec)
+            return
+        result = json.loads((work / rec["id"] / RESULT).read_text())
+        results[rec["id"]] = result
+        if on_done is not None:
+            on_done(by_id[rec["id"]], result)
+
+    if backend == "ray":
+        runner.run_ray(tasks, workers, None, retries, done)
+    else:
+        runner.run_local(tasks, workers, done)
+    if failed:
+        first = failed[0]
+        raise RuntimeError(
+            f"{len(failed)} of {len(jobs)} call(s) of {target} failed; {first['id']}: {first.get('error')} "
+            f"(log: {work / 'logs' / (first['id'] + '.log')})"
+        )
+    if temp:
+        shutil.rmtree(work, ignore_errors=True)
+    return [results[rid] for rid in ids]
