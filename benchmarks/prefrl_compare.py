@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +59,14 @@ VARIANTS: dict[str, dict | None] = {
         "queries": {**BASE_SPEC["queries"], "select": "disagreement"},
     },
 }
+
+
+def call_one(job: dict) -> dict:
+    """:func:`one_run` from a JSON job (the sweep engine's call; the job carries ``--set``'s BASE_SPEC, as
+    the run's process imports this module afresh)."""
+    BASE_SPEC.clear()
+    BASE_SPEC.update(job["base_spec"])
+    return one_run(*job["args"])
 
 
 def one_run(algo: str, env: str, limit: float | None, steps: int, seed: int, variant: str) -> dict:
@@ -245,17 +252,25 @@ def main() -> None:
     ]
     runs = []
     OUT.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(args.workers) as pool:
-        futs = [pool.submit(one_run, *j) for j in jobs]
-        for f in as_completed(futs):
-            r = f.result()
-            runs.append(r)
-            write_json(OUT / f"{args.name}.partial.json", {"runs": runs})  # a crash later loses nothing
-            print(
-                f"{r['algo']}/{r['variant']} seed {r['seed']}: return {r['tail_return']:.1f} "
-                f"cost {r['tail_costs'][0]:.1f} ({r['wall_s']:.0f} s)",
-                flush=True,
-            )
+
+    def record(_job: dict, r: dict) -> None:
+        runs.append(r)
+        write_json(OUT / f"{args.name}.partial.json", {"runs": runs})  # a crash later loses nothing
+        print(
+            f"{r['algo']}/{r['variant']} seed {r['seed']}: return {r['tail_return']:.1f} "
+            f"cost {r['tail_costs'][0]:.1f} ({r['wall_s']:.0f} s)",
+            flush=True,
+        )
+
+    # the sweep engine: each run its own process (warm fork server), --workers at a time
+    from bayescrl.sweep.calls import map_calls
+
+    map_calls(
+        f"{Path(__file__).resolve()}:call_one",
+        [{"args": list(j), "base_spec": BASE_SPEC} for j in jobs],
+        workers=args.workers,
+        on_done=record,
+    )
     table = summarise(runs)
     _print(table)
     cmd = "benchmarks/prefrl_compare.py " + " ".join(os.sys.argv[1:])

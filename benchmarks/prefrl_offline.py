@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +51,11 @@ def offline_file(cmdp, n: int, beta: float, seed: int, path: Path) -> None:
         y = int(rng.random() >= 1 / (1 + np.exp(-beta * (r0 - r1))))
         recs.append({"x0": x0.tolist(), "x1": x1.tolist(), "y": y})
     path.write_text(json.dumps({"rater": {"id": "log", "beta": 1.0, "lam": 10.0}, "records": recs}))
+
+
+def call_one(job: dict) -> dict:
+    """:func:`one_run` from a JSON job (the sweep engine's call)."""
+    return one_run(*job["args"])
 
 
 def one_run(seed: int, budget: int, n_offline: int, steps: int) -> dict:
@@ -104,8 +108,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
     jobs = [(s, b, n, args.steps) for s in args.seeds for b in args.budgets for n in (0, args.offline)]
-    with ProcessPoolExecutor(args.workers) as pool:
-        runs = list(pool.map(one_run, *zip(*jobs, strict=True)))
+    from bayescrl.sweep.calls import map_calls  # each run its own process, --workers at a time
+
+    runs = map_calls(
+        f"{Path(__file__).resolve()}:call_one", [{"args": list(j)} for j in jobs], workers=args.workers
+    )
     table = {}
     for n in (0, args.offline):
         for b in args.budgets:
