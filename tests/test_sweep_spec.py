@@ -370,3 +370,73 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path, monke
     assert len(pids | {os.getpid()}) == 3  # two processes, neither of them this one
     out = map_calls(f"{mod}:square", [{"x": 2}], workers=1)  # a temporary workdir: results in job order
     assert out[0]["y"] == 4
+
+
+CASES = """
+name: t
+command: train
+grid:
+  task:
+    - {name: PC, env: bayescrl/PointCircle-v0, cost-limit: 10}
+    - {name: PR, env: bayescrl/PointReach-v0, cost-limit: 25, set: {config.actor_hidden: [8, 8]}}
+  algo: [ecop, ppo-lag]
+  seed: [0, 1]
+args: {total-steps: 1000}
+set: {config.n_envs: 2}
+reference:
+  rows:
+    - {match: {task: PC, algo: ecop}, train_final_return: 110.5, train_final_costs.0: 9.8}
+report:
+  pivot: {rows: task, columns: algo, cells: [train_final_return, train_final_costs.0]}
+"""
+
+
+def test_sweep_cases_link_options_and_pivot_renders_the_readme_layout(tmp_path):
+    """A grid axis of cases sets several options together (a task's env and its own cost limit); the
+    report's pivot puts tasks in rows and algorithms in columns, mean ± sd (n) per cell, thesis beside."""
+    import yaml
+
+    spec = parse_sweep(yaml.safe_load(CASES))
+    runs = build_runs(spec, tmp_path / "sw")
+    assert [r.id for r in runs][:3] == ["PC_ecop_s0", "PC_ecop_s1", "PC_ppo-lag_s0"] and len(runs) == 8
+    pr = runs[-1].argv
+    assert pr[pr.index("--env") + 1] == "bayescrl/PointReach-v0" and pr[pr.index("--cost-limit") + 1] == "25"
+    assert "config.actor_hidden=[8, 8]" in pr and "config.n_envs=2" in pr
+    assert "config.actor_hidden=[8, 8]" not in runs[0].argv and "10" in runs[0].argv
+    validate_runs(spec, runs)
+    out = tmp_path / "sw"
+    values = {("PC", "ecop"): [(100.0, 9.0), (120.0, 11.0)], ("PC", "ppo-lag"): [(1.0, 2.0), (3.0, 4.0)]}
+    values[("PR", "ecop")] = [(5.0, 20.0)]  # one seed only (the other not finished)
+    manifest = []
+    for r in runs:
+        task, algo, seed = r.point["task"], r.point["algo"], r.point["seed"]
+        manifest.append({"id": r.id, "point": r.point, "argv": r.argv})
+        vals = values.get((task, algo), [])
+        if seed < len(vals):
+            (out / r.id).mkdir(parents=True)
+            ret, cost = vals[seed]
+            (out / r.id / "metrics.json").write_text(
+                json.dumps({"train_final_return": ret, "train_final_costs": [cost]})
+            )
+            (out / "status").mkdir(exist_ok=True)
+            (out / "status" / f"{r.id}.json").write_text(json.dumps({"status": "done"}))
+    (out / "sweep.json").write_text(json.dumps({"hash": spec.hash, "spec": spec.raw, "runs": manifest}))
+    md = build_report(out, plots=False)["markdown"]
+    assert "| task | ecop | ppo-lag | thesis (ecop) |" in md, md
+    assert "| PC | 110 ± 14.14 / 10 ± 1.414 (2) | 2 ± 1.414 / 3 ± 1.414 (2) | 110.5 / 9.8 |" in md, md
+    assert "| PR | 5 / 20 (1) | – | – |" in md, md
+    assert "cells average over different numbers of seeds" in md
+
+
+@pytest.mark.parametrize(
+    "grid, field",
+    [
+        ("{task: [{name: A, env: x}, {name: A, env: y}], seed: [0]}", "grid.task[1].name"),
+        ("{task: [{name: A, cost-limit: 3}], seed: [0]}", "grid.task[0].cost-limit"),  # also in args
+        ("{task: [{name: A, env: x}, plain], seed: [0]}", "grid.task[1]"),
+    ],
+)
+def test_sweep_cases_bad_input_is_one_line(tmp_path, capsys, grid, field):
+    path = _write(tmp_path, f"command: train\ngrid: {grid}\nargs: {{cost-limit: 10, algo: ecop}}\n")
+    code, cap = _run(["sweep", str(path), "--out", str(tmp_path / "o"), "--dry-run"], capsys)
+    assert code == 2 and cap.err.startswith(f"error: {field} =") and len(cap.err.strip().splitlines()) == 1

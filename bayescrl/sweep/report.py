@@ -150,7 +150,9 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     manifest = read_manifest(out)
     spec = parse_sweep(manifest["spec"])
     adapter = spec.adapter
-    patterns = spec.report.get("metrics") or list(adapter.metrics)
+    patterns = list(spec.report.get("metrics") or adapter.metrics)
+    pivot = spec.report.get("pivot")
+    patterns += [c for c in (pivot or {}).get("cells", []) if c not in patterns]
     varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
     groups: dict[str, dict[str, Any]] = {}
     missing, finished, found = [], [], []
@@ -202,6 +204,8 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     fixed.update({f"set.{k}": v for k, v in spec.set_fixed.items()})
     warnings = unequal_n(table, keys)
     md = _markdown(spec, table, varying, keys, ref_keys, fixed, len(manifest["runs"]), missing, warnings)
+    if pivot:
+        md += "\n" + pivot_table(table, pivot, spec)
     figures = _figures(out, spec, manifest, varying) if plots else []
     report = {
         "name": spec.name,
@@ -233,6 +237,48 @@ def unequal_n(table: list[dict], keys: list[str]) -> list[str]:
     cells = [f"{g}: {k} n = {n}" for (g, k), n in ns.items() if n < top]
     where = "; ".join(cells[:8]) + (f"; and {len(cells) - 8} more" if len(cells) > 8 else "")
     return [f"cells average over different numbers of seeds (n = {min(ns.values())} to {top}): {where}"]
+
+
+def pivot_table(table: list[dict], pivot: dict, spec: SweepSpec) -> str:
+    """The README's layout: one row per value of ``pivot.rows`` (a task), one column per value of
+    ``pivot.columns`` (an algorithm), each cell the ``pivot.cells`` metrics as ``mean ± sd`` joined by
+    `` / `` with the number of seeds n; a "thesis" column per algorithm the ``reference:`` block covers."""
+    rows_key, cols_key, cells = pivot["rows"], pivot["columns"], pivot["cells"]
+    axes = spec.axes
+    at = {(str(g["point"][rows_key]), str(g["point"][cols_key])): g for g in table}
+    cols = [str(c) for c in axes[cols_key]]
+    ref_cols = [
+        c
+        for c in cols
+        if any(any(k in g["reference"] for k in cells) for (_r, cc), g in at.items() if cc == c)
+    ]
+    head = [rows_key, *cols, *[f"thesis ({c})" for c in ref_cols]]
+    lines = [f"{' / '.join(cells)}: mean ± sd over seeds (n)", "", "| " + " | ".join(head) + " |"]
+    lines.append("|" + "---|" * len(head))
+    for r in (str(v) for v in axes[rows_key]):
+        out = [r]
+        for c in cols:
+            g = at.get((r, c))
+            if g is None or not any(g["metrics"].get(k, {}).get("n") for k in cells):
+                out.append("–")
+                continue
+            parts, ns = [], set()
+            for k in cells:
+                st = g["metrics"].get(k, {"mean": None, "sd": None, "n": 0})
+                parts.append(
+                    _fmt(st["mean"]) if st["sd"] is None else f"{_fmt(st['mean'])} ± {_fmt(st['sd'])}"
+                )
+                ns.add(st["n"])
+            out.append(" / ".join(parts) + f" ({'/'.join(str(n) for n in sorted(ns))})")
+        for c in ref_cols:
+            ref = at[(r, c)]["reference"] if (r, c) in at else {}
+            vals = [ref.get(k) for k in cells]
+            out.append(" / ".join(_fmt(v) for v in vals) if any(v is not None for v in vals) else "–")
+        lines.append("| " + " | ".join(out) + " |")
+    src = (spec.reference or {}).get("source")
+    if ref_cols and src:
+        lines += ["", f"Thesis numbers: {src}."]
+    return "\n".join(lines) + "\n"
 
 
 def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing, warnings=()) -> str:

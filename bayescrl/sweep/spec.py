@@ -143,6 +143,8 @@ class SweepSpec:
     name: str
     seed_key: str | None
     raw: dict
+    #: grid axes whose values are mappings (linked options): axis -> {case name: its options}
+    cases: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
     def adapter(self) -> Adapter:
@@ -157,7 +159,7 @@ class SweepSpec:
     @property
     def axes(self) -> dict[str, list]:
         """Every varying axis in order: grid keys (seed last), then ``set`` keys."""
-        grid = {k: v for k, v in self.grid.items() if k != "seed"}
+        grid = {k: list(self.cases[k]) if k in self.cases else v for k, v in self.grid.items() if k != "seed"}
         return {**grid, **self.set_grid, **({"seed": self.grid["seed"]} if "seed" in self.grid else {})}
 
     def points(self) -> list[dict[str, Any]]:
@@ -192,6 +194,9 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
             raise ConfigError(name, value, "must be a mapping")
         sections[name] = dict(value)
     grid = {str(k): _as_list(v, f"grid.{k}") for k, v in sections["grid"].items()}
+    cases = {
+        k: _cases(k, v, grid, sections) for k, v in grid.items() if any(isinstance(x, Mapping) for x in v)
+    }
     set_grid = {str(k): _as_list(v, f"set.{k}") for k, v in sections["set"].items() if isinstance(v, list)}
     set_fixed = {str(k): v for k, v in sections["set"].items() if not isinstance(v, list)}
     for key in grid:
@@ -221,10 +226,40 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
         name=str(data.get("name") or ""),
         seed_key=seed_key,
         raw=dict(data),
+        cases=cases,
     )
     _check_reference(spec)
     _check_report(spec)
     return spec
+
+
+def _cases(axis: str, values: list, grid: dict, sections: dict) -> dict[str, dict]:
+    """A grid axis of linked options: ``[{name: PointCircle, env: ..., cost-limit: 10, set: {...}}, ...]``;
+    every value a mapping with a unique ``name``; its keys are options of the command (as in ``args``) or
+    ``set`` (overrides), none of them also given by ``args``, ``set`` or another grid axis."""
+    out: dict[str, dict] = {}
+    for i, case in enumerate(values):
+        where = f"grid.{axis}[{i}]"
+        if not isinstance(case, Mapping):
+            raise ConfigError(where, case, "an axis of cases takes mappings only: {name: ..., OPTION: value}")
+        name = case.get("name")
+        if not isinstance(name, str) or not name or name in out:
+            raise ConfigError(f"{where}.name", name, "every case needs a unique name (text)")
+        sets = case.get("set") or {}
+        if not isinstance(sets, Mapping):
+            raise ConfigError(f"{where}.set", sets, "must be a mapping of --set overrides")
+        for key in case:
+            if key in ("name", "set"):
+                continue
+            if key in sections["args"] or key in grid or key == "seed":
+                raise ConfigError(f"{where}.{key}", case[key], "is also given outside the case; give it once")
+            if str(key).replace("_", "-") in RESERVED:
+                raise ConfigError(f"{where}.{key}", case[key], "is set by the sweep for every run")
+        for key in sets:
+            if key in sections["set"]:
+                raise ConfigError(f"{where}.set.{key}", sets[key], "is also in the sweep's set; give it once")
+        out[name] = dict(case)
+    return out
 
 
 def _check_reference(spec: SweepSpec) -> None:
@@ -246,11 +281,31 @@ def _check_reference(spec: SweepSpec) -> None:
 
 
 def _check_report(spec: SweepSpec) -> None:
-    check_keys(spec.report, ("metrics", "curves"), "report")
+    check_keys(spec.report, ("metrics", "curves", "pivot"), "report")
     for key in ("metrics", "curves"):
         value = spec.report.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise ConfigError(f"report.{key}", value, "must be a list of (dotted, * wildcard) keys")
+    pivot = spec.report.get("pivot")
+    if pivot is None:
+        return
+    if not isinstance(pivot, Mapping):
+        raise ConfigError("report.pivot", pivot, "must be {rows: AXIS, columns: AXIS, cells: [METRIC, ...]}")
+    check_keys(pivot, ("rows", "columns", "cells"), "report.pivot")
+    varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
+    for key in ("rows", "columns"):
+        if pivot.get(key) not in spec.axes or pivot.get(key) == "seed":
+            raise ConfigError(f"report.pivot.{key}", pivot.get(key), f"must be a grid axis: one of {varying}")
+    others = set(varying) - {pivot["rows"], pivot["columns"]}
+    if pivot["rows"] == pivot["columns"] or others:
+        raise ConfigError("report.pivot", pivot, f"rows and columns must be two axes covering {varying}")
+    cells = pivot.get("cells")
+    if (
+        not isinstance(cells, list)
+        or not cells
+        or not all(isinstance(c, str) and "*" not in c for c in cells)
+    ):
+        raise ConfigError("report.pivot.cells", cells, "must be a list of metric keys (no wildcards)")
 
 
 # ------------------------------------------------------------------------------------------ argv
@@ -323,11 +378,13 @@ def _slug(key: str, value: Any) -> str:
 
 
 def run_ids(spec: SweepSpec) -> list[tuple[str, dict]]:
-    """``(id, point)`` per run: the varying values joined (``ecop_PointCircle-v0_pi_lr=0.001_s0``)."""
+    """``(id, point)`` per run: the varying values joined (``ecop_PointCircle-v0_pi_lr=0.001_s0``; a case
+    by its name)."""
     varying = [k for k, v in spec.axes.items() if len(v) > 1 or k == "seed"]
     out, seen = [], set()
     for point in spec.points():
-        rid = "_".join(_slug(k, point[k]) for k in varying) or "run"
+        parts = [_SAFE.sub("-", point[k]) if k in spec.cases else _slug(k, point[k]) for k in varying]
+        rid = "_".join(parts) or "run"
         if len(rid) > 100 or rid in seen or rid.startswith(("_", ".")):
             digest = hashlib.sha1(json.dumps(point, sort_keys=True, default=str).encode()).hexdigest()[:8]
             rid = f"{rid[:90]}-{digest}"
@@ -346,9 +403,17 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
         out = (out_dir / rid).resolve()
         argv, resume = [spec.command], [spec.command, "--resume", str(out)]
         sets = [f"{k}={_yaml_value(v)}" for k, v in spec.set_fixed.items()]
-        values = {**spec.args, **{k: v for k, v in point.items() if k in spec.grid}}
+        values = {**spec.args, **{k: v for k, v in point.items() if k in spec.grid and k not in spec.cases}}
+        origin = {}
+        for axis in spec.cases:
+            case = spec.cases[axis][point[axis]]
+            for key, value in case.items():
+                if key == "set":
+                    sets += [f"{k}={_yaml_value(v)}" for k, v in value.items()]
+                elif key != "name":
+                    values[key], origin[key] = value, f"grid.{axis}[{point[axis]}].{key}"
         for key, value in values.items():
-            where = f"grid.{key}" if key in spec.grid else f"args.{key}"
+            where = origin.get(key) or (f"grid.{key}" if key in spec.grid else f"args.{key}")
             if key == "seed":
                 argv += adapter.seed(value, spec.seed_key)
                 continue
