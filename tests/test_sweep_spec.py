@@ -338,14 +338,14 @@ def test_sweep_cold_launch_runs_the_entry_point_into_the_log(tmp_path, monkeypat
     assert text.startswith("# header\n") and "SWEEP.yaml" in text and "No such option" in text
 
 
-def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path, monkeypatch):
+def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     """The benchmark scripts' grids: FUNCTION(job) per job on the sweep's runner, results in job order,
     each in its own process; a failing job names its log."""
     import os
 
     from bayescrl.sweep.calls import map_calls
 
-    monkeypatch.setenv("BAYESCRL_SWEEP_WARM", "0")  # plain subprocesses (the fork server: test_sweep_run)
+    # forked from the sweep's warm fork server (shared with tests/test_sweep_run.py in one pytest session)
     mod = tmp_path / "jobs_mod.py"
     mod.write_text(
         "import os\n"
