@@ -144,6 +144,11 @@ def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.4g}"
 
 
+def _ref(x: float | None) -> str:
+    """A thesis number as the thesis prints it (no rounding)."""
+    return "–" if x is None else f"{x:g}"
+
+
 def build_report(out: str | Path, plots: bool = True) -> dict:
     """Aggregate the finished runs of the sweep in ``out``; write report.md/.json (+ PNGs); return it."""
     out = Path(out)
@@ -229,8 +234,11 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
 
 def unequal_n(table: list[dict], keys: list[str]) -> list[str]:
     """One line when the table's cells average over different numbers of seeds (unfinished runs, a metric
-    missing from some runs), naming the cells with fewer than the most, so no mean passes for a full one."""
-    ns = {(row["group"], k): row["metrics"][k]["n"] for row in table for k in keys}
+    missing from some runs), naming the cells with fewer than the most, so no mean passes for a full one.
+    Empty cells (n = 0) are not counted."""
+    # cells with no value at all (no finished run: listed as not finished; a metric the group's runs do
+    # not have, such as a second cost on a one-cost task) are shown as "–", not averaged
+    ns = {(row["group"], k): row["metrics"][k]["n"] for row in table for k in keys if row["metrics"][k]["n"]}
     if len(set(ns.values())) <= 1:
         return []
     top = max(ns.values())
@@ -273,7 +281,7 @@ def pivot_table(table: list[dict], pivot: dict, spec: SweepSpec) -> str:
         for c in ref_cols:
             ref = at[(r, c)]["reference"] if (r, c) in at else {}
             vals = [ref.get(k) for k in cells]
-            out.append(" / ".join(_fmt(v) for v in vals) if any(v is not None for v in vals) else "–")
+            out.append(" / ".join(_ref(v) for v in vals) if any(v is not None for v in vals) else "–")
         lines.append("| " + " | ".join(out) + " |")
     src = (spec.reference or {}).get("source")
     if ref_cols and src:
@@ -299,7 +307,7 @@ def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing, warn
             cell = _fmt(s["mean"]) if s["sd"] is None else f"{_fmt(s['mean'])} ± {_fmt(s['sd'])}"
             cells.append(f"{cell} ({s['n']})")
             if k in ref_keys:
-                cells.append(_fmt(row["reference"].get(k)))
+                cells.append(_ref(row["reference"].get(k)))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     src = (spec.reference or {}).get("source")
