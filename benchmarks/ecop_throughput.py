@@ -4,7 +4,11 @@ Same network sizes (64, 64 tanh actor and critic), rollout length (2048 steps, o
 minibatch size (64), one torch thread each, no KL early stop (SB3's default). Our agents also carry a cost
 critic (cost ``|x_velocity|``, the Run task's cost) and observation normalisation -- extra work SB3 does
 not do. Runs alternate (SB3, ppo-lag, ecop, SB3, ...) so machine load affects all alike; the result is
-the ratio of medians. Writes ``benchmarks/results/ecop/throughput.json`` and ``.png``.
+the ratio of medians. Each round also times raw Ant-v5 stepping (random actions, the same gymnasium env)
+and splits every training run's wall time into rollout collection (env steps + policy inference + buffers)
+and the update (SB3: ``collect_rollouts`` / ``train``), so the output says where the time goes:
+``profile`` (seconds per run, median over rounds) and each run's overhead over raw stepping. Writes
+``benchmarks/results/ecop/throughput.json`` and ``.png``; ``--out`` another folder.
 
     .venv/bin/python benchmarks/ecop_throughput.py --steps 4096 --rounds 2
 """
@@ -24,6 +28,47 @@ from bayescrl.utils.plotting import plt
 OUT = Path(__file__).parent / "results" / "ecop"
 
 
+def _timed(obj, name: str, acc: dict, key: str) -> None:
+    """Accumulate the wall time of ``obj.name(...)`` calls into ``acc[key]`` (instance attribute)."""
+    fn = getattr(obj, name)
+
+    def wrapper(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            acc[key] += time.perf_counter() - t0
+
+    setattr(obj, name, wrapper)
+
+
+def run_raw(steps: int, seed: int) -> float:
+    """Seconds for ``steps`` raw Ant-v5 steps with random actions (resets included)."""
+    import gymnasium as gym
+
+    env = gym.make("Ant-v5")
+    env.reset(seed=seed)
+    env.action_space.seed(seed)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        _obs, _r, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    dt = time.perf_counter() - t0
+    env.close()
+    return dt
+
+
+PROFILE: dict[str, dict[str, list[float]]] = {}
+
+
+def _record(name: str, total: float, parts: dict) -> None:
+    rec = PROFILE.setdefault(name, {"total_s": [], **{k: [] for k in parts}})
+    rec["total_s"].append(total)
+    for k, v in parts.items():
+        rec[k].append(v)
+
+
 def run_sb3(steps: int, seed: int) -> float:
     import gymnasium as gym
     from stable_baselines3 import PPO
@@ -40,10 +85,14 @@ def run_sb3(steps: int, seed: int) -> float:
         policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]}},
         verbose=0,
     )
+    parts = {"collect_s": 0.0, "update_s": 0.0}
+    _timed(model, "collect_rollouts", parts, "collect_s")
+    _timed(model, "train", parts, "update_s")
     t0 = time.perf_counter()
     model.learn(steps)
     dt = time.perf_counter() - t0
     env.close()
+    _record("sb3-ppo", dt, parts)
     return steps / dt
 
 
@@ -65,10 +114,14 @@ def run_ours(algo: str, steps: int, seed: int) -> float:
     agent = get_algorithm(algo)(
         "Ant-v5", [50.0], seed=seed, config=cfg, cost_fn=lambda o, a, o2, info: abs(info["x_velocity"])
     )
+    parts = {"collect_s": 0.0, "update_s": 0.0}
+    _timed(agent.collector, "collect", parts, "collect_s")
+    _timed(agent, "update", parts, "update_s")
     t0 = time.perf_counter()
     agent.learn(steps, progress=False)
     dt = time.perf_counter() - t0
     agent.close()
+    _record(algo, dt, parts)
     return steps / dt
 
 
@@ -76,15 +129,29 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=4096)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
+    import os
+
     torch.set_num_threads(1)
+    load = os.getloadavg()[0]
     res: dict[str, list[float]] = {"sb3-ppo": [], "ppo-lag": [], "ecop": []}
+    raw: list[float] = []
     for r in range(args.rounds):
+        raw.append(run_raw(args.steps, r))
         res["sb3-ppo"].append(run_sb3(args.steps, r))
         res["ppo-lag"].append(run_ours("ppo-lag", args.steps, r))
         res["ecop"].append(run_ours("ecop", args.steps, r))
         print({k: round(v[-1], 1) for k, v in res.items()}, flush=True)
     med = {k: float(np.median(v)) for k, v in res.items()}
+    raw_s = float(np.median(raw))
+    profile = {
+        name: {
+            **{k: float(np.median(v)) for k, v in parts.items()},
+            "overhead_over_raw_stepping": float(np.median(parts["total_s"])) / raw_s - 1.0,
+        }
+        for name, parts in PROFILE.items()
+    }
     out = {
         "task": "Ant-v5 (cost |x_velocity| for ours)",
         "steps_per_run": args.steps,
@@ -94,16 +161,23 @@ def main() -> None:
         "median_steps_per_s": med,
         "ratio_ppo_lag_vs_sb3": med["ppo-lag"] / med["sb3-ppo"],
         "ratio_ecop_vs_sb3": med["ecop"] / med["sb3-ppo"],
+        "raw_ant_steps_per_s": args.steps / raw_s,
+        "profile": profile,
+        "profile_note": "seconds per run of steps_per_run env steps (median over rounds): total, rollout "
+        "collection (env steps, policy inference, buffers, value estimates) and updates; overhead = total / "
+        "raw stepping time - 1",
         "machine": "shared 2-core machine, other engineers' jobs running",
+        "load_average_1min_at_start": load,
     }
-    write_json(OUT / "throughput.json", out)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_json(args.out / "throughput.json", out)
     pl = plt()
     fig, ax = pl.subplots(figsize=(5, 3.2))
     ax.bar(list(med), list(med.values()), color=["grey", "C0", "C1"])
     ax.set_ylabel("env steps / s (median)")
     ax.set_title("Ant-v5 training throughput, 1 thread")
     fig.tight_layout()
-    fig.savefig(OUT / "throughput.png", dpi=90)
+    fig.savefig(args.out / "throughput.png", dpi=90)
     print(out)
 
 
