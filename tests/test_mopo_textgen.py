@@ -339,7 +339,8 @@ def test_bad_textgen_input_exits_2_with_one_line(tmp_path, capsys, override, fie
 
 
 def test_textgen_cpu_config_runs_end_to_end(tmp_path):
-    """The whole pipeline at toy scale through the CLI: every algorithm, table, figure; no NaN."""
+    """The whole pipeline at toy scale through the CLI, a seed's algorithms in two calls (merged: the same
+    base model and data are rebuilt); table, figure; no NaN."""
     pytest.importorskip("profanity_check")
     out = tmp_path / "run"
     sets = [
@@ -359,13 +360,17 @@ def test_textgen_cpu_config_runs_end_to_end(tmp_path):
         "parm.weightings=[[0.5, 0.5], [1.0, 0.0]]",
         "threads=1",
     ]
-    args = ["mopo", EXAMPLE, "--out", str(out)]
-    for s in sets:
-        args += ["--set", s]
-    try:
-        main(args)
-    except SystemExit as exc:  # click's standalone mode
-        assert exc.code in (0, None)
+    data = []
+    for algos in ("[ric, parm, modpo]", "[dpo_joint, mopo-lb, mopo-lag]"):
+        args = ["mopo", EXAMPLE, "--out", str(out), "--set", f"algorithms={algos}"]
+        for s in sets:
+            args += ["--set", s]
+        try:
+            main(args)
+        except SystemExit as exc:  # click's standalone mode
+            assert exc.code in (0, None)
+        data.append((out / "seed_0" / "train_trl.jsonl").read_text())
+    assert data[0] == data[1]
     res = json.loads((out / "results.json").read_text())
     rows = res["table"]["rows"]
     assert set(rows) == {"ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag", "reference"}

@@ -20,6 +20,7 @@ Outputs: ``seed_S/results.json`` (points, timings, examples), ``results.json`` (
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import time
@@ -35,7 +36,7 @@ from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.mopo.textgen import labels as lab
 from bayescrl.mopo.textgen import parm as parm_mod
 from bayescrl.mopo.textgen import ric as ric_mod
-from bayescrl.mopo.textgen.base import Plain, fit_behaviour, sample, tiny_base
+from bayescrl.mopo.textgen.base import SCORE_TOKENS, Plain, fit_behaviour, reward_tokens, sample, tiny_base
 from bayescrl.mopo.textgen.scorers import get_scorer, score_all
 from bayescrl.mopo.textgen.table import build_table, load_runs, markdown, plot_fronts
 from bayescrl.mopo.textgen.tasks import DEFAULT_SCORERS, TASKS, Task, build_task
@@ -80,7 +81,16 @@ SECTIONS = {
     "labels": ("raters",),
     "mopo": ("thresholds", "lb", "lag"),
     "modpo": ("weightings",),
-    "ric": ("steps", "lr", "batch_size", "weightings", "desired_scores", "mapping", "reference_draws"),
+    "ric": (
+        "steps",
+        "lr",
+        "batch_size",
+        "weightings",
+        "desired_scores",
+        "mapping",
+        "reference_draws",
+        "clip_to_data",
+    ),
     "parm": ("steps", "lr", "batch_size", "rank", "alpha", "beta", "beta_r", "guidance", "weightings"),
 }
 GPT2_LORA = {
@@ -199,7 +209,10 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         "batch_size": positive_int(r.get("batch_size", 2 * base_cfg.batch_size), "ric.batch_size"),
         "mapping": r.get("mapping", "l2"),
         "reference_draws": positive_int(r.get("reference_draws", 25_000), "ric.reference_draws"),
+        "clip_to_data": r.get("clip_to_data", not m.get("path")),
     }
+    if not isinstance(ric["clip_to_data"], bool):
+        raise ConfigError("ric.clip_to_data", ric["clip_to_data"], "must be true or false")
     if ric["mapping"] not in ric_mod.MAPPINGS:
         raise ConfigError("ric.mapping", ric["mapping"], f"must be one of {', '.join(ric_mod.MAPPINGS)}")
     ric["weightings"] = _weightings(r.get("weightings", DEFAULT_WEIGHTINGS), k, "ric.weightings")
@@ -389,7 +402,13 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
             algos[a] = {"points": pts, "train_seconds": secs, "generate_seconds": gsecs}
         elif a == "ric":
             rc = s["ric"]
-            pol = lora(s["base_cfg"])
+            cfg = s["base_cfg"]
+            if not m.get("path"):  # the tiny model's reward tokens are new: their embeddings train too
+                ids = tok.convert_tokens_to_ids([*reward_tokens(2), *SCORE_TOKENS])
+                cfg = MOPOLMConfig.from_dict(
+                    {**cfg.to_dict(), "peft": {**cfg.peft, "trainable_token_indices": {"wte": ids}}}
+                )
+            pol = lora(cfg)
             z = ric_mod.normalise(scores, torch.tensor(info["score_mean"]), torch.tensor(info["score_sd"]))
             t = time.perf_counter()
             losses = ric_mod.train(
@@ -410,6 +429,9 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
             targets = rc["desired_scores"] or [
                 ric_mod.desired_scores(w, lo, hi, rc["mapping"]) for w in rc["weightings"]
             ]
+            if rc["clip_to_data"]:  # word-level scores never seen in training have untrained embeddings
+                zlo, zhi = z.min(0).values.tolist(), z.max(0).values.tolist()
+                targets = [[min(max(v, a), b) for v, a, b in zip(d, zlo, zhi, strict=True)] for d in targets]
             labels = (
                 [f"s=({d[0]:.1f}, {d[1]:.1f})" for d in targets]
                 if rc["desired_scores"]
@@ -482,15 +504,12 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
 
 
 def fingerprint(config: dict[str, Any]) -> str:
-    """A hash of the settings that change results (everything but seeds, threads, device, out, name)."""
+    """A hash of the settings that change results (everything but the seeds, the algorithms to run, threads,
+    device, out, name): a seed's algorithms may be run in several calls, and are merged."""
     import hashlib
-    import json
 
-    keep = {
-        k: v
-        for k, v in config.items()
-        if k not in ("seeds", "threads", "device", "out", "name", "description")
-    }
+    skip = ("seeds", "algorithms", "threads", "device", "out", "name", "description")
+    keep = {k: v for k, v in config.items() if k not in skip}
     return hashlib.sha1(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -504,8 +523,12 @@ def run_textgen(config: dict[str, Any], out: Path) -> dict[str, Any]:
     fp = fingerprint(config)
     for seed in s["seeds"]:
         log.info("textgen %s: seed %d", s["task"].name, seed)
+        path = out / f"seed_{seed}" / "results.json"
+        old = json.loads(path.read_text()) if path.exists() else {}
         rec = run_seed(s, seed, out / f"seed_{seed}", device)
-        write_json(out / f"seed_{seed}" / "results.json", {**rec, "fingerprint": fp})
+        if old.get("fingerprint") == fp:  # algorithms run in an earlier call on the same base and data
+            rec["algorithms"] = {**old["algorithms"], **rec["algorithms"]}
+        write_json(path, {**rec, "fingerprint": fp})
     # the table covers every seed in ``out`` run with the same settings (seeds may be run one per call)
     runs = [r for r in load_runs(out) if r.get("fingerprint") == fp]
     others = sorted(int(r["seed"]) for r in load_runs(out) if r.get("fingerprint") != fp)
