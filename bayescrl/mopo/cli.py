@@ -20,7 +20,7 @@ _COMMON = {"mode": None, "name": None, "description": None}
 _COUNTS = ("steps", "runs", "batch", "hidden", "log_every", "n", "n_x", "n_y", "n_w", "n_thresholds")
 _STOCHASTIC = ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final")
 #: the `bradley_terry` section (plus `engine_options`, any keys: the engine checks them)
-_BT_KEYS = ("engine", "num_samples", "prior_scale", "competence", "lower_quantile", "seed")
+_BT_KEYS = ("engine", "num_samples", "prior_scale", "competence", "beta_prior_sd", "lower_quantile", "seed")
 #: valid keys per mode (``None``: a value; a mapping: a section; ``"*"``: any key), checked before any work
 SCHEMAS: dict[str, dict] = {
     "tabular": {
