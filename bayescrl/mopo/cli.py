@@ -81,6 +81,10 @@ def check_config(config: dict) -> None:
             raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
         return  # mode lm / textgen: checked by run_lm / run_textgen (before any model is built)
     check_schema(config, SCHEMAS[name])
+    tau = config.get("tau")  # a number (tabular) or a list (sanity): every value > 0, before any run
+    for i, t in enumerate(tau if isinstance(tau, list) else [] if tau is None else [tau]):
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
+            raise ConfigError("tau", t, "must be a number > 0", index=i if isinstance(tau, list) else None)
     sections = [k for k, v in SCHEMAS[name].items() if isinstance(v, dict) and "*" not in v]
     for sect in sections:
         sub = config.get(sect)
@@ -98,6 +102,8 @@ def check_config(config: dict) -> None:
                     raise ConfigError(field, value, "must be > 0")
             elif key in ("eps", "beta", "gamma", "tau", "t0"):
                 finite_float(value, field)
+                if key == "tau" and float(value) <= 0:
+                    raise ConfigError(field, value, "must be > 0")
     for key in ("n", "n_y"):
         if key in config and name == "motivating":
             positive_int(config[key], key)

@@ -1,0 +1,47 @@
+"""``bayescrl mopo`` refuses bad input with one line and exit status 2 (tabular, synthetic, your own data)."""
+
+import pytest
+
+from bayescrl.cli import main
+from bayescrl.mopo.cli import check_config
+from bayescrl.utils import load_yaml
+
+
+def run(args, capsys):
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("config", "setting", "words"),
+    [
+        ("tabular_mopo.yaml", "tau=-0.5", ["tau = -0.5", "> 0"]),
+        ("tabular_exact.yaml", "tau=0", ["tau = 0", "> 0"]),
+        ("sanity.yaml", "tau=[0.1, -1]", ["tau[1] = -1", "> 0"]),  # refused before the first run
+        ("motivating.yaml", "mopo.tau=-0.3", ["mopo.tau = -0.3", "> 0"]),
+        ("tabular_mopo.yaml", "mopo.runs=0", ["mopo.runs = 0"]),
+        ("tabular_mopo.yaml", "mopo.batch=0", ["mopo.batch = 0"]),
+        ("tabular_bayes.yaml", "raters=[{id: expert, beta: 1.0}, {id: crowd1}]", ["data.rater", "crowd2"]),
+        ("trl_format.yaml", "train.tau=-1", ["tau = -1", "> 0"]),  # before any model is loaded
+        ("trl_format.yaml", "train.batch_size=0", ["batch_size = 0"]),
+    ],
+)
+def test_one_line_exit_2(config, setting, words, tmp_path, capsys):
+    extra = ["--model", str(tmp_path)] if config.startswith("trl") else []
+    code, err = run(
+        ["mopo", f"examples/mopo/{config}", "--out", str(tmp_path / "o"), "--set", setting, *extra], capsys
+    )
+    lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert all(w in lines[0] for w in words), lines[0]
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_every_bradley_terry_option_is_a_valid_key():
+    cfg = load_yaml("examples/mopo/tabular_bayes.yaml")
+    cfg["bradley_terry"] = {**cfg["bradley_terry"], "beta_prior_sd": 1.0, "seed": 3, "engine_options": {}}
+    check_config(cfg)  # no ConfigError
