@@ -116,6 +116,57 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
     return rec
 
 
+#: job keys of :func:`sweep_job` (a sweep file's ``command: call`` runs) and their defaults
+SWEEP_JOB = {
+    "task": None,
+    "algo": None,
+    "seed": None,
+    "steps": None,
+    "delta": 1e-2,
+    "config": {},
+    "eval_every": 1000,
+    "eval_traj": 10,
+    "eval_steps": 1000,
+    "final_traj": 10,
+    "final_steps": 1000,
+}
+
+
+def validate_job(job: dict[str, Any]) -> None:
+    """A sweep run's job: known keys, a known task and algorithm, positive budgets (before any run)."""
+    unknown = sorted(set(job) - set(SWEEP_JOB))
+    if unknown:
+        raise ValueError(f"unknown job key(s) {unknown}; known: {sorted(SWEEP_JOB)}")
+    for key in ("task", "algo", "seed", "steps"):
+        if job.get(key) is None:
+            raise ValueError(f"job needs {key}")
+    if job["task"] not in TASKS:
+        raise ValueError(f"task {job['task']!r}: one of {sorted(TASKS)}")
+    if job["algo"] not in ALGOS:
+        raise ValueError(f"algo {job['algo']!r}: one of {list(ALGOS)}")
+    if not isinstance(job["steps"], int) or job["steps"] < 1:
+        raise ValueError(f"steps {job['steps']!r}: a positive integer")
+
+
+def sweep_job(job: dict[str, Any]) -> dict[str, Any]:
+    """One run of an ACPO comparison from a sweep file (``command: call``): the job of
+    ``acpo_compare.py`` for (task, algo, seed) -- the chapter's settings of :func:`algo_config` with
+    ``delta``, updated by ``config`` -- trained and protocol-evaluated by :func:`run_one`. Adds
+    ``final_cost_over_limit`` (final average cost / l) and ``within_limit`` (1 when ≤ 1.1 l), the ACPO
+    table's columns."""
+    import tempfile
+
+    job = {**SWEEP_JOB, **job}
+    validate_job(job)
+    full = {**job, "config": {**algo_config(job["algo"], job["delta"]), **job["config"]}}
+    with tempfile.TemporaryDirectory() as tmp:
+        rec = run_one({**full, "path": str(Path(tmp) / "run.json")})
+    limit = TASKS[job["task"]]["limit"]
+    rec["final_cost_over_limit"] = rec["final_avg_costs"][0] / limit
+    rec["within_limit"] = float(rec["final_avg_costs"][0] <= 1.1 * limit)
+    return rec
+
+
 def run_all(jobs: list[dict[str, Any]], workers: int, backend: str = "local") -> list[dict[str, Any]]:
     """Every job's record, in job order: in this process for one worker, else on the sweep engine."""
     if workers <= 1:

@@ -368,8 +368,10 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     assert sorted(seen) == [(1, 1), (3, 9)] and (work / "logs" / "c.log").exists()
     pids = {json.loads((work / r / "result.json").read_text())["pid"] for r in "ab"}
     assert len(pids | {os.getpid()}) == 3  # two processes, neither of them this one
-    out = map_calls(f"{mod}:square", [{"x": 2}], workers=1)  # a temporary workdir: results in job order
-    assert out[0]["y"] == 4
+    # many short runs starting and ending at once (a temporary workdir): every exit status read once,
+    # results in job order
+    out = map_calls(f"{mod}:square", [{"x": i} for i in range(10)], workers=4)
+    assert [r["y"] for r in out] == [i * i for i in range(10)]
 
 
 CASES = """
@@ -440,3 +442,35 @@ def test_sweep_cases_bad_input_is_one_line(tmp_path, capsys, grid, field):
     path = _write(tmp_path, f"command: train\ngrid: {grid}\nargs: {{cost-limit: 10, algo: ecop}}\n")
     code, cap = _run(["sweep", str(path), "--out", str(tmp_path / "o"), "--dry-run"], capsys)
     assert code == 2 and cap.err.startswith(f"error: {field} =") and len(cap.err.strip().splitlines()) == 1
+
+
+def test_sweep_call_runs_a_function_per_grid_point_and_validates_jobs_first(tmp_path, capsys):
+    """``command: call``: each grid point is FUNCTION(job) in its own run process (a benchmark script's
+    run); the module's validate_job checks every job before any run starts."""
+    mod = tmp_path / "bench_mod.py"
+    mod.write_text(
+        "def validate_job(job):\n"
+        "    if job['scale'] <= 0:\n"
+        "        raise ValueError(f\"scale {job['scale']}: must be positive\")\n"
+        "def run(job):\n"
+        "    return {'value': job['scale'] * (job['seed'] + 1) + job['opt']['shift']}\n"
+    )
+    body = (
+        f"command: call\ntarget: {mod}:run\n"
+        "grid:\n  case:\n    - {name: small, scale: 1}\n    - {name: big, scale: 10}\n  seed: [0, 1]\n"
+        "args: {opt: {shift: 0.5}}\nset: {opt.shift: 0.25}\nreport: {metrics: [value]}\n"
+    )
+    path = _write(tmp_path, body)
+    out = tmp_path / "o"
+    assert main(["sweep", str(path), "--out", str(out), "--backend", "local", "--workers", "2"]) is None
+    text = capsys.readouterr().out
+    assert "| small | 2 | 1.75 ± 0.7071 (2) |" in text and "| big | 2 | 15.25 ± 7.071 (2) |" in text, text
+    assert json.loads((out / "big_s1" / "result.json").read_text()) == {"value": 20.25}
+    bad = _write(tmp_path, body.replace("scale: 10", "scale: -1"))
+    code, cap = _run(["sweep", str(bad), "--out", str(tmp_path / "o2"), "--dry-run"], capsys)
+    assert code == 2 and "scale -1: must be positive" in cap.err and "case=big" in cap.err
+    assert len(cap.err.strip().splitlines()) == 1 and not (tmp_path / "o2").exists()
+    code, cap = _run(
+        ["sweep", str(_write(tmp_path, "command: call\nreport: {metrics: [v]}\n")), "--out", "x"], capsys
+    )
+    assert code == 2 and cap.err.startswith("error: target = None")

@@ -35,15 +35,20 @@ def resolve(target: str) -> Callable[[dict], Any]:
     if where.endswith(".py"):
         path = Path(where).resolve()
         sys.path.insert(0, str(path.parent))
-        spec = importlib.util.spec_from_file_location(f"_sweep_call_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        modname = f"_sweep_call_{path.stem}"
+        if modname in sys.modules and getattr(sys.modules[modname], "__file__", None) == str(path):
+            module = sys.modules[modname]
+        else:
+            spec = importlib.util.spec_from_file_location(modname, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = module  # registered: validate_job and pickling find it
+            spec.loader.exec_module(module)
     else:
         module = importlib.import_module(where)
     return getattr(module, name)
 
 
-def run_call(target: str, job_path: str, result_path: str) -> None:
+def run_call(target: str, job_path: str, result_path: str) -> None:  # job_path: a file or the JSON
     """In the run's process: ``result = FUNCTION(job)`` written to ``result_path``. Torch runs one thread
     (or ``$BAYESCRL_THREADS``) as in every command: set here when torch is loaded (the warm fork server),
     else by the run's ``OMP_NUM_THREADS=1`` when the function imports it."""
@@ -52,7 +57,10 @@ def run_call(target: str, job_path: str, result_path: str) -> None:
 
         set_torch_threads()
     fn = resolve(target)
-    result = fn(json.loads(Path(job_path).read_text()))
+    job = (
+        json.loads(job_path) if job_path.lstrip().startswith("{") else json.loads(Path(job_path).read_text())
+    )
+    result = fn(job)
     Path(result_path).parent.mkdir(parents=True, exist_ok=True)
     write_json(result_path, result)
 

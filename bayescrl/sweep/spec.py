@@ -31,7 +31,18 @@ from typing import Any
 from bayescrl.utils.errors import BayesCRLError, ConfigError
 from bayescrl.utils.io import check_keys, load_yaml
 
-SWEEP_KEYS = ("command", "grid", "args", "set", "reference", "report", "name", "description", "seed_key")
+SWEEP_KEYS = (
+    "command",
+    "grid",
+    "args",
+    "set",
+    "reference",
+    "report",
+    "name",
+    "description",
+    "seed_key",
+    "target",
+)
 #: options the sweep sets itself (per run) and a sweep file may not give
 RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help")
 #: options a resumed ``train`` run accepts besides --resume/--out (see ``bayescrl.constrained.cli``)
@@ -101,6 +112,9 @@ ADAPTERS: dict[str, Adapter] = {
         ("agents.*.simple_regret_curve_mean",),
         {"algo": lambda v: f"agents=[{v}]", "env": lambda v: f"env.name={v}"},
     ),
+    # a Python function called with one JSON job per run (a benchmark script's run): ``target:
+    # FILE.py:FUNCTION``; the job is ``args`` + the grid point + its cases, ``set`` entries as dotted keys
+    "call": Adapter("", lambda s, k: [], "result.json", ()),
     "mopo": Adapter(
         "bayescrl.mopo.cli:mopo",
         lambda s, k: ["--set", f"{k or 'mopo.seed'}={s}"],
@@ -143,6 +157,7 @@ class SweepSpec:
     name: str
     seed_key: str | None
     raw: dict
+    target: str | None = None  #: ``command: call``: FILE.py:FUNCTION or MODULE:FUNCTION
     #: grid axes whose values are mappings (linked options): axis -> {case name: its options}
     cases: dict[str, dict[str, dict]] = field(default_factory=dict)
 
@@ -153,7 +168,9 @@ class SweepSpec:
     @property
     def hash(self) -> str:
         """Hash of what the runs depend on (``reference``/``report``/``name`` may change)."""
-        keep = {k: self.raw.get(k) for k in ("command", "grid", "args", "set", "seed_key")}
+        keep = {k: self.raw.get(k) for k in ("command", "grid", "args", "set", "seed_key", "target")}
+        if keep["target"] is None:
+            del keep["target"]  # the hash of sweeps written before ``target`` existed is unchanged
         return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
@@ -212,6 +229,16 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
         for s in grid["seed"]:
             if isinstance(s, bool) or not isinstance(s, int) or s < 0:
                 raise ConfigError("grid.seed", s, "seeds must be integers >= 0")
+    target = data.get("target")
+    if command == "call":
+        if not isinstance(target, str) or ":" not in target.strip(":"):
+            raise ConfigError(
+                "target", target, "command call needs target: FILE.py:FUNCTION or MODULE:FUNCTION"
+            )
+        if not (sections["report"].get("metrics")):
+            raise ConfigError("report.metrics", None, "command call needs the result keys to tabulate")
+    elif target is not None:
+        raise ConfigError("target", target, "only command call takes a target")
     seed_key = data.get("seed_key")
     if seed_key is not None and not isinstance(seed_key, str):
         raise ConfigError("seed_key", seed_key, "must be a dotted config key, e.g. mopo.seed")
@@ -226,6 +253,7 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
         name=str(data.get("name") or ""),
         seed_key=seed_key,
         raw=dict(data),
+        target=target,
         cases=cases,
     )
     _check_reference(spec)
@@ -374,7 +402,7 @@ def _slug(key: str, value: Any) -> str:
     if key in ("config", "preferences"):
         text = Path(text).stem
     text = _SAFE.sub("-", text).strip("-") or "x"
-    return text if key in ("algo", "env", "config") else f"{key.split('.')[-1]}={text}"
+    return text if key in ("algo", "env", "config", "task") else f"{key.split('.')[-1]}={text}"
 
 
 def run_ids(spec: SweepSpec) -> list[tuple[str, dict]]:
@@ -393,8 +421,41 @@ def run_ids(spec: SweepSpec) -> list[tuple[str, dict]]:
     return out
 
 
+def _call_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
+    """``command: call``: each run's job (``args``, the grid point, its cases' options, ``set`` entries as
+    dotted keys, the seed under ``seed_key`` or ``seed``) and argv ``[__call__, TARGET, JOB, RESULT]``."""
+    import copy
+
+    from bayescrl.sweep.calls import CALL, RESULT
+    from bayescrl.utils.io import apply_overrides
+
+    where, _, name = str(spec.target).rpartition(":")
+    target = f"{Path(where).resolve()}:{name}" if where.endswith(".py") else str(spec.target)
+    runs = []
+    for rid, point in run_ids(spec):
+        out = (out_dir / rid).resolve()
+        job = copy.deepcopy(spec.args)
+        sets = [f"{k}={_yaml_value(v)}" for k, v in spec.set_fixed.items()]
+        for key, value in point.items():
+            if key == "seed":
+                job[spec.seed_key or "seed"] = value
+            elif key in spec.cases:
+                case = spec.cases[key][value]
+                job.update({k: copy.deepcopy(v) for k, v in case.items() if k not in ("name", "set")})
+                sets += [f"{k}={_yaml_value(v)}" for k, v in (case.get("set") or {}).items()]
+            elif key in spec.grid:
+                job[key] = copy.deepcopy(value)
+        sets += [f"{k}={_yaml_value(point[k])}" for k in spec.set_grid]
+        job = apply_overrides(job, sets) if sets else job
+        argv = [CALL, target, json.dumps(job, sort_keys=True), str(out / RESULT)]
+        runs.append(Run(rid, point, argv, None, out))
+    return runs
+
+
 def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
     """Every run's argv (``[command, ...options, --out DIR/<id>]``); unknown keys refused by name."""
+    if spec.command == "call":
+        return _call_runs(spec, out_dir)
     cmd = get_command(spec.command)
     opts = _options(cmd)
     adapter = spec.adapter
@@ -455,6 +516,10 @@ def validate_runs(spec: SweepSpec, runs: list[Run]) -> None:
     """Check every run with the command's own validators before any run starts (one line on error)."""
     import click
 
+    if spec.command == "call":
+        _validate_calls(spec, runs)
+        return
+
     cmd = get_command(spec.command)
     check = VALIDATORS[spec.command]
     seen: set[str] = set()
@@ -473,6 +538,26 @@ def validate_runs(spec: SweepSpec, runs: list[Run]) -> None:
         except BayesCRLError as exc:
             where = ", ".join(f"{k}={v}" for k, v in run.point.items()) or run.id
             raise type(exc)(exc.field, exc.value, f"{exc.reason} (grid point {where})") from None
+
+
+def _validate_calls(spec: SweepSpec, runs: list[Run]) -> None:
+    """``command: call``: the target must import; its module's ``validate_job(job)``, when it has one,
+    checks every run's job (a ``BayesCRLError`` or ``ValueError`` is one line naming the grid point)."""
+    from bayescrl.sweep.calls import resolve
+
+    try:
+        fn = resolve(str(spec.target))
+    except Exception as exc:  # noqa: BLE001 - any import problem is the user's target
+        raise ConfigError("target", spec.target, f"cannot import: {type(exc).__name__}: {exc}") from None
+    check = getattr(__import__("sys").modules.get(fn.__module__), "validate_job", None)
+    for run in runs:
+        if check is None:
+            break
+        try:
+            check(json.loads(run.argv[2]))
+        except (BayesCRLError, ValueError, KeyError, TypeError) as exc:
+            where = ", ".join(f"{k}={v}" for k, v in run.point.items()) or run.id
+            raise ConfigError(f"run {run.id}", where, str(exc)) from None
 
 
 def _check_train(p: dict) -> None:

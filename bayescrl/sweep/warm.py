@@ -33,6 +33,10 @@ PRELOAD = (
 )
 _lock = threading.Lock()
 _ctx: mp.context.BaseContext | None = None
+# multiprocessing reads a forked child's exit status from its pipe in Process.join() *and* in every
+# Process.start() (``process._cleanup`` polls all children); two threads reading the same pipe at once
+# leave one with EOF (exit status 255 for a run that succeeded). Starts and status reads hold this lock.
+_proc_lock = threading.Lock()
 
 
 def preload() -> None:
@@ -90,7 +94,11 @@ class _Run:
         self.pid = proc.pid
 
     def wait(self) -> int:
-        self._proc.join()
+        from multiprocessing.connection import wait
+
+        wait([self._proc.sentinel])  # until the run has exited (nothing read yet)
+        with _proc_lock:
+            self._proc.join()
         return self._proc.exitcode
 
 
@@ -108,5 +116,6 @@ def launch(argv: list[str], log: str, cwd: str, env: dict[str, str]):
                 env=env,
             )
     proc = _context().Process(target=_child, args=(argv, log, cwd, env), daemon=False)
-    proc.start()
+    with _proc_lock:
+        proc.start()
     return _Run(proc)
