@@ -9,6 +9,7 @@ Optional example (not part of the test suite). Needs the ``gguf`` extra and the 
 Or the same model and data through the command line (TRL-format file, local model directory)::
 
     .venv/bin/python examples/mopo/smollm2.py --out runs/smollm2_data --export-hf runs/smollm2_hf
+    # --no-data: only the model directory (e.g. for examples/mopo/smollm2_trl.yaml and its shipped file)
     bayescrl mopo examples/mopo/trl_format.yaml --model runs/smollm2_hf --out runs/smollm2_cli \
         --set data.path=runs/smollm2_data/train_trl.jsonl --set data.primary=positive \
         --set train.max_length=256 --set train.tau=0.1 --set train.lr=0.0002 --set train.batch_size=4
@@ -270,7 +271,14 @@ def main(argv: list[str] | None = None) -> dict:
         help="only write the de-quantised model + tokenizer to DIR (a local model directory for "
         "`bayescrl mopo CONFIG --model DIR`) and the preference data as TRL-format OUT/train_trl.jsonl",
     )
+    ap.add_argument(
+        "--no-data",
+        action="store_true",
+        help="with --export-hf: write the model directory only (no sampling; use your own TRL file)",
+    )
     a = ap.parse_args(argv)
+    if a.no_data and a.export_hf is None:
+        raise SystemExit("--no-data only goes with --export-hf DIR")
     if not 0 < a.prompts < len(TOPICS):
         raise SystemExit(f"--prompts = {a.prompts}: must be in 1..{len(TOPICS) - 1} ({len(TOPICS)} topics)")
     if not 1 <= a.templates <= len(TEMPLATES):
@@ -282,6 +290,13 @@ def main(argv: list[str] | None = None) -> dict:
     cuda = torch.cuda.is_available()
     dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
     base, tok = load_smollm2(dtype)
+    if a.export_hf is not None:  # the de-quantised model as a local model directory (before any LoRA)
+        base.to(torch.float32).save_pretrained(a.export_hf)
+        tok.save_pretrained(a.export_hf)
+        print(f"wrote {a.export_hf}", flush=True)
+        if a.no_data:
+            return {"model_dir": str(a.export_hf)}
+        base.to(dtype)
     device = torch.device("cuda" if cuda else "cpu")
     base.to(device)
     train_topics, test_topics = TOPICS[: a.prompts], TOPICS[a.prompts :]
@@ -317,10 +332,7 @@ def main(argv: list[str] | None = None) -> dict:
     data.to_jsonl(a.out / "train.jsonl")
     data.to_trl_jsonl(a.out / "train_trl.jsonl", primary=PRIMARY)  # for `bayescrl mopo --model`
     if a.export_hf is not None:
-        plain = policy.lm.unload()  # the model without the (zero) LoRA layers that lora_policy injected
-        plain.to(torch.float32).save_pretrained(a.export_hf)
-        tok.save_pretrained(a.export_hf)
-        print(f"wrote {a.export_hf} and {a.out / 'train_trl.jsonl'}", flush=True)
+        print(f"wrote {a.out / 'train_trl.jsonl'}", flush=True)
         return {"model_dir": str(a.export_hf), "data": str(a.out / "train_trl.jsonl")}
 
     # 2. both proxies of the reference model's fresh answers

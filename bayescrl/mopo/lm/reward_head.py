@@ -224,17 +224,17 @@ def fit_lm_preferences(
 
 def summary(prefs: LMPreferences, data: PreferenceData, names: Sequence[str]) -> dict[str, Any]:
     """``preference_probs`` for ``results.json``: per objective, the mean posterior probability that response
-    ``a`` is preferred where the record says so and where it does not, how often the posterior mean sides with
-    the label, and the mean width of the 90 % intervals."""
+    ``a`` is preferred where the record says so and where it does not, how often the posterior means rank
+    ``a`` and ``b`` as the label does (``p(a) > p(b)``), and the mean width of the 90 % intervals."""
     n = len(data)
     out = {}
     for k, name in enumerate(names):
-        pa = prefs.mean[:n, k]
+        pa, pb = prefs.mean[:n, k], prefs.mean[n:, k]
         lab = data.prefs[:, k].bool()
         out[name] = {
             "mean_p_a_when_label_a": float(pa[lab].mean()) if bool(lab.any()) else None,
             "mean_p_a_when_label_b": float(pa[~lab].mean()) if bool((~lab).any()) else None,
-            "agreement_with_labels": float(((pa > 0.5) == lab).double().mean()),
+            "agreement_with_labels": float(((pa > pb) == lab).double().mean()),
             "mean_interval_width_90": float((prefs.q95[:, k] - prefs.q05[:, k]).mean()),
         }
     return out
