@@ -316,8 +316,11 @@ def plot(data: dict, path: Path) -> None:
         ax.set_ylabel("true primary preference E_π[p_2]")
         ax.set_title(f"{name}: fronts (λ sweep, τ = 0.1)", fontsize=9)
         ax.ticklabel_format(useOffset=False)
+        lo, hi = ax.get_ylim()
+        if hi - lo < 1e-6:  # a tied primary objective (D3): every policy at the same value
+            ax.set_ylim(lo - 0.05, hi + 0.05)
         ax.grid(alpha=0.3)
-    axes[0, 0].legend(fontsize=7)
+    axes[0, 0].legend(fontsize=7, loc="upper right")
     axes[1, 0].legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
