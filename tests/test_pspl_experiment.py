@@ -177,3 +177,15 @@ def test_every_example_config_validates():
             continue
         cfg = validate_config(raw)
         assert cfg["env"]["name"] in ("riverswim", "mountaincar"), f
+
+
+def test_nan_results_are_refused_before_results_json_is_written(tmp_path, monkeypatch):
+    import bayescrl.pbrl.experiment as pexp
+    from bayescrl.utils.errors import DataError
+
+    monkeypatch.setattr(
+        pexp, "run_agents", lambda *a, **k: {"agents": {"pspl": {"final_simple_regret_mean": float("nan")}}}
+    )
+    with pytest.raises(DataError, match="NaN"):
+        run_experiment(SMALL, seeds=1, out=tmp_path / "o", progress=False)
+    assert not (tmp_path / "o" / "results.json").exists()

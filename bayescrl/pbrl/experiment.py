@@ -305,6 +305,9 @@ def run_experiment(
             runs.append({"value": v, **run_agents(sub, seeds, device=device, progress=progress)})
         result["sweep"] = {"key": key, "values": cfg["sweep"]["values"], "runs": runs}
     result["total_wall_time_s"] = time.perf_counter() - t0
+    from bayescrl.utils.checks import check_no_nan
+
+    check_no_nan(result, str(out or "results"))  # before anything is written: never a NaN results.json
     if out is not None:
         out = Path(out)
         write_json(out / "results.json", result)

@@ -39,9 +39,11 @@ def run_diffusion(
     )
     for prefix, r in runs:
         for name, a in r["agents"].items():
+            sr = a["simple_regret_mean"]
             click.echo(
                 f"{prefix}{name:8s} final reward {a['final_reward_mean']:.3f} ± {a['final_reward_std']:.3f}  "
-                f"simple regret {a['simple_regret_mean']:.3f}  ({a['wall_time_s']:.1f} s, "
+                f"simple regret {'-' if sr is None else format(sr, '.3f')}"
+                f"  ({a['wall_time_s']:.1f} s, "
                 f"{a['images_per_s']:.1f} images/s)"
             )
     click.echo(f"wrote {out}/results.json")

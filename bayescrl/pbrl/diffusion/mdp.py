@@ -79,7 +79,16 @@ def embed(score: Tensor, norms: Tensor) -> Tensor:
     return torch.stack([T * score.double(), norms.double().sum(-1), time], -1)
 
 
-@torch.no_grad()
+def _draw(shape: tuple[int, int, int], generator) -> Tensor:
+    """Standard normal ``[P, n, D]``: from one generator, or from ``generator[p]`` for policy ``p`` (per-run
+    streams: a run's noise does not depend on how many other runs share the batch)."""
+    if isinstance(generator, (list, tuple)):
+        if len(generator) != shape[0]:
+            raise ValueError(f"{len(generator)} generators for {shape[0]} policies")
+        return torch.stack([torch.randn(shape[1:], generator=g) for g in generator])
+    return torch.randn(shape, generator=generator)
+
+
 def rollout(
     base: BaseModel,
     sched,
@@ -88,45 +97,53 @@ def rollout(
     z_T: Tensor,
     *,
     stat: str = "mass",
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | list[torch.Generator] | None = None,
     keep_inputs: bool = True,
     deterministic: bool = False,
+    grad: bool = False,
 ) -> Rollouts:
     """Roll out ``policy`` (``P`` policies) from ``z_T [P, n, 1, S, S]`` with prompts ``[P, n]``, batched:
-    one UNet call of ``P·n`` images per denoising step. Noise is drawn on the CPU ``generator``;
-    ``deterministic`` takes the policy's mean action (the fine-tuned DDIM sampler itself)."""
+    one UNet call of ``P·n`` images per denoising step. Noise is drawn on the CPU ``generator`` (one, or a
+    list of ``P``: one stream per policy); ``deterministic`` takes the policy's mean action (the fine-tuned
+    DDIM sampler itself).
+
+    ``grad``: keep the autograd graph through the reparameterised actions ``ε_t = μ_t + σ_t ξ_t``, the
+    frozen UNet and DDIM steps and the scorer, so ``score``, ``stat``, ``norms`` (hence φ, ψ) are
+    differentiable in the policy's weights; the stored ``inputs``, ``eps_hat``, ``actions`` and ``logp``
+    are detached (the score-function terms treat the states and actions as data)."""
     P, n = prompts.shape
     dev = policy.w1.device
     S = z_T.shape[-1]
     D = S * S
     T = len(sched.timesteps)
-    z = z_T.reshape(P * n, 1, S, S).to(dev)
-    labels = prompts.reshape(-1).to(dev)
-    inputs, eps_hats, acts, logps, norms = [], [], [], [], []
-    for i, t in enumerate(sched.timesteps):
-        eps_hat = base.unet(z, t, class_labels=labels).sample.reshape(P, n, D)
-        inp = policy.inputs(eps_hat, z.reshape(P, n, D), (i + 1) / T, prompts.to(dev))
-        mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
-        xi = torch.randn(mean.shape, generator=generator).to(dev)
-        a = mean if deterministic else mean + torch.exp(log_sd) * xi
-        logps.append(policy.log_prob(a, mean, log_sd))
-        norms.append(a.norm(dim=-1) / D**0.5)
-        if keep_inputs:
-            inputs.append(inp)
-            eps_hats.append(eps_hat)
-            acts.append(a)
-        z = sched.step(a.reshape(P * n, 1, S, S), t, z, eta=0.0).prev_sample
-    x = z.clamp(-1, 1).reshape(P, n, 1, S, S)
-    score = base.scorer.score(labels, x.reshape(P * n, 1, S, S)).reshape(P, n)
-    stack = lambda xs: torch.stack(xs, 2) if xs else z.new_zeros(0)  # noqa: E731
-    return Rollouts(
-        stack(inputs),
-        stack(eps_hats),
-        stack(acts),
-        torch.stack(logps, 2),
-        torch.stack(norms, 2),
-        prompts,
-        x,
-        score,
-        image_stat(x, stat),
-    )
+    with torch.set_grad_enabled(grad):
+        z = z_T.reshape(P * n, 1, S, S).to(dev)
+        labels = prompts.reshape(-1).to(dev)
+        inputs, eps_hats, acts, logps, norms = [], [], [], [], []
+        for i, t in enumerate(sched.timesteps):
+            eps_hat = base.unet(z, t, class_labels=labels).sample.reshape(P, n, D)
+            inp = policy.inputs(eps_hat, z.reshape(P, n, D), (i + 1) / T, prompts.to(dev))
+            mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
+            xi = _draw((P, n, D), generator).to(dev)
+            a = mean if deterministic else mean + torch.exp(log_sd) * xi
+            logps.append(policy.log_prob(a, mean, log_sd).detach())
+            norms.append(a.norm(dim=-1) / D**0.5)
+            if keep_inputs:
+                inputs.append(inp.detach())
+                eps_hats.append(eps_hat.detach())
+                acts.append(a.detach())
+            z = sched.step(a.reshape(P * n, 1, S, S), t, z, eta=0.0).prev_sample
+        x = z.clamp(-1, 1).reshape(P, n, 1, S, S)
+        score = base.scorer.score(labels, x.reshape(P * n, 1, S, S)).reshape(P, n)
+        stack = lambda xs: torch.stack(xs, 2) if xs else z.new_zeros(0)  # noqa: E731
+        return Rollouts(
+            stack(inputs),
+            stack(eps_hats),
+            stack(acts),
+            torch.stack(logps, 2),
+            torch.stack(norms, 2),
+            prompts,
+            x,
+            score,
+            image_stat(x, stat),
+        )

@@ -10,9 +10,18 @@ exploration noise of sd ``sd_init`` around its ε̂ (the behaviour policy of D0)
 evaluated with ``baddbmm``; their losses are summed, so their gradients (and Adam's per-element updates)
 do not interact — the same as ``P`` separate optimisers.
 
-:func:`ddpo_update`: PPO-clipped importance-sampling policy gradient on stored rollouts
-(DDPO_IS): ``L = −E_t[min(ρ_t A, clip(ρ_t, 1 ± c) A)]``, ``ρ_t = π_new(ε_t|s_t)/π_old(ε_t|s_t)``.
-The UNet is frozen, so an update needs only the stored inputs, not new UNet passes.
+:func:`reward_gradient_update` (the default, ``policy.update: reward_grad``): one Adam step on the
+reward's gradient through the reparameterised rollout (DRaFT / AlignProp: Clark et al. 2024, Prabhudesai
+et al. 2023): the agents' reward ⟨θ̃, φ(τ)⟩ (and the oracle's ⟨θ*, ψ(τ)⟩) is differentiable in the actions
+ε_t = μ_t + σ_t ξ_t through the frozen DDIM steps and the scorer. Non-differentiable terms (the binned
+noise-norm likelihood of a posterior η̃) enter through a score-function term ``A·log π(ε_t|s_t)``.
+
+:func:`ddpo_update` (``policy.update: ddpo``): PPO-clipped importance-sampling policy gradient on stored
+rollouts (DDPO_IS, Black et al.): ``L = −E_t[min(ρ_t A, clip(ρ_t, 1 ± c) A)]``,
+``ρ_t = π_new(ε_t|s_t)/π_old(ε_t|s_t)``. The UNet is frozen, so an update needs only the stored inputs.
+Zeroth-order: its gradient estimate in the 2 560-dimensional action sequence (T = 10 steps × 256
+pixels) needs far more trajectories than a CPU budget allows (see the reproduction notes), which is why
+the first-order update is the default.
 """
 
 from __future__ import annotations
@@ -106,3 +115,50 @@ def ddpo_update(
         opt.step()
         clipped = float(((ratio - 1).abs() > clip).float().mean())
     return {"clip_fraction": clipped}
+
+
+def reward_gradient_update(
+    policy: GaussianNoisePolicy,
+    opt: torch.optim.Optimizer,
+    reward: Tensor,
+    *,
+    inputs: Tensor | None = None,
+    eps_hat: Tensor | None = None,
+    actions: Tensor | None = None,
+    sf_adv: Tensor | None = None,
+) -> dict:
+    """One ascent step on ``E[reward]`` for ``reward [P, n]`` with its graph (a ``grad=True`` rollout).
+
+    Loss per policy: ``−mean_n reward / sd_n(reward)`` (the sd detached: the step does not depend on the
+    reward's scale, as the standardised advantages of DDPO) minus, with ``sf_adv [P, n]``, the
+    score-function term ``mean_{n,t} sf_adv · log π(ε_t | s_t)`` on the detached ``inputs``/``actions``
+    ``[P, n, T, ·]`` (its gradient is DDPO's at ratio 1). The ``P`` losses are summed: their gradients and
+    Adam's per-element steps do not interact."""
+    r = reward.float()
+    loss = -(r / (r.detach().std(1, keepdim=True) + 1e-8)).mean(1).sum()
+    if sf_adv is not None:
+        P, n, T = actions.shape[:3]
+        mean, log_sd = policy(inputs.reshape(P, n * T, -1), eps_hat.reshape(P, n * T, -1))
+        logp = policy.log_prob(actions.reshape(P, n * T, -1), mean, log_sd).reshape(P, n, T)
+        loss = loss - (sf_adv.detach().unsqueeze(-1) * logp).mean((1, 2)).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return {"loss": float(loss.detach())}
+
+
+def select_adam(opt: torch.optim.Adam, new: GaussianNoisePolicy, idx: Tensor | list[int]) -> torch.optim.Adam:
+    """An Adam optimiser over ``new = policy.select(idx)`` carrying the moment estimates of the selected
+    copies, so a policy copied between episodes keeps its optimiser state (one optimiser per run)."""
+    idx = torch.as_tensor(idx, dtype=torch.long)
+    out = torch.optim.Adam(
+        new.parameters(), **{k: v for k, v in opt.defaults.items() if k in ("lr", "betas", "eps")}
+    )
+    for p_old, p_new in zip(opt.param_groups[0]["params"], out.param_groups[0]["params"], strict=True):
+        st = opt.state.get(p_old)
+        if st:
+            out.state[p_new] = {
+                k: v[idx.to(v.device)].clone() if v.dim() and v.shape[0] == p_old.shape[0] else v.clone()
+                for k, v in st.items()
+            }
+    return out
