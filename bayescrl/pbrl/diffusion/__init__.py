@@ -3,7 +3,7 @@ down to a class-conditional pixel DDPM on scikit-learn's 8×8 digits (upsampled 
 
 Modules: :mod:`~bayescrl.pbrl.diffusion.base` (digits, ``diffusers`` UNet + scheduler, scorer classifier,
 training and cache), :mod:`~bayescrl.pbrl.diffusion.mdp` (denoising MDP, rollouts, trajectory embedding),
-:mod:`~bayescrl.pbrl.diffusion.policy` (2-layer 512-GELU Gaussian noise policy, DDPO-style update),
+:mod:`~bayescrl.pbrl.diffusion.policy` (2-layer 512-GELU Gaussian noise policy and its updates),
 :mod:`~bayescrl.pbrl.diffusion.agents` (PSPL / DPS posteriors over θ, Dirichlet noise-norm model),
 :mod:`~bayescrl.pbrl.diffusion.experiment` (config, runner, outputs). Needs the ``diffusion`` extra
 (``pip install 'bayescrl[diffusion]'``: diffusers, scikit-learn); importing this package without it is

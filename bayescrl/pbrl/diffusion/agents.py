@@ -1,6 +1,6 @@
 """Posteriors of the image experiment: θ (reward weights on φ) for PSPL and DPS, η (binned noise norm).
 
-Both agents share the policy, the rollouts, the DDPO update, the η model and the query protocol; they
+Both agents share the policy, the rollouts, the policy update, the η model and the query protocol; they
 differ only in the θ-posterior that their two samples per episode come from:
 
 * :class:`PSPLTheta` — the tabular PSPL's :class:`~bayescrl.pbrl.posterior.TrajectoryPreferenceModel`

@@ -1,4 +1,4 @@
-"""The noise policy π_θ(ε_t | s_t) of appendix `pickapic` and its DDPO-style update (Black et al. 2024).
+"""The noise policy π_θ(ε_t | s_t) of appendix `pickapic` and its updates (reward gradient; DDPO).
 
 A 2-layer MLP (``hidden`` = 512 GELU units per layer) maps the state features
 ``[ε̂_t, z_t, t/T, onehot(p)]`` (ε̂_t the frozen UNet's noise prediction at (z_t, t, p)) to a residual
