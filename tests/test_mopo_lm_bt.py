@@ -230,3 +230,18 @@ def test_cli_bradley_terry_on_a_trl_file_writes_preference_probs(model_dir, tmp_
     assert (
         code == 2 and len(msg) == 1 and "data.rater" in msg[0] and "r2" in msg[0] and "Traceback" not in err
     )
+
+
+def test_resume_refits_the_same_preferences(model_dir, tmp_path, capsys):
+    """The estimate is refitted on --resume (seeded): a run stopped at step 1 and resumed to step 2 logs
+    what an uninterrupted 2-step run logs."""
+    base = ["mopo", EXAMPLE, "--model", str(model_dir), *BT, "--set", "train.t0=2"]
+    full, part = tmp_path / "full", tmp_path / "part"
+    assert run([*base, "--out", str(full), "--set", "train.steps=2"], capsys)[0] == 0
+    assert run([*base, "--out", str(part), "--set", "train.steps=1"], capsys)[0] == 0
+    assert run([*base, "--out", str(part), "--set", "train.steps=2", "--resume"], capsys)[0] == 0
+    a, b = ([json.loads(ln) for ln in (d / "metrics.jsonl").read_text().splitlines()] for d in (full, part))
+    assert [r["step"] for r in b] == [1, 2]
+    for ra, rb in zip(a, b, strict=True):
+        assert ra["b"] == rb["b"] and torch.allclose(torch.tensor(ra["G"]), torch.tensor(rb["G"]), atol=1e-6)
+        assert torch.allclose(torch.tensor(ra["lambda"]), torch.tensor(rb["lambda"]), atol=1e-6)
