@@ -474,3 +474,40 @@ def test_sweep_call_runs_a_function_per_grid_point_and_validates_jobs_first(tmp_
         ["sweep", str(_write(tmp_path, "command: call\nreport: {metrics: [v]}\n")), "--out", "x"], capsys
     )
     assert code == 2 and cap.err.startswith("error: target = None")
+
+
+def test_ecop_results_convert_into_the_sweep_folder_only_when_settings_match(tmp_path, capsys):
+    """benchmarks/ecop_to_sweep.py: ecop_compare records become the sweep's runs (report reads them);
+    a results file whose settings differ from its case is refused before anything is written."""
+    from bayescrl.sweep.calls import resolve
+
+    convert = resolve(str(Path(__file__).resolve().parents[1] / "benchmarks" / "ecop_to_sweep.py:main"))
+    res = tmp_path / "res"
+    res.mkdir()
+    cfg = {"n_envs": 8, "rollout_steps": 200, "minibatch_size": 200, "update_epochs": 10, "pi_lr": 1e-3}
+    cfg.update(vf_lr=1e-3, eval_episodes=3, checkpoint_every=0)
+    info = {"env": "bayescrl/PointCircle-v0", "steps": 1000, "cost_limit": 10.0, "config": cfg}
+    (res / "pc.json").write_text(json.dumps(info))
+    rec = {"algo": "ecop", "label": "ecop", "steps": 1600, "wall_s": 1.0, "eval_return": 3.0}
+    rec.update(eval_costs=[1.0], cost_limits=[10.0], curve_return=[1.0], curve_cost=[2.0], curve_steps=[1600])
+    lines = [{**rec, "seed": s, "return": 10.0 + s, "costs": [5.0 + s]} for s in (0, 1)]
+    lines.append(
+        {**rec, "label": "ecop[beta5-fixed]", "seed": 0, "return": 99.0, "costs": [0.0]}
+    )  # not a grid point
+    (res / "pc.runs.jsonl").write_text("\n".join(json.dumps(x) for x in lines))
+    sweep = _write(
+        tmp_path,
+        "command: train\ngrid:\n  task:\n    - {name: PC, env: bayescrl/PointCircle-v0, cost-limit: 10, "
+        "total-steps: 1000}\n  algo: [ecop, ppo-lag]\n  seed: [0, 1]\nset: {config.pi_lr: 1.0e-3}\n"
+        "report: {pivot: {rows: task, columns: algo, cells: [train_final_return, train_final_costs.0]}}\n",
+    )
+    out = tmp_path / "sw"
+    convert([str(sweep), "--out", str(out), "--results", str(res), "--source", "PC=pc", "--no-plots"])
+    assert json.loads((out / "ecop_s1" / "metrics.json").read_text())["train_final_return"] == 11.0
+    assert "| PC | 10.5 ± 0.7071 / 5.5 ± 0.7071 (2) | – |" in capsys.readouterr().out
+    info["config"]["pi_lr"] = 3e-4  # other settings than the sweep file's: refused
+    (res / "pc.json").write_text(json.dumps(info))
+    with pytest.raises(SystemExit) as exc:
+        convert([str(sweep), "--out", str(tmp_path / "sw2"), "--results", str(res), "--source", "PC=pc"])
+    assert exc.value.code == 2 and "config.pi_lr 0.0003 != 0.001" in capsys.readouterr().err
+    assert not (tmp_path / "sw2").exists()

@@ -253,7 +253,11 @@ def pivot_table(table: list[dict], pivot: dict, spec: SweepSpec) -> str:
     `` / `` with the number of seeds n; a "thesis" column per algorithm the ``reference:`` block covers."""
     rows_key, cols_key, cells = pivot["rows"], pivot["columns"], pivot["cells"]
     axes = spec.axes
-    at = {(str(g["point"][rows_key]), str(g["point"][cols_key])): g for g in table}
+
+    def value(g: dict, key: str) -> str:  # an axis with one value is not in the group's point
+        return str(g["point"].get(key, axes[key][0]))
+
+    at = {(value(g, rows_key), value(g, cols_key)): g for g in table}
     cols = [str(c) for c in axes[cols_key]]
     ref_cols = [
         c
