@@ -26,6 +26,11 @@ def run(args, capsys):
         ("tabular_mopo.yaml", "mopo.runs=0", ["mopo.runs = 0"]),
         ("tabular_mopo.yaml", "mopo.batch=0", ["mopo.batch = 0"]),
         ("tabular_bayes.yaml", "raters=[{id: expert, beta: 1.0}, {id: crowd1}]", ["data.rater", "crowd2"]),
+        # engine options are checked by name before any fit (they used to be passed on unchecked:
+        # a traceback for a non-mapping or an svi typo, silently ignored by laplace)
+        ("tabular_bayes.yaml", "bradley_terry.engine_options=5", ["bradley_terry.engine_options = 5"]),
+        ("tabular_bayes.yaml", "bradley_terry.engine_options={foo: 1}", ["engine_options.foo", "unknown"]),
+        ("tabular_bayes.yaml", "bradley_terry.seed=-1", ["bradley_terry.seed = -1", ">= 0"]),
         ("trl_format.yaml", "train.tau=-1", ["tau = -1", "> 0"]),  # before any model is loaded
         ("trl_format.yaml", "train.batch_size=0", ["batch_size = 0"]),
     ],

@@ -150,6 +150,7 @@ def parse_raters(raters: Any) -> list[Rater]:
 def parse_bt_options(opts: Any) -> dict[str, Any]:
     """Defaults and checks of the ``bradley_terry`` section (all before any fit)."""
     from bayescrl.inference.engines import ENGINES
+    from bayescrl.inference.options import check_engine_options
 
     opts = dict(opts or {})
     for key in opts:
@@ -157,7 +158,7 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
             raise ConfigError(f"bradley_terry.{key}", opts[key], f"unknown key (valid: {', '.join(BT_KEYS)})")
     out = {
         "engine": opts.get("engine", "laplace"),
-        "engine_options": dict(opts.get("engine_options") or {}),
+        "engine_options": None,  # checked below, once the engine is known
         "num_samples": opts.get("num_samples", 2000),
         "prior_scale": opts.get("prior_scale", 1.5),
         "competence": opts.get("competence", "infer"),
@@ -171,6 +172,9 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
             out["engine"],
             "must be one of laplace, bootstrap, svi, nuts (the Bradley-Terry likelihood is not conjugate)",
         )
+    out["engine_options"] = check_engine_options(  # unknown keys and bad values, by name, before any fit
+        out["engine"], opts.get("engine_options") or {}, "bradley_terry.engine_options"
+    )
     n = out["num_samples"]
     if isinstance(n, bool) or not isinstance(n, int) or n < 10:
         raise ConfigError("bradley_terry.num_samples", n, "must be an integer >= 10")
@@ -185,8 +189,8 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
     q = out["lower_quantile"]
     if q is not None and (isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 < q < 0.5):
         raise ConfigError("bradley_terry.lower_quantile", q, "must be in (0, 0.5) or null")
-    if isinstance(out["seed"], bool) or not isinstance(out["seed"], int):
-        raise ConfigError("bradley_terry.seed", out["seed"], "must be an integer")
+    if isinstance(out["seed"], bool) or not isinstance(out["seed"], int) or out["seed"] < 0:
+        raise ConfigError("bradley_terry.seed", out["seed"], "must be an integer >= 0")
     return out
 
 
