@@ -348,8 +348,9 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     # forked from the sweep's warm fork server (shared with tests/test_sweep_run.py in one pytest session)
     mod = tmp_path / "jobs_mod.py"
     mod.write_text(
-        "import os\n"
+        "import atexit, os\n"
         "def square(job):\n"
+        "    atexit.register(lambda: open(job['mark'], 'w').close() if 'mark' in job else None)\n"
         "    if job['x'] < 0:\n"
         "        raise ValueError('negative x')\n"
         "    return {'y': job['x'] ** 2, 'pid': os.getpid()}\n"
@@ -359,7 +360,11 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     with pytest.raises(RuntimeError, match=r"1 of 3 call\(s\) .* failed; c: ValueError: negative x"):
         map_calls(
             f"{mod}:square",
-            [{"x": 3}, {"x": 1}, {"x": -1}],
+            [
+                {"x": 3, "mark": str(tmp_path / "exit_a")},
+                {"x": 1},
+                {"x": -1, "mark": str(tmp_path / "exit_c")},
+            ],
             workers=2,
             ids=["a", "b", "c"],
             workdir=work,
@@ -368,6 +373,8 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     assert sorted(seen) == [(1, 1), (3, 9)] and (work / "logs" / "c.log").exists()
     pids = {json.loads((work / r / "result.json").read_text())["pid"] for r in "ab"}
     assert len(pids | {os.getpid()}) == 3  # two processes, neither of them this one
+    # the run's exit handlers ran, as at the end of the single command (also after an exception)
+    assert (tmp_path / "exit_a").exists() and (tmp_path / "exit_c").exists()
     # many short runs starting and ending at once (a temporary workdir): every exit status read once,
     # results in job order
     out = map_calls(f"{mod}:square", [{"x": i} for i in range(10)], workers=4)

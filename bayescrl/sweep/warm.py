@@ -83,7 +83,12 @@ def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
     sys.argv = ["bayescrl", *argv]
     from bayescrl.sweep.child import dispatch
 
-    dispatch(argv)
+    try:
+        dispatch(argv)
+    finally:  # the fork server ends its child with os._exit: run the exit handlers a normal exit runs
+        import atexit  # (weakref.finalize at exit -- SUMO handles --, logging.shutdown, ...)
+
+        atexit._run_exitfuncs()
 
 
 class _Run:
