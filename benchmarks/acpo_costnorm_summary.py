@@ -3,8 +3,10 @@ centred them, and against ACPO, on Point-Circle (8·10⁵ steps, batch 10⁴, δ
 
     .venv/bin/python benchmarks/acpo_costnorm_summary.py
 
-Reads the per-run files of ``circle_8e5_n20_costnorm`` (``acpo_compare.py --algos atrpo``) and the
-``compare.json`` of the earlier studies; writes ``circle_8e5_n20_costnorm/summary.json`` and prints a table.
+Reads the per-run files of ``circle_8e5_n20_costnorm`` (``acpo_compare.py --algos atrpo``), of
+``circle_8e5_n20_acpo_v2`` (ACPO re-run with its phase-stratified GAE rate and the tiny-q guard, same
+settings as before) and the ``compare.json`` of the earlier studies; writes
+``circle_8e5_n20_costnorm/summary.json`` and prints a table.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ OLD = {  # label -> [(study, algo)], seeds 0-4 and 5-9
         ("circle_8e5_n20_ec0.2_std05", "atrpo"),
         ("circle_8e5_n20_ec0.2_std05_s5-9", "atrpo"),
     ],
-    "ACPO, correction 0.2, log-std −0.5": [
+    "ACPO, correction 0.2, log-std −0.5 (before)": [
         ("circle_8e5_n20_ec0.2_std05", "acpo"),
         ("circle_8e5_n20_ec0.2_std05_s5-9", "acpo"),
     ],
@@ -35,12 +37,20 @@ def per_seed(study: str, algo: str) -> dict[int, tuple[float, float]]:
     return {s: (r, c) for s, r, c in zip(a["seeds"], a["final_rewards"], a["final_costs"], strict=True)}
 
 
-def main() -> dict:
-    new = {}
-    for f in sorted((ROOT / "circle_8e5_n20_costnorm" / "runs").glob("*.json")):
+def runs(study: str) -> dict[int, tuple[float, float]]:
+    out = {}
+    for f in sorted((ROOT / study / "runs").glob("*.json")):
         rec = json.loads(f.read_text())
-        new[rec["seed"]] = (rec["final_avg_reward"], rec["final_avg_costs"][0])
+        out[rec["seed"]] = (rec["final_avg_reward"], rec["final_avg_costs"][0])
+    return out
+
+
+def main() -> dict:
+    new = runs("circle_8e5_n20_costnorm")
     rows = {"ATRPO ℓ 0.5, costs normalised (now)": new}
+    acpo_now = runs("circle_8e5_n20_acpo_v2")
+    if acpo_now:
+        rows["ACPO, correction 0.2, log-std −0.5 (now)"] = acpo_now
     for label, parts in OLD.items():
         rows[label] = {k: v for study, algo in parts for k, v in per_seed(study, algo).items()}
     seeds = sorted(new)
@@ -53,6 +63,7 @@ def main() -> dict:
             "seeds": [s for s in seeds if s in d],
             "reward_mean": float(rr.mean()),
             "reward_sd": float(rr.std(ddof=1)) if len(rr) > 1 else 0.0,
+            "reward_median": float(np.median(rr)),
             "cost_mean": float(cc.mean()),
             "cost_sd": float(cc.std(ddof=1)) if len(cc) > 1 else 0.0,
             "within_1.1l": int((cc <= 1.1 * 0.05).sum()),
@@ -61,7 +72,7 @@ def main() -> dict:
         }
         r = out["rows"][label]
         print(
-            f"| {label} | {r['reward_mean']:.3f} ± {r['reward_sd']:.3f} "
+            f"| {label} | {r['reward_mean']:.3f} ± {r['reward_sd']:.3f} | {r['reward_median']:.3f} "
             f"| {r['cost_mean']:.4f} ± {r['cost_sd']:.4f} | {r['within_1.1l']}/{len(r['seeds'])} |"
         )
     write_json(ROOT / "circle_8e5_n20_costnorm" / "summary.json", out)
