@@ -3,9 +3,9 @@ centred them, and against ACPO, on Point-Circle (8·10⁵ steps, batch 10⁴, δ
 
     .venv/bin/python benchmarks/acpo_costnorm_summary.py
 
-Reads the per-run files of ``circle_8e5_n20_costnorm`` (``acpo_compare.py --algos atrpo``), of
+Reads the ``compare.json`` of ``circle_8e5_n20_costnorm`` (``acpo_compare.py --algos atrpo``), of
 ``circle_8e5_n20_acpo_v2`` (ACPO re-run with its phase-stratified GAE rate and the tiny-q guard, same
-settings as before) and the ``compare.json`` of the earlier studies; writes
+settings as before) and of the earlier studies; writes
 ``circle_8e5_n20_costnorm/summary.json`` and prints a table.
 """
 
@@ -37,20 +37,12 @@ def per_seed(study: str, algo: str) -> dict[int, tuple[float, float]]:
     return {s: (r, c) for s, r, c in zip(a["seeds"], a["final_rewards"], a["final_costs"], strict=True)}
 
 
-def runs(study: str) -> dict[int, tuple[float, float]]:
-    out = {}
-    for f in sorted((ROOT / study / "runs").glob("*.json")):
-        rec = json.loads(f.read_text())
-        out[rec["seed"]] = (rec["final_avg_reward"], rec["final_avg_costs"][0])
-    return out
-
-
 def main() -> dict:
-    new = runs("circle_8e5_n20_costnorm")
-    rows = {"ATRPO ℓ 0.5, costs normalised (now)": new}
-    acpo_now = runs("circle_8e5_n20_acpo_v2")
-    if acpo_now:
-        rows["ACPO, correction 0.2, log-std −0.5 (now)"] = acpo_now
+    new = per_seed("circle_8e5_n20_costnorm", "atrpo")
+    rows = {
+        "ATRPO ℓ 0.5, costs normalised (now)": new,
+        "ACPO, correction 0.2, log-std −0.5 (now)": per_seed("circle_8e5_n20_acpo_v2", "acpo"),
+    }
     for label, parts in OLD.items():
         rows[label] = {k: v for study, algo in parts for k, v in per_seed(study, algo).items()}
     seeds = sorted(new)
