@@ -24,6 +24,9 @@ def run(args, capsys):
         ("sanity.yaml", "tau=[0.1, -1]", ["tau[1] = -1", "> 0"]),  # refused before the first run
         ("motivating.yaml", "mopo.tau=-0.3", ["mopo.tau = -0.3", "> 0"]),
         ("tabular_mopo.yaml", "mopo.runs=0", ["mopo.runs = 0"]),
+        ("tabular_mopo.yaml", "mopo.eps=-0.1", ["mopo.eps = -0.1", ">= 0"]),  # was run as eps = 0
+        ("tabular_mopo.yaml", "mopo.beta=-1", ["mopo.beta = -1", "> 0"]),
+        ("tabular_mopo_lb.yaml", "mopo_lb.gamma=2", ["mopo_lb.gamma = 2", "(0, 1]"]),
         ("tabular_mopo.yaml", "mopo.batch=0", ["mopo.batch = 0"]),
         ("tabular_bayes.yaml", "raters=[{id: expert, beta: 1.0}, {id: crowd1}]", ["data.rater", "crowd2"]),
         # engine options are checked by name before any fit (they used to be passed on unchecked:

@@ -102,8 +102,12 @@ def check_config(config: dict) -> None:
                     raise ConfigError(field, value, "must be > 0")
             elif key in ("eps", "beta", "gamma", "tau", "t0"):
                 finite_float(value, field)
-                if key == "tau" and float(value) <= 0:
+                if key in ("tau", "beta") and float(value) <= 0:  # beta: adaptive threshold factor or DPO's
                     raise ConfigError(field, value, "must be > 0")
+                if key == "eps" and float(value) < 0:  # a negative one was run as 0 (the bound off)
+                    raise ConfigError(field, value, "must be >= 0 (KL radius of the lower bound; 0: off)")
+                if key == "gamma" and not 0 < float(value) <= 1:
+                    raise ConfigError(field, value, "must be in (0, 1] (the decay factor of sigma)")
     for key in ("n", "n_y"):
         if key in config and name == "motivating":
             positive_int(config[key], key)
