@@ -3,6 +3,8 @@ the report's arithmetic against hand-computed numbers."""
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -348,12 +350,12 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     # forked from the sweep's warm fork server (shared with tests/test_sweep_run.py in one pytest session)
     mod = tmp_path / "jobs_mod.py"
     mod.write_text(
-        "import atexit, os\n"
+        "import atexit, multiprocessing, os\n"
         "def square(job):\n"
         "    atexit.register(lambda: open(job['mark'], 'w').close() if 'mark' in job else None)\n"
         "    if job['x'] < 0:\n"
         "        raise ValueError('negative x')\n"
-        "    return {'y': job['x'] ** 2, 'pid': os.getpid()}\n"
+        "    return {'y': job['x'] ** 2, 'pid': os.getpid(), 'start': multiprocessing.get_start_method()}\n"
     )
     seen = []
     work = tmp_path / "work"
@@ -375,6 +377,14 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
     assert len(pids | {os.getpid()}) == 3  # two processes, neither of them this one
     # the run's exit handlers ran, as at the end of the single command (also after an exception)
     assert (tmp_path / "exit_a").exists() and (tmp_path / "exit_c").exists()
+    # and its multiprocessing start method is a fresh process's (async vector envs fork from the run)
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import multiprocessing as m; print(m.get_start_method())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert json.loads((work / "a" / "result.json").read_text())["start"] == fresh
     # many short runs starting and ending at once (a temporary workdir): every exit status read once,
     # results in job order
     out = map_calls(f"{mod}:square", [{"x": i} for i in range(10)], workers=4)

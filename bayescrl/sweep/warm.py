@@ -81,6 +81,10 @@ def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(line_buffering=True)
     sys.argv = ["bayescrl", *argv]
+    # multiprocessing forced this child's default start method to "forkserver"; a fresh process has the
+    # platform's default (fork on Linux): AsyncVectorEnv workers started from the fork server's fresh
+    # interpreter would not find bayescrl's registered envs
+    mp.set_start_method(None, force=True)
     from bayescrl.sweep.child import dispatch
 
     try:
