@@ -81,7 +81,9 @@ def map_calls(
     ``on_done(job, result)`` is called as each finishes (completion order). ``workdir`` holds the jobs,
     results, status files and logs (default: a temporary folder, removed when every call succeeded).
     A call that fails (after ``retries`` restarts) raises ``RuntimeError`` naming its log, once the
-    others have finished.
+    others have finished. The calling script needs the ``if __name__ == "__main__":`` guard around its
+    top-level code: a run forked from the fork server first imports the caller's main module, as with
+    multiprocessing's forkserver and spawn start methods (without the guard every call fails).
     """
     from bayescrl.sweep import runner
 
