@@ -453,6 +453,10 @@ def test_sweep_cases_link_options_and_pivot_renders_the_readme_layout(tmp_path):
         ("{task: [{name: A, env: x}, {name: A, env: y}], seed: [0]}", "grid.task[1].name"),
         ("{task: [{name: A, cost-limit: 3}], seed: [0]}", "grid.task[0].cost-limit"),  # also in args
         ("{task: [{name: A, env: x}, plain], seed: [0]}", "grid.task[1]"),
+        (  # two axes of cases giving one option: the later used to win silently
+            "{task: [{name: A, env: x}], v: [{name: V, env: y}, {name: W}], seed: [0]}",
+            "grid.v[V].env",
+        ),
     ],
 )
 def test_sweep_cases_bad_input_is_one_line(tmp_path, capsys, grid, field):

@@ -214,6 +214,7 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
     cases = {
         k: _cases(k, v, grid, sections) for k, v in grid.items() if any(isinstance(x, Mapping) for x in v)
     }
+    _check_case_axes(cases)
     set_grid = {str(k): _as_list(v, f"set.{k}") for k, v in sections["set"].items() if isinstance(v, list)}
     set_fixed = {str(k): v for k, v in sections["set"].items() if not isinstance(v, list)}
     for key in grid:
@@ -288,6 +289,20 @@ def _cases(axis: str, values: list, grid: dict, sections: dict) -> dict[str, dic
                 raise ConfigError(f"{where}.set.{key}", sets[key], "is also in the sweep's set; give it once")
         out[name] = dict(case)
     return out
+
+
+def _check_case_axes(cases: dict[str, dict[str, dict]]) -> None:
+    """Two axes of cases may not give the same option or ``set`` key (the later one would win silently)."""
+    owner: dict[str, str] = {}
+    for axis, by_name in cases.items():
+        for name, case in by_name.items():
+            keys = [k for k in case if k not in ("name", "set")] + [f"set.{k}" for k in case.get("set") or {}]
+            for key in keys:
+                if owner.setdefault(key, axis) != axis:
+                    raise ConfigError(
+                        f"grid.{axis}[{name}].{key}", case.get(key, (case.get("set") or {}).get(key[4:])),
+                        f"is also given by the cases of grid.{owner[key]}; give it once",
+                    )  # fmt: skip
 
 
 def _check_reference(spec: SweepSpec) -> None:
