@@ -338,6 +338,16 @@ def test_bad_textgen_input_exits_2_with_one_line(tmp_path, capsys, override, fie
     assert not (tmp_path / "o").exists()  # refused before the output folder is made
 
 
+def test_textgen_model_flag_and_resume(tmp_path, capsys):
+    code, cap = _run(
+        ["mopo", EXAMPLE, "--out", str(tmp_path / "o"), "--model", str(tmp_path / "none")], capsys
+    )
+    assert code == 2 and "model.path" in cap.err and len(cap.err.strip().splitlines()) == 1
+    code, cap = _run(["mopo", EXAMPLE, "--out", str(tmp_path / "o"), "--resume"], capsys)
+    assert code == 2 and "--resume" in cap.err and "only for mode: lm" in cap.err
+    assert not (tmp_path / "o").exists()
+
+
 def test_textgen_cpu_config_runs_end_to_end(tmp_path):
     """The whole pipeline at toy scale through the CLI, a seed's algorithms in two calls (merged: the same
     base model and data are rebuilt); table, figure; no NaN."""

@@ -201,7 +201,7 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
     "model_path",
     default=None,
     metavar="PATH",
-    help="lm mode: a local Hugging Face model directory to align with LoRA (nothing is downloaded).",
+    help="lm / textgen mode: a local Hugging Face model directory to align with LoRA (never downloaded).",
 )
 @click.option("--resume", is_flag=True, help="lm mode: continue from OUT/checkpoint (same settings).")
 @log_options
@@ -223,12 +223,15 @@ def mopo(
     set_torch_threads()
     config = apply_overrides(load_yaml(config_path), overrides)
     if model_path is not None or resume:
-        if config.get("mode") != "lm":
-            flag = "--model" if model_path is not None else "--resume"
-            raise ConfigError(flag, model_path or True, "only for mode: lm")
+        mode = config.get("mode")
+        if resume and mode != "lm":
+            raise ConfigError("--resume", True, "only for mode: lm")
+        if mode not in ("lm", "textgen"):
+            raise ConfigError("--model", model_path, "only for mode: lm or textgen")
         if model_path is not None:
             config = {**config, "model": {**(config.get("model") or {}), "path": model_path}}
-        config = {**config, "resume": resume or bool(config.get("resume", False))}
+        if mode == "lm":
+            config = {**config, "resume": resume or bool(config.get("resume", False))}
     check_config(config)  # before the log folder is made
     logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
     with logger:

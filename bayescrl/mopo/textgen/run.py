@@ -161,6 +161,8 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     for key in ("n_layer", "n_embd", "n_head", "n_positions", "sft_steps", "sft_per_prompt"):
         if key in m:
             positive_int(m[key], f"model.{key}", minimum=0 if key == "sft_steps" else 1)
+    if m.get("path") and not (Path(str(m["path"])).expanduser() / "config.json").is_file():
+        raise ConfigError("model.path", m["path"], "need a local Hugging Face model directory (config.json)")
     if "sft_lr" in m:
         _number(m["sft_lr"], "model.sft_lr")
     for key in ("n_train_prompts", "n_eval_prompts", "samples_per_prompt", "eval_samples", "max_new_tokens"):
