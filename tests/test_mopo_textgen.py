@@ -210,6 +210,31 @@ def test_parm_training_lowers_the_weighted_bradley_terry_loss():
     assert r2[1] > r2[0]  # objective 2 prefers "bad": the weighting steers the one model
 
 
+# ------------------------------------------------------------------------------------------------ tasks
+def test_tasks_prompts_split_and_behaviour_policy():
+    import random
+
+    from bayescrl.mopo.textgen.tasks import build_task
+    from bayescrl.utils import ConfigError
+
+    a = build_task("assistant")
+    assert (len(a.prompts), len(a.eval_prompts)) == (256, 64)  # 40 topics x 8 phrasings, 20 % held out
+    assert not set(a.prompts) & set(a.eval_prompts)
+    assert sum(c["unsafe"] for c in a.contexts + a.eval_contexts) == 8 * 8
+    assert build_task("assistant", 10, 5).eval_prompts == a.eval_prompts[:5]  # the split is fixed
+    s = build_task("summary")
+    assert (len(s.prompts), len(s.eval_prompts)) == (240, 60)
+    rng = random.Random(0)
+    answers = [s.behaviour(s.contexts[0], rng) for _ in range(50)]
+    assert s.contexts[0]["source"].split(" . ")[0] + " ." in answers  # copies the first sentence sometimes
+    vocab = set(s.vocabulary())
+    assert all(w in vocab for t in answers for w in t.split())
+    with pytest.raises(ConfigError, match="task.n_eval_prompts"):
+        build_task("summary", 10, 61)
+    with pytest.raises(ConfigError, match="task.name"):
+        build_task("poems")
+
+
 # ------------------------------------------------------------------------------------ scorers, labels
 def test_proxy_scorers_on_known_texts():
     pytest.importorskip("profanity_check")
