@@ -385,6 +385,11 @@ def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):
         check=True,
     ).stdout.strip()
     assert json.loads((work / "a" / "result.json").read_text())["start"] == fresh
+    # the same workdir again (a re-run after a failure): every call gets its attempts again
+    again = map_calls(
+        f"{mod}:square", [{"x": 3}, {"x": 1}, {"x": 2}], workers=2, ids=["a", "b", "c"], workdir=work
+    )
+    assert [r["y"] for r in again] == [9, 1, 4]
     # many short runs starting and ending at once (a temporary workdir): every exit status read once,
     # results in job order
     out = map_calls(f"{mod}:square", [{"x": i} for i in range(10)], workers=4)

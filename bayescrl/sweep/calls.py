@@ -110,7 +110,8 @@ def map_calls(
                 "status": str(status),
                 "log": str(work / "logs" / f"{rid}.log"),
                 "cwd": os.getcwd(),
-                "max_attempts": 1 + retries,
+                # 1 + retries attempts in this call, on top of those a call in the same workdir made
+                "max_attempts": runner._attempts(status) + 1 + retries,
             }
         )
         by_id[rid] = job
