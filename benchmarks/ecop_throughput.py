@@ -7,7 +7,9 @@ not do. Runs alternate (SB3, ppo-lag, ecop, SB3, ...) so machine load affects al
 the ratio of medians. Each round also times raw Ant-v5 stepping (random actions, the same gymnasium env)
 and splits every training run's wall time into rollout collection (env steps + policy inference + buffers)
 and the update (SB3: ``collect_rollouts`` / ``train``), so the output says where the time goes:
-``profile`` (seconds per run, median over rounds) and each run's overhead over raw stepping. Writes
+``profile`` (seconds per run, median over rounds) and each run's overhead over raw stepping. Every time
+is also taken in CPU seconds of the process (``*_cpu``, ``cpu_ratio_*``): on a shared machine the wall
+clock also counts other jobs' time slices, the CPU time only this run's work. Writes
 ``benchmarks/results/ecop/throughput.json`` and ``.png``; ``--out`` another folder.
 
     .venv/bin/python benchmarks/ecop_throughput.py --steps 4096 --rounds 2
@@ -29,15 +31,18 @@ OUT = Path(__file__).parent / "results" / "ecop"
 
 
 def _timed(obj, name: str, acc: dict, key: str) -> None:
-    """Accumulate the wall time of ``obj.name(...)`` calls into ``acc[key]`` (instance attribute)."""
+    """Accumulate the wall time of ``obj.name(...)`` calls into ``acc[key]`` and their CPU time (this
+    process) into ``acc[key + "_cpu"]`` (instance attribute)."""
     fn = getattr(obj, name)
+    acc.setdefault(key + "_cpu", 0.0)
 
     def wrapper(*a, **k):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return fn(*a, **k)
         finally:
             acc[key] += time.perf_counter() - t0
+            acc[key + "_cpu"] += time.process_time() - c0
 
     setattr(obj, name, wrapper)
 
@@ -49,22 +54,26 @@ def run_raw(steps: int, seed: int) -> float:
     env = gym.make("Ant-v5")
     env.reset(seed=seed)
     env.action_space.seed(seed)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         _obs, _r, term, trunc, _ = env.step(env.action_space.sample())
         if term or trunc:
             env.reset()
     dt = time.perf_counter() - t0
+    RAW_CPU.append(time.process_time() - c0)
     env.close()
     return dt
 
 
 PROFILE: dict[str, dict[str, list[float]]] = {}
+RAW_CPU: list[float] = []
 
 
 def _record(name: str, total: float, parts: dict) -> None:
-    rec = PROFILE.setdefault(name, {"total_s": [], **{k: [] for k in parts}})
+    total_cpu = parts.pop("_total_cpu")
+    rec = PROFILE.setdefault(name, {"total_s": [], "total_cpu_s": [], **{k: [] for k in parts}})
     rec["total_s"].append(total)
+    rec["total_cpu_s"].append(total_cpu)
     for k, v in parts.items():
         rec[k].append(v)
 
@@ -88,9 +97,10 @@ def run_sb3(steps: int, seed: int) -> float:
     parts = {"collect_s": 0.0, "update_s": 0.0}
     _timed(model, "collect_rollouts", parts, "collect_s")
     _timed(model, "train", parts, "update_s")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model.learn(steps)
     dt = time.perf_counter() - t0
+    parts["_total_cpu"] = time.process_time() - c0
     env.close()
     _record("sb3-ppo", dt, parts)
     return steps / dt
@@ -117,9 +127,10 @@ def run_ours(algo: str, steps: int, seed: int) -> float:
     parts = {"collect_s": 0.0, "update_s": 0.0}
     _timed(agent.collector, "collect", parts, "collect_s")
     _timed(agent, "update", parts, "update_s")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     agent.learn(steps, progress=False)
     dt = time.perf_counter() - t0
+    parts["_total_cpu"] = time.process_time() - c0
     agent.close()
     _record(algo, dt, parts)
     return steps / dt
@@ -145,10 +156,13 @@ def main() -> None:
         print({k: round(v[-1], 1) for k, v in res.items()}, flush=True)
     med = {k: float(np.median(v)) for k, v in res.items()}
     raw_s = float(np.median(raw))
+    raw_cpu = float(np.median(RAW_CPU))
+    cpu = {k: float(np.median(v["total_cpu_s"])) for k, v in PROFILE.items()}
     profile = {
         name: {
             **{k: float(np.median(v)) for k, v in parts.items()},
             "overhead_over_raw_stepping": float(np.median(parts["total_s"])) / raw_s - 1.0,
+            "cpu_overhead_over_raw_stepping": float(np.median(parts["total_cpu_s"])) / raw_cpu - 1.0,
         }
         for name, parts in PROFILE.items()
     }
@@ -162,10 +176,14 @@ def main() -> None:
         "ratio_ppo_lag_vs_sb3": med["ppo-lag"] / med["sb3-ppo"],
         "ratio_ecop_vs_sb3": med["ecop"] / med["sb3-ppo"],
         "raw_ant_steps_per_s": args.steps / raw_s,
+        # the same ratios in CPU time of the process (less sensitive to other jobs on a shared machine)
+        "cpu_ratio_ppo_lag_vs_sb3": cpu["sb3-ppo"] / cpu["ppo-lag"],
+        "cpu_ratio_ecop_vs_sb3": cpu["sb3-ppo"] / cpu["ecop"],
+        "raw_ant_cpu_s": raw_cpu,
         "profile": profile,
         "profile_note": "seconds per run of steps_per_run env steps (median over rounds): total, rollout "
         "collection (env steps, policy inference, buffers, value estimates) and updates; overhead = total / "
-        "raw stepping time - 1",
+        "raw stepping time - 1; *_cpu: the same in CPU seconds of the process (time.process_time)",
         "machine": "shared 2-core machine, other engineers' jobs running",
         "load_average_1min_at_start": load,
     }

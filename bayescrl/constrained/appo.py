@@ -91,6 +91,6 @@ class APPO(OnPolicyAlgorithm):
             surr_c = clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
             return (-surr_r + (f * surr_c).sum()) / denom
 
-        logs = first_order_policy_update(self, batch, loss_fn)
+        logs = first_order_policy_update(self, batch, loss_fn, uses_dist=False)
         logs["appo_factor"] = f.tolist()
         return logs

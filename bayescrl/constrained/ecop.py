@@ -195,7 +195,7 @@ class ECOP(OnPolicyAlgorithm):
                 loss = loss + p_weight * ecop_penalty(l_c + gap, lam, beta)
             return loss
 
-        logs = first_order_policy_update(self, batch, loss_fn)
+        logs = first_order_policy_update(self, batch, loss_fn, uses_dist=False)
         if self.m and cfg.adaptive_beta:
             self.beta, c_val, zeta = ecop_damping(
                 gap, self.lam, self.beta, self.horizon, cfg.kappa, cfg.beta_max

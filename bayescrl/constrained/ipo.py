@@ -51,4 +51,4 @@ class IPO(OnPolicyAlgorithm):
         def loss_fn(idx, ratio, dist):
             return -clipped_surrogate(ratio, adv[idx], cfg.clip, "min").mean()
 
-        return first_order_policy_update(self, batch, loss_fn)
+        return first_order_policy_update(self, batch, loss_fn, uses_dist=False)

@@ -53,4 +53,4 @@ class P3O(OnPolicyAlgorithm):
                 loss = loss + cfg.kappa * torch.relu(l_c + gap).sum()
             return loss
 
-        return first_order_policy_update(self, batch, loss_fn)
+        return first_order_policy_update(self, batch, loss_fn, uses_dist=False)

@@ -90,4 +90,4 @@ class PPOLag(OnPolicyAlgorithm):
                 return balanced_lagrangian_loss(surr_r, surr_c, float(self.ell))
             return -(surr_r - (lam * surr_c).sum()) / denom
 
-        return first_order_policy_update(self, batch, loss_fn)
+        return first_order_policy_update(self, batch, loss_fn, uses_dist=False)

@@ -119,6 +119,15 @@ class GaussianPolicy(Policy):
     def log_prob_from(self, dist: Normal, act: torch.Tensor) -> torch.Tensor:
         return dist.log_prob(act).sum(-1)
 
+    def log_prob(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
+        """``sum_j [-((a_j - mu_j) / sigma_j)^2 / 2 - log sigma_j - log(2 pi) / 2]`` written out: the
+        same density as ``Normal(mu, sigma).log_prob(a).sum(-1)`` (equal up to float rounding) in fewer
+        tensor ops (the minibatch update calls it hundreds of times per iteration)."""
+        mu = self.mean(obs)
+        z = (act - mu) * torch.exp(-self.log_std)
+        const = self.log_std.sum() + 0.5 * mu.shape[-1] * math.log(2 * math.pi)
+        return -0.5 * (z * z).sum(-1) - const
+
     def kl(self, old: Normal, new: Normal) -> torch.Tensor:
         return torch.distributions.kl_divergence(old, new).sum(-1)
 

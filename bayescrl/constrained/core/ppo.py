@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import torch
 
+from bayescrl.constrained.core.optim import AdamSteps
 from bayescrl.constrained.core.rollout import Batch
 
 
@@ -21,10 +22,37 @@ def clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, clip: float, pessi
     return torch.max(ratio * adv, clipped * adv)
 
 
+def _clip_grads(groups: list[tuple[list[torch.Tensor], float]]) -> None:
+    """``torch.nn.utils.clip_grad_norm_(params, max_norm)`` for several parameter groups at once.
+
+    Same arithmetic as torch's (per-tensor 2-norms, the norm of their stack, coefficient
+    ``min(1, max_norm / (norm + 1e-6))``), but one ``_foreach_norm`` over every group's gradients and one
+    ``_foreach_mul_`` per group instead of a Python loop over tensors per group.
+    """
+    grads = [p.grad for params, _ in groups for p in params if p.grad is not None]
+    if not grads:
+        return
+    norms = torch._foreach_norm(grads, 2.0)
+    start = 0
+    for params, max_norm in groups:
+        group = [p.grad for p in params if p.grad is not None]
+        if not group:
+            continue
+        total = torch.linalg.vector_norm(torch.stack(norms[start : start + len(group)]), 2.0)
+        torch._foreach_mul_(group, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+        start += len(group)
+
+
 def first_order_policy_update(
-    algo, batch: Batch, loss_fn: Callable[[torch.Tensor, torch.Tensor, object], torch.Tensor]
+    algo,
+    batch: Batch,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor, object], torch.Tensor],
+    uses_dist: bool = True,
 ) -> dict:
     """Run ``update_epochs`` epochs of minibatch Adam steps on ``loss_fn(idx, ratio, dist)``.
+
+    ``uses_dist=False`` (a loss that reads only ``idx`` and ``ratio``): ``dist`` is ``None`` and the
+    log-probabilities come from ``policy.log_prob`` without building a distribution object.
 
     The critics (reward and every cost) are regressed on their targets in the same minibatch passes
     (one backward for both losses; separate parameters and optimisers, so this equals two separate
@@ -32,44 +60,67 @@ def first_order_policy_update(
     The policy stops early (after an epoch) when the mean KL(pi_old || pi) over the batch exceeds
     ``1.5 * target_kl`` (safety-starter-agents' rule; ``target_kl=None`` disables it); the critics then
     finish their ``vf_epochs`` alone.
+
+    Speed (the update's work is hundreds of tiny minibatch steps, so per-call overhead is the cost):
+    the batch is permuted once per epoch and minibatches are slices of it (the same samples as indexing
+    with each minibatch's indices), gradients are reset by ``grad = None`` and both networks' gradient
+    norms are clipped in one pass (:func:`_clip_grads`, torch's arithmetic), and the Adam steps skip
+    ``Optimizer.step``'s per-call bookkeeping (:class:`~bayescrl.constrained.core.optim.AdamSteps`, the
+    same kernel call and result).
     """
     cfg = algo.config
     x = algo.policy_input(batch.obs, batch.h)
     xc = algo.critic_input(batch.obs, batch.h)
-    acts, target = batch.actions, batch.returns
+    acts, target, logp_old = batch.actions, batch.returns, batch.logp
     vf_epochs = cfg.vf_epochs or cfg.update_epochs
     vf_clip = cfg.max_grad_norm * (1 + algo.m) if cfg.max_grad_norm else None
+    pi_params = [p for p in algo.policy.parameters() if p.requires_grad]
+    pi_step, vf_step = AdamSteps(algo.pi_optim).step, AdamSteps(algo.vf_optim).step
+    vf_params = [p for p in algo.critic.parameters() if p.requires_grad]
     kl = torch.zeros(())
     epochs_done = 0
     loss = vloss = torch.zeros(())
     policy_active = True
+    same_input = xc is x or (xc.shape == x.shape and torch.equal(xc, x))
     for epoch in range(max(cfg.update_epochs, vf_epochs)):
         policy_active = policy_active and epoch < cfg.update_epochs
         critic_active = epoch < vf_epochs
         if not (policy_active or critic_active):
             break
-        for idx in algo.minibatches(batch.size):
-            total = torch.zeros(())
+        perm, mb = algo.minibatch_permutation(batch.size)
+        x_p = x[perm]
+        xc_p = x_p if same_input else xc[perm]
+        acts_p, logp_p, target_p = acts[perm], logp_old[perm], target[perm]
+        params = (pi_params if policy_active else []) + (vf_params if critic_active else [])
+        clip_groups = []
+        if policy_active and cfg.max_grad_norm:
+            clip_groups.append((pi_params, cfg.max_grad_norm))
+        if critic_active and vf_clip:
+            clip_groups.append((vf_params, vf_clip))
+        for start in range(0, batch.size, mb):
+            end = start + mb
+            total = None
             if policy_active:
-                dist = algo.policy.distribution(x[idx])
-                logp = algo.policy.log_prob_from(dist, acts[idx])
-                ratio = torch.exp(logp - batch.logp[idx])
-                loss = loss_fn(idx, ratio, dist)
-                total = total + loss
-                algo.pi_optim.zero_grad(set_to_none=True)
+                if uses_dist:
+                    dist = algo.policy.distribution(x_p[start:end])
+                    logp = algo.policy.log_prob_from(dist, acts_p[start:end])
+                else:
+                    dist, logp = None, algo.policy.log_prob(x_p[start:end], acts_p[start:end])
+                ratio = torch.exp(logp - logp_p[start:end])
+                loss = loss_fn(perm[start:end], ratio, dist)
+                total = loss
             if critic_active:
-                vloss = ((algo.critic(xc[idx]) - target[idx]) ** 2).mean(0).sum()
-                total = total + vloss
-                algo.vf_optim.zero_grad(set_to_none=True)
+                vloss = ((algo.critic(xc_p[start:end]) - target_p[start:end]) ** 2).mean(0).sum()
+                total = vloss if total is None else total + vloss
+            for p in params:
+                p.grad = None
             total.backward()
+            if clip_groups:
+                _clip_grads(clip_groups)
             if policy_active:
-                if cfg.max_grad_norm:
-                    torch.nn.utils.clip_grad_norm_(algo.policy.parameters(), cfg.max_grad_norm)
-                algo.pi_optim.step()
+                pi_step()
             if critic_active:
-                if vf_clip:
-                    torch.nn.utils.clip_grad_norm_(algo.critic.parameters(), vf_clip)
-                algo.vf_optim.step()
+                vf_step()
         if policy_active:
             epochs_done += 1
             with torch.no_grad():
