@@ -144,8 +144,15 @@ def validate_job(job: dict[str, Any]) -> None:
         raise ValueError(f"task {job['task']!r}: one of {sorted(TASKS)}")
     if job["algo"] not in ALGOS:
         raise ValueError(f"algo {job['algo']!r}: one of {list(ALGOS)}")
-    if not isinstance(job["steps"], int) or job["steps"] < 1:
-        raise ValueError(f"steps {job['steps']!r}: a positive integer")
+    for key in ("steps", "eval_every", "eval_traj", "eval_steps", "final_traj", "final_steps"):
+        value = job.get(key, SWEEP_JOB[key])
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} {value!r}: a positive integer")
+    delta = job.get("delta", SWEEP_JOB["delta"])
+    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < float("inf"):
+        raise ValueError(f"delta {delta!r}: a finite number > 0")
+    if not isinstance(job.get("config", {}), dict):
+        raise ValueError(f"config {job['config']!r}: a mapping of the algorithm's settings")
 
 
 def sweep_job(job: dict[str, Any]) -> dict[str, Any]:

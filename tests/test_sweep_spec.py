@@ -537,3 +537,26 @@ def test_ecop_results_convert_into_the_sweep_folder_only_when_settings_match(tmp
         convert([str(sweep), "--out", str(tmp_path / "sw2"), "--results", str(res), "--source", "PC=pc"])
     assert exc.value.code == 2 and "config.pi_lr 0.0003 != 0.001" in capsys.readouterr().err
     assert not (tmp_path / "sw2").exists()
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ({"eval_every": 0}, "eval_every 0"),
+        ({"final_traj": -1}, "final_traj -1"),
+        ({"delta": 0.0}, "delta 0.0"),
+        ({"config": [1]}, "config [1]"),
+        ({"steps": True}, "steps True"),
+    ],
+)
+def test_acpo_sweep_job_is_validated_before_any_run(bad, words):
+    """benchmarks/acpo_common.py:validate_job (what a ``command: call`` sweep checks every job with) refuses
+    budgets and settings a run would only trip over after it started."""
+    from bayescrl.sweep.calls import resolve
+
+    root = Path(__file__).resolve().parents[1]
+    check = resolve(f"{root / 'benchmarks' / 'acpo_common.py'}:validate_job")
+    good = {"task": "PointCircle", "algo": "acpo", "seed": 0, "steps": 1000}
+    check(good)
+    with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        check({**good, **bad})
