@@ -121,7 +121,17 @@ def main(argv: list[str] | None = None) -> None:
     if errors:
         print("error: results differ from the sweep file's settings: " + "; ".join(errors), file=sys.stderr)
         sys.exit(2)
-    if args.out.exists():
+    if args.out.exists() and any(args.out.iterdir()):
+        try:  # only a folder this script wrote is replaced, never a sweep's real runs or other files
+            converted = "converted_from" in json.loads((args.out / "sweep.json").read_text())
+        except (OSError, ValueError):
+            converted = False
+        if not converted:
+            print(
+                f"error: --out {args.out}: holds files this script did not write; give another folder",
+                file=sys.stderr,
+            )
+            sys.exit(2)
         shutil.rmtree(args.out)
     prepare_dir(args.out, spec, list(runs.values()), args.sweep_file)
     manifest = json.loads((args.out / "sweep.json").read_text())

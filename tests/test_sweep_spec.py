@@ -531,6 +531,15 @@ def test_ecop_results_convert_into_the_sweep_folder_only_when_settings_match(tmp
     convert([str(sweep), "--out", str(out), "--results", str(res), "--source", "PC=pc", "--no-plots"])
     assert json.loads((out / "ecop_s1" / "metrics.json").read_text())["train_final_return"] == 11.0
     assert "| PC | 10.5 ± 0.7071 / 5.5 ± 0.7071 (2) | – |" in capsys.readouterr().out
+    convert(
+        [str(sweep), "--out", str(out), "--results", str(res), "--source", "PC=pc", "--no-plots"]
+    )  # again
+    other = tmp_path / "real_sweep"  # a folder it did not write (a sweep's own runs) is never deleted
+    (other / "run1").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        convert([str(sweep), "--out", str(other), "--results", str(res), "--source", "PC=pc", "--no-plots"])
+    assert exc.value.code == 2 and "holds files this script did not write" in capsys.readouterr().err
+    assert (other / "run1").is_dir()
     info["config"]["pi_lr"] = 3e-4  # other settings than the sweep file's: refused
     (res / "pc.json").write_text(json.dumps(info))
     with pytest.raises(SystemExit) as exc:
