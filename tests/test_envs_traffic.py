@@ -120,7 +120,7 @@ def test_envs_traffic_env_checker_and_dims(env_id, obs_dim, act_dim):
 
     env = gym.make(env_id, horizon=10, warm_up=5.0, render_mode="rgb_array")
     assert env.observation_space.shape == (obs_dim,) and env.action_space.shape == (act_dim,)
-    check_env(env.unwrapped, skip_render_check=True)
+    check_env(env.unwrapped)  # includes the render check (rgb_array)
     env.reset(seed=0)
     _, _, term, trunc, info = env.step(env.action_space.sample())
     assert isinstance(info["cost"], float) and not term
@@ -129,6 +129,7 @@ def test_envs_traffic_env_checker_and_dims(env_id, obs_dim, act_dim):
     for _ in range(9):
         *_, trunc, _ = env.step(env.action_space.sample())
     assert trunc  # horizon 10
+    assert (env.render() != img).any()  # the top view follows the simulation (vehicles, lights)
     env.close()
 
 
