@@ -21,7 +21,9 @@ Solvers:
 * :func:`run_mopo_lb` -- ``solver: mopo-lb``: single stochastic ascent steps on the relaxed log-barrier
   Lagrangian Eq. `logbarrier` with ``sigma^(t) = gamma^t sigma0`` (appendix `logbarrier`).
 
-Both stochastic solvers are vectorised over ``runs`` independent seeds (leading tensor dimension).
+Both stochastic solvers are vectorised over ``runs`` independent seeds (leading tensor dimension); each
+run draws its mini-batches from its own stream (run ``r`` from ``seed + r``), so a run's result does not
+depend on how many runs share the call.
 """
 
 from __future__ import annotations
@@ -396,11 +398,21 @@ class Adam:
             p.grad = None
 
 
-def _batch(gen: torch.Generator, n_rec: int, runs: int, batch: int | None, device) -> Tensor:
-    """Record indices ``[R, M]`` drawn uniformly with replacement (all records when ``batch`` is None)."""
+def _run_generators(seed: int, runs: int) -> list[torch.Generator]:
+    """One random stream per run: run ``r`` of a call with ``seed`` draws from ``seed + r``.
+
+    So run ``r``'s result does not depend on how many runs share the call: it equals the single run
+    (``runs = 1``) with seed ``seed + r``, the run a sweep's ``seed`` axis gives.
+    """
+    return [torch.Generator(device="cpu").manual_seed(seed + r) for r in range(runs)]
+
+
+def _batch(gens: Sequence[torch.Generator], n_rec: int, batch: int | None, device) -> Tensor:
+    """Record indices ``[R, M]`` drawn uniformly with replacement, row ``r`` from ``gens[r]`` (all records
+    when ``batch`` is None)."""
     if batch is None:
-        return torch.arange(n_rec, device=device).expand(runs, n_rec)
-    return torch.randint(n_rec, (runs, batch), generator=gen).to(device)
+        return torch.arange(n_rec, device=device).expand(len(gens), n_rec)
+    return torch.stack([torch.randint(n_rec, (batch,), generator=g) for g in gens]).to(device)
 
 
 def run_mopo(
@@ -438,7 +450,7 @@ def run_mopo(
     fixed ``b`` and ``eps = 0``, the fixed point is :func:`solve_exact`'s solution).
     """
     dt = torch.float64
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gens = _run_generators(seed, runs)
     y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
     p_hat, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
     ref0 = problem.ref.to(device, dt)
@@ -463,7 +475,7 @@ def run_mopo(
     logged: list[int] = []
 
     for t in range(1, steps + 1):
-        idx = _batch(gen, n_rec, runs, batch, device)
+        idx = _batch(gens, n_rec, batch, device)
         log_rho_lag = torch.log(ref_cur) - torch.log(ref0)  # [R, A]
         log_rho = O.log_rho_star(p_hat, q_hat, lam, tau, ref_cur)  # [R, A]
         ratio = torch.exp(torch.gather(log_rho + log_rho_lag, 1, y[idx]))  # rho relative to the data's ref
@@ -522,7 +534,7 @@ def run_mopo_lb(
     for this variant. The reported ``lam`` are the implied multipliers ``sigma / max(G - b, sigma^2)``.
     """
     dt = torch.float64
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gens = _run_generators(seed, runs)
     y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
     _, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
     ref0 = problem.ref.to(device, dt)
@@ -535,7 +547,7 @@ def run_mopo_lb(
     sigma = torch.tensor(sigma0, dtype=dt)
     for t in range(1, steps + 1):
         sigma = torch.clamp(O.sigma_schedule(sigma0, gamma, t).to(dt), min=sigma_min)
-        idx = _batch(gen, n_rec, runs, batch, device)
+        idx = _batch(gens, n_rec, batch, device)
         psi_v = psi.clone().requires_grad_(True)
         logp = torch.log_softmax(psi_v, -1)
         rho = torch.exp(logp - torch.log(ref0))  # [R, A]
