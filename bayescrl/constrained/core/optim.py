@@ -193,13 +193,13 @@ class AdamSteps:
         from torch.optim import optimizer as _optimizer
 
         hooks = (
-            opt._optimizer_step_pre_hooks,
-            opt._optimizer_step_post_hooks,
-            _optimizer._global_optimizer_pre_hooks,
-            _optimizer._global_optimizer_post_hooks,
+            getattr(opt, "_optimizer_step_pre_hooks", None),
+            getattr(opt, "_optimizer_step_post_hooks", None),
+            getattr(_optimizer, "_global_optimizer_pre_hooks", None),
+            getattr(_optimizer, "_global_optimizer_post_hooks", None),
         )
-        if not hasattr(torch, "_fused_adam_") or any(hooks):
-            return None
+        if not hasattr(torch, "_fused_adam_") or any(h is None or len(h) for h in hooks):
+            return None  # a torch without these internals, or hooks that must run: optimizer.step()
         g = opt.param_groups[0]
         if not g.get("fused") or g["amsgrad"] or g.get("decoupled_weight_decay") or g.get("differentiable"):
             return None
