@@ -128,3 +128,23 @@ def test_first_order_update_equals_the_plain_loop():
         assert not all(torch.equal(p, q) for p, q in zip(algo.policy.parameters(), start, strict=True))
     finally:
         algo.close()
+
+
+def test_make_adam_falls_back_where_fused_adam_is_missing(monkeypatch):
+    """torch < 2.4 refuses ``fused=True`` on CPU: the trainers then use the default Adam."""
+    from bayescrl.utils.optim import make_adam
+
+    real = torch.optim.Adam
+    net = torch.nn.Linear(2, 1)
+    assert make_adam(net.parameters(), 1e-3).defaults["fused"]
+
+    def old_adam(params, lr, fused=None):
+        if fused:
+            raise RuntimeError(
+                "`fused=True` requires all the params to be floating point Tensors of supported devices"
+            )
+        return real(params, lr=lr)
+
+    monkeypatch.setattr(torch.optim, "Adam", old_adam)
+    opt = make_adam(net.parameters(), 1e-3)
+    assert not opt.defaults["fused"]

@@ -38,6 +38,7 @@ from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutCollector
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
+from bayescrl.utils.optim import make_adam
 from bayescrl.utils.safe_state import encodable, load_state, save_state
 
 CHECKPOINT = "checkpoint.pt"
@@ -132,10 +133,8 @@ class OnPolicyAlgorithm:
         )
         self.policy.to(self.device)
         self.critic.to(self.device)
-        # fused Adam: one kernel per step for all of a network's tensors (the update is hundreds of
-        # tiny minibatch steps, where the per-tensor ops of the foreach/for-loop versions dominate)
-        self.pi_optim = torch.optim.Adam(self.policy.parameters(), lr=cfg.pi_lr, fused=True)
-        self.vf_optim = torch.optim.Adam(self.critic.parameters(), lr=cfg.vf_lr, fused=True)
+        self.pi_optim = make_adam(self.policy.parameters(), lr=cfg.pi_lr)
+        self.vf_optim = make_adam(self.critic.parameters(), lr=cfg.vf_lr)
         gam_c = cfg.gamma if cfg.cost_gamma is None else cfg.cost_gamma
         self.gammas = torch.tensor([cfg.gamma] + [gam_c] * self.m, dtype=torch.float64)
         self.iteration = 0

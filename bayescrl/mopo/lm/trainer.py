@@ -51,6 +51,7 @@ from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData, TokenizedPairs, collate, tokenize
 from bayescrl.mopo.lm.model import Policy
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.optim import make_adam
 from bayescrl.utils.safe_state import load_state, save_state
 
 
@@ -80,16 +81,6 @@ def _check_finite(rec: dict[str, Any], step: int) -> None:
                 f"not finite at step {step}: training diverged (lower train.lr or train.lr_lambda, raise "
                 "train.tau, or use dtype float32)",
             )
-
-
-def _adam(params: list[torch.nn.Parameter], lr: float) -> torch.optim.Optimizer:
-    """Adam, fused where torch has a fused kernel for the parameters' device (CPU, CUDA, ...): as TRL's
-    default ``adamw_torch_fused`` (AdamW with weight decay 0 is Adam); ~4x faster than the per-tensor loop
-    on the tiny model, same update up to float rounding."""
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=True)
-    except (RuntimeError, TypeError, ValueError):  # device or dtype without a fused kernel
-        return torch.optim.Adam(params, lr=lr)
 
 
 class MOPOLMTrainer:
@@ -181,7 +172,7 @@ class MOPOLMTrainer:
         if not params:
             raise ConfigError("peft", c.peft, "the policy has no trainable parameters")
         self._params = params
-        self.optimizer = _adam(params, c.lr)
+        self.optimizer = make_adam(params, c.lr)
         self.policy = policy
         self._has_dropout = any(isinstance(mod, torch.nn.Dropout) and mod.p > 0 for mod in policy.modules())
         policy.train()
