@@ -189,3 +189,13 @@ def test_nan_results_are_refused_before_results_json_is_written(tmp_path, monkey
     with pytest.raises(DataError, match="NaN"):
         run_experiment(SMALL, seeds=1, out=tmp_path / "o", progress=False)
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_an_agents_result_does_not_depend_on_which_agents_share_the_run():
+    """Each agent's random stream is keyed by (seed, agent name), not by its place in ``agents``."""
+    cfg = {**SMALL, "K": 3}
+    both = run_experiment({**cfg, "agents": ["dps", "dpo", "pspl-bootstrap"]}, seeds=2, progress=False)
+    for name in ("pspl-bootstrap", "dps", "dpo"):
+        alone = run_experiment({**cfg, "agents": [name]}, seeds=2, progress=False)
+        for key in ("simple_regret_curve_mean", "cumulative_regret_mean", "final_simple_regret_per_seed"):
+            assert both["agents"][name][key] == alone["agents"][name][key], (name, key)

@@ -62,6 +62,13 @@ DEFAULTS: dict[str, Any] = {
     "sweep": None,
 }
 TOP_KEYS = set(DEFAULTS) | {"name", "description"}
+#: Each agent's random stream (posterior samples, online pairs and labels, offline mini-batches) is keyed
+#: by (seed, agent name): agent ``a`` draws from ``seed * 1000 + 17 * AGENT_STREAM[a] + 1`` whatever the
+#: ``agents`` list holds or in which order, so an agent's result does not depend on which agents share
+#: the run (the index is the agent's place in the default list, so runs of that list are unchanged).
+AGENT_STREAM: dict[str, int] = {
+    a: i for i, a in enumerate([*DEFAULTS["agents"], *(a for a in AGENTS if a not in DEFAULTS["agents"])])
+}
 _POSTERIOR = ("tol", "max_iter")
 #: the keys each agent reads from ``agent_params.<agent>``
 AGENT_PARAMS: dict[str, tuple[str, ...]] = {
@@ -208,9 +215,9 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
     def value(pi: torch.Tensor) -> torch.Tensor:
         return policy_value(mdp.P, mdp.r, mdp.rho, pi)
 
-    for ai, name in enumerate(cfg["agents"]):
+    for name in cfg["agents"]:
         t0 = time.perf_counter()
-        agen = torch.Generator().manual_seed(cfg["seed"] * 1000 + 17 * ai + 1)
+        agen = torch.Generator().manual_seed(cfg["seed"] * 1000 + 17 * AGENT_STREAM[name] + 1)
         params = dict(cfg["agent_params"].get(name, {}))
         if name in OFFLINE_AGENTS:
             pi = train_offline_policy(
