@@ -87,6 +87,19 @@ def test_train_writes_metrics_curves_checkpoint_then_evaluate_and_resume(tmp_pat
             "non-finite reward",
         ),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--total-steps", "-5"], "total_steps"),
+        (
+            [
+                "--algo",
+                "ecop",
+                "--env",
+                "bayescrl/PointCircle-v0",
+                "--cost-limit",
+                "1",
+                "--set",
+                "env_kwargs={render_mode: window}",
+            ],
+            "env_kwargs.render_mode = 'window'",
+        ),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--set", "config.gamma=2"], "gamma"),
         (
             ["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--set", "config.bogus=1"],

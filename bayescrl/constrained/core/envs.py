@@ -41,13 +41,33 @@ def resolve_env_factory(env: str | Callable[..., gym.Env], env_kwargs: dict | No
         raise ConfigError("env", env, "expected a registered gymnasium id or 'module:Class'")
     if ":" in env and "/" not in env.split(":")[0]:
         cls = import_object(env, "env")
+        _check_render_mode(env, cls, kwargs.get("render_mode"))
         return lambda: cls(**kwargs)
     _ensure_task_suite()
     if env not in gym.registry:
         close = [k for k in gym.registry if env.split("/")[-1].lower() in k.lower()][:5]
         hint = f"; did you mean one of {close}?" if close else ""
         raise ConfigError("env", env, f"not a registered gymnasium id nor 'module:Class'{hint}")
+    entry = gym.registry[env].entry_point
+    try:
+        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+    except Exception:  # an entry point that cannot be imported fails in gym.make with its own message
+        creator = None
+    _check_render_mode(env, creator, kwargs.get("render_mode"))
     return lambda: gym.make(env, **kwargs)
+
+
+def _check_render_mode(env: str, creator: object, mode: object) -> None:
+    """Refuse a ``render_mode`` the env does not declare before any run starts (gymnasium would wrap the env
+    in a pygame window for ``"human"`` and fail at reset)."""
+    if mode is None or creator is None:
+        return
+    meta = getattr(creator, "metadata", None)
+    if not isinstance(meta, dict):  # e.g. a wrapper class, whose metadata is its env's (a property)
+        return
+    modes = list(meta.get("render_modes") or [])
+    if modes and mode not in modes:
+        raise ConfigError("env_kwargs.render_mode", mode, f"{env} renders only {modes}")
 
 
 class ConstraintWrapper(gym.Wrapper):
