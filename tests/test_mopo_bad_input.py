@@ -1,19 +1,10 @@
 """``bayescrl mopo`` refuses bad input with one line and exit status 2 (tabular, synthetic, your own data)."""
 
 import pytest
+from cli_utils import run
 
-from bayescrl.cli import main
 from bayescrl.mopo.cli import check_config
 from bayescrl.utils import load_yaml
-
-
-def run(args, capsys):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ import math
 
 import pytest
 import torch
+from cli_utils import run
 
-from bayescrl.cli import main
 from bayescrl.mopo.lm.data import validate_records
 from bayescrl.mopo.lm.reward_head import (
     atom_preferences,
@@ -196,15 +196,6 @@ def test_bad_preference_settings_are_refused_before_the_model(tiny):
     with pytest.raises(DataError, match="c"):
         parse_lm_preferences({"raters": [{"id": "e", "beta": 1.0}]}, data)
     assert parse_lm_preferences({}, data) is None
-
-
-def run(args, capsys):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 def test_cli_bradley_terry_on_a_trl_file_writes_preference_probs(model_dir, tmp_path, capsys):

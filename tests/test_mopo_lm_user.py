@@ -4,8 +4,8 @@ import json
 
 import pytest
 import torch
+from cli_utils import run
 
-from bayescrl.cli import main
 from bayescrl.mopo.lm.data import load_trl
 from bayescrl.mopo.lm.tiny import build_model, build_tokenizer
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
@@ -23,16 +23,6 @@ def model_dir(tmp_path_factory):
     build_model(tok, n_layer=2, n_embd=32, n_head=2, seed=1).save_pretrained(path)
     tok.save_pretrained(path)
     return path
-
-
-def run(args, capsys):
-    """``bayescrl`` exit code (0 on success) and stderr."""
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().err
 
 
 def lines(path):
