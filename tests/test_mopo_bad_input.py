@@ -25,8 +25,10 @@ from bayescrl.utils import load_yaml
         ("tabular_bayes.yaml", "bradley_terry.engine_options=5", ["bradley_terry.engine_options = 5"]),
         ("tabular_bayes.yaml", "bradley_terry.engine_options={foo: 1}", ["engine_options.foo", "unknown"]),
         ("tabular_bayes.yaml", "bradley_terry.seed=-1", ["bradley_terry.seed = -1", ">= 0"]),
-        ("trl_format.yaml", "train.tau=-1", ["tau = -1", "> 0"]),  # before any model is loaded
-        ("trl_format.yaml", "train.batch_size=0", ["batch_size = 0"]),
+        ("trl_format.yaml", "train.tau=-1", ["train.tau = -1", "> 0"]),  # before any model is loaded
+        ("trl_format.yaml", "train.batch_size=0", ["train.batch_size = 0"]),
+        ("trl_format.yaml", "train.epsilon=-1", ["train.epsilon = -1", ">= 0"]),  # the field as written
+        ("trl_format.yaml", "train.beta=[0.9, 2]", ["train.beta[1] = 2", "(0, 1]"]),
     ],
 )
 def test_one_line_exit_2(config, setting, words, tmp_path, capsys):

@@ -155,7 +155,12 @@ class MOPOLMConfig:
         """Build from a mapping; unknown keys raise ``ConfigError`` naming ``prefix.key``."""
         d = dict(d or {})
         check_keys(d, sorted(f.name for f in dataclasses.fields(cls)), prefix)
-        return cls(**d)
+        try:
+            return cls(**d)
+        except ConfigError as e:  # name the field as the user wrote it: train.epsilon, not epsilon
+            if not prefix or e.field.startswith(f"{prefix}."):
+                raise
+            raise ConfigError(f"{prefix}.{e.field}", e.value, e.reason, index=e.index) from None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
