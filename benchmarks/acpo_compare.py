@@ -24,6 +24,37 @@ from acpo_common import ALGOS, DEFAULT_TASKS, TASKS, aggregate, algo_config, plo
 from bayescrl.utils.io import write_json  # noqa: E402
 
 
+def parse_acpo_set(items: list[str]) -> dict:
+    """``--acpo-set KEY=VALUE ...`` as a mapping (JSON values, else text)."""
+    extra = {}
+    for kv in items:
+        key, _, val = kv.partition("=")
+        try:
+            extra[key] = json.loads(val)
+        except json.JSONDecodeError:
+            extra[key] = val
+    return extra
+
+
+def run_config(
+    algo: str,
+    delta: float,
+    error_correction: float | None = None,
+    acpo_extra: dict | None = None,
+    n_envs: int | None = None,
+    cost_estimate: str | None = None,
+) -> dict:
+    """A run's algorithm settings from the script's options (``benchmarks/to_sweep.py`` checks converted
+    studies against sweep files with it)."""
+    return {
+        **algo_config(algo, delta),
+        **({"error_correction": error_correction} if algo == "acpo" and error_correction else {}),
+        **((acpo_extra or {}) if algo == "acpo" else {}),
+        **({"n_envs": n_envs} if n_envs else {}),
+        **({"cost_estimate": cost_estimate} if algo == "acpo" and cost_estimate else {}),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", nargs="+", default=list(DEFAULT_TASKS), choices=list(TASKS))
@@ -69,13 +100,7 @@ def main(argv: list[str] | None = None) -> dict:
         help="extra ACPOConfig entries for ACPO runs (JSON values), e.g. log_std_init=-0.5",
     )
     args = ap.parse_args(argv)
-    acpo_extra = {}
-    for kv in args.acpo_set:
-        key, _, val = kv.partition("=")
-        try:
-            acpo_extra[key] = json.loads(val)
-        except json.JSONDecodeError:
-            acpo_extra[key] = val
+    acpo_extra = parse_acpo_set(args.acpo_set)
     out = Path(args.out)
     jobs = []
     # seed-major order: an interrupted study has every algorithm on its first seeds (runs resume per file)
@@ -93,21 +118,14 @@ def main(argv: list[str] | None = None) -> dict:
                         "algo": algo,
                         "seed": seed,
                         "steps": args.steps,
-                        "config": {
-                            **algo_config(algo, args.delta),
-                            **(
-                                {"error_correction": args.error_correction}
-                                if algo == "acpo" and args.error_correction
-                                else {}
-                            ),
-                            **(acpo_extra if algo == "acpo" else {}),
-                            **({"n_envs": args.n_envs} if args.n_envs else {}),
-                            **(
-                                {"cost_estimate": args.cost_estimate}
-                                if algo == "acpo" and args.cost_estimate
-                                else {}
-                            ),
-                        },
+                        "config": run_config(
+                            algo,
+                            args.delta,
+                            args.error_correction,
+                            acpo_extra,
+                            args.n_envs,
+                            args.cost_estimate,
+                        ),
                         "eval_every": args.eval_every,
                         "eval_traj": args.eval_traj,
                         "eval_steps": args.eval_steps,
