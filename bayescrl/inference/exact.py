@@ -11,10 +11,15 @@ Both carry an optional leading batch shape (independent agents / seeds) and work
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from bayescrl.utils.errors import DataError
-from bayescrl.utils.seeding import draw
+from bayescrl.utils.seeding import draw, per_run
+
+if TYPE_CHECKING:
+    from bayescrl.utils.seeding import Streams
 
 
 class GaussianLinearPosterior:
@@ -83,8 +88,9 @@ class GaussianLinearPosterior:
         self.count += X.shape[-2]
         return self
 
-    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """``n`` exact posterior draws: ``[*batch, n, d]``."""
+    def sample(self, n: int, generator: Streams = None) -> torch.Tensor:
+        """``n`` exact posterior draws: ``[*batch, n, d]`` (one generator per run: the runs are the first
+        batch dimension)."""
         chol = torch.linalg.cholesky(self.cov)
         eps = draw(
             torch.randn,
@@ -135,14 +141,17 @@ class DirichletPosterior:
         self.counts.index_put_(idx, w, accumulate=True)
         return self
 
-    def sample(self, n: int | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Draws ``[n, *batch, K]`` (or ``[*batch, K]`` if ``n`` is None), via normalised Gammas."""
+    def sample(self, n: int | None = None, generator: Streams = None) -> torch.Tensor:
+        """Draws ``[n, *batch, K]`` (or ``[*batch, K]`` if ``n`` is None), via normalised Gammas.
+
+        ``generator`` may be one generator per run (:func:`~bayescrl.utils.seeding.run_generators`): the
+        runs are the first batch dimension, each drawn from its own stream."""
         shape = self.alpha.shape if n is None else (n, *self.alpha.shape)
         a = self.alpha.expand(shape)
         if generator is None:
             g = torch._standard_gamma(a)
         else:  # torch._standard_gamma takes no generator: use the Marsaglia–Tsang sampler below
-            g = _gamma(a, generator)
+            g = per_run(_gamma, a, generator, dim=0 if n is None else 1)
         return g / g.sum(-1, keepdim=True)
 
     def log_prob(self, eta: torch.Tensor) -> torch.Tensor:

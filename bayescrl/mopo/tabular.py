@@ -22,8 +22,9 @@ Solvers:
   Lagrangian Eq. `logbarrier` with ``sigma^(t) = gamma^t sigma0`` (appendix `logbarrier`).
 
 Both stochastic solvers are vectorised over ``runs`` independent seeds (leading tensor dimension); each
-run draws its mini-batches from its own stream (run ``r`` from ``seed + r``), so a run's result does not
-depend on how many runs share the call.
+run draws its mini-batches from its own stream (run ``r`` from ``seed + r``, by
+:func:`~bayescrl.utils.seeding.run_generators`), so a run's result does not depend on how many runs share
+the call.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from torch import Tensor
 
 from bayescrl.mopo import objective as O
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.seeding import randint, run_generators
 
 
 @dataclass
@@ -398,21 +400,12 @@ class Adam:
             p.grad = None
 
 
-def _run_generators(seed: int, runs: int) -> list[torch.Generator]:
-    """One random stream per run: run ``r`` of a call with ``seed`` draws from ``seed + r``.
-
-    So run ``r``'s result does not depend on how many runs share the call: it equals the single run
-    (``runs = 1``) with seed ``seed + r``, the run a sweep's ``seed`` axis gives.
-    """
-    return [torch.Generator(device="cpu").manual_seed(seed + r) for r in range(runs)]
-
-
 def _batch(gens: Sequence[torch.Generator], n_rec: int, batch: int | None, device) -> Tensor:
     """Record indices ``[R, M]`` drawn uniformly with replacement, row ``r`` from ``gens[r]`` (all records
     when ``batch`` is None)."""
     if batch is None:
         return torch.arange(n_rec, device=device).expand(len(gens), n_rec)
-    return torch.stack([torch.randint(n_rec, (batch,), generator=g) for g in gens]).to(device)
+    return randint(n_rec, (len(gens), batch), gens, device=device)
 
 
 def run_mopo(
@@ -450,7 +443,7 @@ def run_mopo(
     fixed ``b`` and ``eps = 0``, the fixed point is :func:`solve_exact`'s solution).
     """
     dt = torch.float64
-    gens = _run_generators(seed, runs)
+    gens = run_generators(seed, runs)
     y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
     p_hat, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
     ref0 = problem.ref.to(device, dt)
@@ -534,7 +527,7 @@ def run_mopo_lb(
     for this variant. The reported ``lam`` are the implied multipliers ``sigma / max(G - b, sigma^2)``.
     """
     dt = torch.float64
-    gens = _run_generators(seed, runs)
+    gens = run_generators(seed, runs)
     y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
     _, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
     ref0 = problem.ref.to(device, dt)

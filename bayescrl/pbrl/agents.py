@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -47,6 +48,10 @@ from bayescrl.pbrl.posterior import (
     laplace_theta,
 )
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import draw, randint
+
+if TYPE_CHECKING:
+    from bayescrl.utils.seeding import Streams
 
 
 @dataclass
@@ -56,7 +61,7 @@ class Context:
     mdp: TabularMDP
     data: TrajectoryPairs
     K: int
-    generator: torch.Generator
+    generator: Streams  # one stream, or one per seed (run_generators): seed b's draws from its own
     mu0: float = 0.0
     sigma0: float = 1.0
     alpha0: float = 1.0
@@ -214,7 +219,13 @@ class PSPL(_PrefPosteriorAgent):
         if self.engine == "laplace":
             return laplace_theta(self.plain_map(hessian=True), self.model.d)
         if self._gauss is None or self._since_fit >= self.refit_every:
-            seed = int(torch.randint(2**31 - 1, (1,), generator=self.ctx.generator))
+            g = self.ctx.generator
+            # one engine seed per seed's stream (one stream: seed + s for seed s, as engine_theta does)
+            seed = (
+                randint(2**31 - 1, (len(g),), g).tolist()
+                if isinstance(g, list)
+                else int(randint(2**31 - 1, (1,), g))
+            )
             self._gauss = engine_theta(
                 self.model, self.engine, num_samples=self.num_samples, seed=seed, options=self.engine_options
             )
@@ -225,7 +236,7 @@ class PSPL(_PrefPosteriorAgent):
     def policies(self) -> tuple[Tensor, Tensor]:
         g = self.ctx.generator
         mean, cov = self.theta_posterior()
-        eps = torch.randn(self.ctx.B, 2, self.model.d, generator=g, dtype=torch.float64)
+        eps = draw(torch.randn, (self.ctx.B, 2, self.model.d), g, dtype=torch.float64, device="cpu")
         theta = mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov).mT  # [B, 2, d]
         eta = self.eta.sample(2, generator=g).movedim(0, 1)  # [B, 2, S, A, S]
         _, _, pi = value_iteration(eta, self.ctx.reward(theta), self.H)

@@ -4,6 +4,9 @@ The rater of competence (β, λ) holds ϑ ∼ N(θ, I/λ²) and answers Y ∈ {0
 Bradley–Terry probability of Eq. `pref_logistic_trajectories`,
 ``P(Y=0 | τ0, τ1; ϑ) = σ(β⟨φ(τ0) − φ(τ1), ϑ⟩)``. The *flawed greedy expert* of the appendix section
 `Ablation Studies` answers ``Y = argmax_i β⟨φ(τ_i), ϑ⟩`` deterministically (exact ties: a fair coin).
+
+The samplers' ``generator`` is one stream or one per seed (:func:`~bayescrl.utils.seeding.run_generators`):
+seed ``b``'s rater, trajectories and labels are then drawn from its own stream only.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from torch import Tensor
 
 from bayescrl.pbrl.mdp import TabularMDP, embed, rollout, value_iteration
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import draw
 
 EXPERTS = ("bt", "greedy")
 BEHAVIOURS = ("uniform", "eps-optimal")
@@ -38,7 +42,7 @@ class Rater:
         check_competence(beta, lam)
         if expert not in EXPERTS:
             raise ConfigError("offline.expert", expert, f"choose one of {list(EXPERTS)}")
-        noise = torch.randn(B, theta.shape[-1], generator=generator, dtype=theta.dtype, device=theta.device)
+        noise = draw(torch.randn, (B, theta.shape[-1]), generator, dtype=theta.dtype, device=theta.device)
         sd = 0.0 if math.isinf(lam) else 1.0 / lam
         return cls(theta + sd * noise, float(beta), float(lam), expert)
 
@@ -53,7 +57,7 @@ class Rater:
     def label(self, phi0: Tensor, phi1: Tensor, *, generator=None) -> Tensor:
         """Sample labels ``Y [B, ...]`` (long, 0 = τ0 preferred)."""
         p0 = self.prob_prefers_0(phi0, phi1)
-        u = torch.rand(p0.shape, generator=generator, dtype=p0.dtype, device=p0.device)
+        u = draw(torch.rand, p0.shape, generator, dtype=p0.dtype, device=p0.device)
         return (u >= p0).long()
 
 

@@ -49,6 +49,7 @@ from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
+from bayescrl.utils.seeding import run_generators
 
 DEFAULTS: dict[str, Any] = {
     "env": {"name": "riverswim"},
@@ -66,6 +67,9 @@ TOP_KEYS = set(DEFAULTS) | {"name", "description"}
 #: by (seed, agent name): agent ``a`` draws from ``seed * 1000 + 17 * AGENT_STREAM[a] + 1`` whatever the
 #: ``agents`` list holds or in which order, so an agent's result does not depend on which agents share
 #: the run (the index is the agent's place in the default list, so runs of that list are unchanged).
+#: Seeds are batched with one stream per seed (:func:`~bayescrl.utils.seeding.run_generators`): seed
+#: ``b`` of a ``--seeds S`` run uses ``seed + b`` for its rater and D0 and ``(seed + b) * 1000 + ...``
+#: for each agent, so it is the single run (``--seeds 1``) with seed ``seed + b``, whatever S is.
 AGENT_STREAM: dict[str, int] = {
     a: i for i, a in enumerate([*DEFAULTS["agents"], *(a for a in AGENTS if a not in DEFAULTS["agents"])])
 }
@@ -191,7 +195,8 @@ def _agent_beta(cfg: dict, data, mdp: TabularMDP) -> tuple[torch.Tensor | float,
 
 
 def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = True) -> dict:
-    """Run every agent of a validated config on ``seeds`` seeds (batched); return the metrics dict."""
+    """Run every agent of a validated config on ``seeds`` seeds (batched, one random stream per seed: seed
+    ``b`` is the single-seed run with ``cfg["seed"] + b``); return the metrics dict."""
     if not isinstance(seeds, int) or seeds < 1:
         raise ConfigError("seeds", seeds, "must be an integer >= 1")
     if torch.device(device).type != "cpu":
@@ -200,7 +205,7 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
         raise ConfigError("device", device, "the PSPL runner currently supports only 'cpu'")
     mdp = make_env(cfg["env"], device=device)
     off, pr, K = cfg["offline"], cfg["prior"], cfg["K"]
-    gen = torch.Generator().manual_seed(cfg["seed"])
+    gen = run_generators(cfg["seed"], seeds)  # seed b of the batch: the single run with seed `seed + b`
     rater = Rater.sample(mdp.theta, seeds, off["beta"], off["lam"], off["expert"], generator=gen)
     data = offline_dataset(mdp, rater, off["N"], off["behaviour"], off["epsilon"], generator=gen)
     V, _, _ = value_iteration(mdp.P, mdp.r, mdp.H)
@@ -217,7 +222,7 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
 
     for name in cfg["agents"]:
         t0 = time.perf_counter()
-        agen = torch.Generator().manual_seed(cfg["seed"] * 1000 + 17 * AGENT_STREAM[name] + 1)
+        agen = run_generators(cfg["seed"], seeds, key=lambda s, i=AGENT_STREAM[name]: s * 1000 + 17 * i + 1)
         params = dict(cfg["agent_params"].get(name, {}))
         if name in OFFLINE_AGENTS:
             pi = train_offline_policy(

@@ -9,11 +9,16 @@ Eq. `approx_bellman` of the thesis with ``V_{H+1} = 0``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import multinomial
+
+if TYPE_CHECKING:
+    from bayescrl.utils.seeding import Streams
 
 
 @dataclass
@@ -128,29 +133,29 @@ def simple_regret(mdp: TabularMDP, policy: Tensor) -> Tensor:
     return v_star - policy_value(mdp.P, mdp.r, mdp.rho, policy)
 
 
-def rollout(
-    P: Tensor, rho: Tensor, policy: Tensor, *, generator: torch.Generator | None = None
-) -> tuple[Tensor, Tensor]:
+def rollout(P: Tensor, rho: Tensor, policy: Tensor, *, generator: Streams = None) -> tuple[Tensor, Tensor]:
     """Sample one trajectory per batch element: ``policy`` long ``[B, H, S]`` or float ``[B, H, S, A]``.
 
     ``P`` is ``[S, A, S]`` (one true MDP) or ``[B, S, A, S]``. Returns ``(states [B, H+1], actions [B, H])``
     where ``states[:, H]`` is the state reached after the last action (not part of τ, whose H−1 observed
     transitions are ``states[:, h] → states[:, h+1]`` for h < H−1, as in Eq. `eta_informed_prior`).
+    ``generator`` may be one generator per run (:func:`~bayescrl.utils.seeding.run_generators`): the B rows
+    are then the runs' equal blocks, in order, each drawn from its run's stream.
     """
     B, H, S = policy.shape[:3]
     Pb = P.expand(B, *P.shape[-3:]) if P.dim() == 3 else P
     ar = torch.arange(B, device=P.device)
     states = torch.empty(B, H + 1, dtype=torch.long, device=P.device)
     actions = torch.empty(B, H, dtype=torch.long, device=P.device)
-    states[:, 0] = torch.multinomial(rho.expand(B, S).float(), 1, generator=generator).squeeze(-1)
+    states[:, 0] = multinomial(rho.expand(B, S).float(), 1, generator).squeeze(-1)
     for h in range(H):
         s = states[:, h]
         if policy.is_floating_point():
-            a = torch.multinomial(policy[ar, h, s].float(), 1, generator=generator).squeeze(-1)
+            a = multinomial(policy[ar, h, s].float(), 1, generator).squeeze(-1)
         else:
             a = policy[ar, h, s]
         actions[:, h] = a
-        states[:, h + 1] = torch.multinomial(Pb[ar, s, a].float(), 1, generator=generator).squeeze(-1)
+        states[:, h + 1] = multinomial(Pb[ar, s, a].float(), 1, generator).squeeze(-1)
     return states, actions
 
 

@@ -14,18 +14,24 @@ together with batched weights ``[B, ...]``. Implementation note: inputs are tabu
 evaluates the network once on the S·H distinct inputs (one dropout mask per (s, h) row) and gathers
 trajectory log-likelihoods from that table — the same loss as per-sample evaluation at a fraction of the
 cost. The output policy is greedy in the network's logits (eval mode); it is scored exactly by value
-iteration on the true MDP.
+iteration on the true MDP. With one generator per seed (:func:`~bayescrl.utils.seeding.run_generators`)
+seed ``b``'s initialisation, dropout masks and mini-batches come from its own stream.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from bayescrl.pbrl.data import TrajectoryPairs
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import draw, randint
+
+if TYPE_CHECKING:
+    from bayescrl.utils.seeding import Streams
 
 LOSSES = ("dpo", "ipo")
 
@@ -42,7 +48,10 @@ class BatchedMLP(torch.nn.Module):
         self.biases = torch.nn.ParameterList()
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=True):
             bound = math.sqrt(6.0 / (fan_in + fan_out))  # Xavier uniform
-            w = (torch.rand(B, fan_in, fan_out, generator=generator) * 2 - 1) * bound
+            u = draw(
+                torch.rand, (B, fan_in, fan_out), generator, dtype=torch.get_default_dtype(), device="cpu"
+            )
+            w = (u * 2 - 1) * bound
             self.weights.append(torch.nn.Parameter(w))
             self.biases.append(torch.nn.Parameter(torch.zeros(B, 1, fan_out)))
         self.dropout = dropout
@@ -54,7 +63,9 @@ class BatchedMLP(torch.nn.Module):
             if i < len(self.weights) - 1:
                 x = torch.relu(x)
                 if self.training and self.dropout > 0:
-                    keep = torch.rand(x.shape, generator=generator) >= self.dropout
+                    keep = (
+                        draw(torch.rand, x.shape, generator, dtype=x.dtype, device=x.device) >= self.dropout
+                    )
                     x = x * keep / (1 - self.dropout)
         return x
 
@@ -94,7 +105,7 @@ def train_offline_policy(
     lr: float = 3e-4,
     batch_size: int = 256,
     dropout: float = 0.1,
-    generator: torch.Generator | None = None,
+    generator: Streams = None,
 ) -> Tensor:
     """Train one DPO/IPO policy per seed on D0 and return the greedy policy ``long [B, H, S]``.
 
@@ -121,7 +132,7 @@ def train_offline_policy(
     ref_margin = _traj_logp(ref_table, sw, aw) - _traj_logp(ref_table, sl, al) if N else None
     net.train()
     for _ in range(steps if N else 0):
-        idx = torch.randint(N, (B, min(batch_size, N)), generator=generator)
+        idx = randint(N, (B, min(batch_size, N)), generator)
         table = torch.log_softmax(net(x, generator=generator), -1).reshape(B, H, S, A)
         win_lp = _traj_logp(table, _rows(sw, idx), _rows(aw, idx))
         h_pi = win_lp - _traj_logp(table, _rows(sl, idx), _rows(al, idx)) - ref_margin.gather(1, idx)

@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor
 
@@ -18,6 +21,9 @@ from bayescrl.inference.bootstrap import MAPResult, newton_solve, sample_perturb
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.pbrl.data import TrajectoryPairs
 from bayescrl.utils.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bayescrl.utils.seeding import Streams
 
 
 class TrajectoryPreferenceModel:
@@ -109,7 +115,7 @@ class TrajectoryPreferenceModel:
         p_offline: float = 0.6,
         p_online: float = 0.75,
         init: MAPResult | None = None,
-        generator: torch.Generator | None = None,
+        generator: Streams = None,
         tol: float = 1e-6,
         max_iter: int = 50,
         return_hessian: bool = False,
@@ -179,7 +185,7 @@ def engine_theta(
     engine: str,
     *,
     num_samples: int = 1000,
-    seed: int = 0,
+    seed: int | Sequence[int] = 0,
     options: dict | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Gaussian moment-match of θ's posterior (Eq. `theta_informed_prior`, D0 + online rows) by the
@@ -188,7 +194,8 @@ def engine_theta(
     Same pattern as warmPref-PS's ``bayescrl.bandits.prior.sampled_prior`` (which is bound to the bandit
     environment, so it is not reused directly): one core ``fit`` per seed (the Pyro model holds one data
     set — a documented exception to batching: these are the slow reference engines), then mean and
-    covariance of ``num_samples`` θ draws from ``Posterior.mean_cov``.
+    covariance of ``num_samples`` θ draws from ``Posterior.mean_cov``. Seed ``s`` fits with ``seed[s]``
+    (one engine seed per seed's stream), or ``seed + s`` for one integer.
     Returns ``(mean [B, d], cov [B, d, d])``.
     """
     from bayescrl.inference.engines import fit
@@ -197,6 +204,7 @@ def engine_theta(
     if engine not in ("svi", "nuts"):
         raise ConfigError("agents.pspl.engine", engine, "engine_theta needs 'svi' or 'nuts'")
     p, n = model.problem, model.n
+    seeds = [seed + s for s in range(model.B)] if isinstance(seed, int) else [int(x) for x in seed]
     means, covs = [], []
     for s in range(model.B):
         mask = p.pref_mask[s, :n]
@@ -214,8 +222,8 @@ def engine_theta(
             x=x0.new_zeros(0, model.d),
             r=x0.new_zeros(0),
         )
-        post = fit(bt_linear_model, kw, engine=engine, seed=seed + s, **(options or {}))
-        m, c = post.mean_cov("theta", n=num_samples, seed=seed + s)
+        post = fit(bt_linear_model, kw, engine=engine, seed=seeds[s], **(options or {}))
+        m, c = post.mean_cov("theta", n=num_samples, seed=seeds[s])
         means.append(m)
         covs.append(0.5 * (c + c.mT))
     return torch.stack(means), torch.stack(covs)
