@@ -27,10 +27,10 @@ differs from the sweep file's, nothing is written (exit 2). One reader per famil
     .venv/bin/python benchmarks/to_sweep.py examples/sweeps/acpo_point.yaml \\
         --out benchmarks/results/sweeps/acpo_point --source acpo-text=circle_phase_8e5_n20 ...
 
-``--source CASE[+CASE...]=NAME[:ALGO,...]``: the runs of NAME (only the algorithms listed, when given) fill
-the grid points whose case axes take the values CASE (a case name of any axis of cases); a later source
-replaces an earlier one's runs. The family is ``--reader``, by default the sweep's: ``train`` -> ``ecop``,
-``call`` of ``acpo_common.py`` -> ``acpo``. Then ``bayescrl report DIR``.
+``--source VALUE[+VALUE...]=NAME[:ALGO,...]``: the runs of NAME (only the algorithms listed, when given) fill
+the grid points whose axes take the values VALUE (a case name, or a value of a plain axis such as ``algo``;
+not a seed); a later source replaces an earlier one's runs. The family is ``--reader``, by default the
+sweep's: ``train`` -> ``ecop``, ``call`` of ``acpo_common.py`` -> ``acpo``. Then ``bayescrl report DIR``.
 """
 
 from __future__ import annotations
@@ -247,16 +247,17 @@ def default_reader(spec: SweepSpec) -> str:
     raise SystemExit(f"error: no reader for a sweep of command {spec.command!r}; give --reader")
 
 
-def _case_filter(spec: SweepSpec, names: str, item: str) -> dict[str, str]:
-    """``A+B`` -> {axis: case name}: each name a case of exactly one axis of cases."""
-    out: dict[str, str] = {}
+def _case_filter(spec: SweepSpec, names: str, item: str) -> dict[str, Any]:
+    """``A+B`` -> {axis: value}: each name a case of an axis of cases, or a value of another grid axis
+    (``algo``, ``task``; not ``seed``), of exactly one axis."""
+    out: dict[str, Any] = {}
+    axes = {k: [str(v) for v in vals] for k, vals in spec.axes.items() if k != "seed"}
     for name in names.split("+"):
-        axes = [axis for axis, cases in spec.cases.items() if name in cases]
-        if len(axes) != 1:
-            known = {axis: list(cases) for axis, cases in spec.cases.items()}
-            why = "no case" if not axes else "a case of several axes"
-            sys.exit(f"error: --source {item}: {why} {name!r} (cases: {known})")
-        out[axes[0]] = name
+        hits = [axis for axis, values in axes.items() if name in values]
+        if len(hits) != 1:
+            why = "no grid value" if not hits else "a value of several axes"
+            sys.exit(f"error: --source {item}: {why} {name!r} (axes: {axes})")
+        out[hits[0]] = name
     return out
 
 
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None, reader: str | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sweep_file")
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--source", action="append", default=[], metavar="CASE[+CASE]=NAME[:ALGO,...]")
+    ap.add_argument("--source", action="append", default=[], metavar="VALUE[+VALUE]=NAME[:ALGO,...]")
     ap.add_argument("--reader", choices=sorted(READERS), default=reader)
     ap.add_argument("--results", type=Path, default=None, help="the reader's results folder")
     ap.add_argument("--no-plots", action="store_true")
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None, reader: str | None = None) -> None:
         info, recs, src = family.load(results, name)
         keep = set(algos.split(",")) if algos else None
         for run in runs:
-            if any(run.point[axis] != case for axis, case in where.items()):
+            if any(str(run.point[axis]) != value for axis, value in where.items()):
                 continue
             rec = next(
                 (r for r in recs if (keep is None or r["algo"] in keep) and family.matches(r, run, spec)),
