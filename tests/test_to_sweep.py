@@ -1,0 +1,93 @@
+"""benchmarks/to_sweep.py (benchmark results -> sweep folders) and the README tables it makes reproducible."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bayescrl.sweep.calls import resolve
+from bayescrl.sweep.report import build_report
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = ROOT / "benchmarks" / "results" / "sweeps"
+
+
+def _pivot_rows(markdown: str) -> list[str]:
+    """The table rows of the report's pivot (the part after its 'mean ± sd over seeds (n)' heading)."""
+    tail = markdown.split("mean ± sd over seeds (n)", 1)[1]
+    return [line for line in tail.splitlines() if line.startswith("| ")]
+
+
+@pytest.mark.parametrize(
+    "folder, cell",
+    [
+        # PointCircle, ACPO with the correction and log-std -0.5, seeds 0-4: final rewards 0.3634 / 0.5866 /
+        # 0.3590 / 0.3588 / 0.3612 (benchmarks/results/acpo/circle_8e5_n20_ec0.2_std05/compare.json), mean
+        # 0.4058, sample sd 0.1011 (population sd 0.0904: what the README printed before)
+        ("acpo_point", "| acpo-ec0.2-std05 | 0.4058 ± 0.1011 / 0.4512 ± 0.379 / 1 ± 0 (5) | – |"),
+        ("acpo_point_10seeds", "| atrpo | 0.53 ± 0.3845 / 0.9576 ± 2.41 / 0.9 ± 0.3162 (10) |"),
+        ("acpo_point_10seeds_centred", "| atrpo | 0.6418 ± 0.2674 / 0.0228 ± 0.03899 / 1 ± 0 (10) | – |"),
+        ("acpo_traffic", "| acpo | 0.8915 ± 0.02479 / 6.221 ± 1.266 / 0 ± 0 (5) |"),
+    ],
+    ids=["point", "point_10seeds", "point_10seeds_centred", "traffic"],
+)
+def test_report_over_committed_acpo_folders_is_the_readme_table(tmp_path, folder, cell):
+    """`bayescrl report` over each committed ACPO sweep folder gives the quoted cell, and every row of its
+    pivot table stands in the README as printed (the README's tables are the report's output)."""
+    shutil.copytree(SWEEPS / folder, tmp_path / folder)  # the report writes report.md/json into the folder
+    rep = build_report(tmp_path / folder, plots=False)
+    rows = _pivot_rows(rep["markdown"])
+    assert any(row.startswith(cell) for row in rows), rows
+    readme = (ROOT / "README.md").read_text()
+    if folder in ("acpo_point", "acpo_traffic"):  # the two tables printed in full
+        missing = [row for row in rows[2:] if row not in readme]
+        assert not missing, missing
+
+
+def test_acpo_runs_convert_only_when_the_study_equals_the_grid_point(tmp_path, capsys):
+    """The acpo reader: an acpo_compare.py study's per-seed finals become sweep_job results (cost / l and
+    within 1.1 l derived as sweep_job derives them); a study whose settings differ is refused, nothing
+    written."""
+    convert = resolve(str(ROOT / "benchmarks" / "to_sweep.py:main"))
+    res = tmp_path / "res" / "study"
+    res.mkdir(parents=True)
+    args = {"tasks": ["PointCircle"], "algos": ["acpo"], "seeds": 2, "steps": 1000, "delta": 0.01}
+    args.update(eval_every=500, eval_traj=2, eval_steps=100, n_envs=20, error_correction=None)
+    agg = {"seeds": [0, 1], "final_rewards": [0.1, 0.3], "final_costs": [0.05, 0.06]}
+    data = {"args": args, "tasks": {"PointCircle": {"limit_per_step": 0.05, "algos": {"acpo": agg}}}}
+    (res / "compare.json").write_text(json.dumps(data))
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(
+        f"command: call\ntarget: {ROOT / 'benchmarks' / 'acpo_common.py'}:sweep_job\n"
+        "grid: {task: [PointCircle], algo: [acpo, cpo], seed: [0, 1]}\n"
+        "args: {steps: 1000, delta: 0.01, eval_every: 500, eval_traj: 2, eval_steps: 100,\n"
+        "       config: {n_envs: 20}}\n"
+        "report: {metrics: [final_avg_reward, final_cost_over_limit, within_limit]}\n"
+    )
+    out = tmp_path / "sw"
+    base = [str(sweep), "--out", str(out), "--results", str(tmp_path / "res"), "--no-plots"]
+    convert([*base, "--source", "acpo=study"])
+    rec = json.loads((out / "acpo_s1" / "result.json").read_text())
+    assert rec["final_cost_over_limit"] == pytest.approx(1.2) and rec["within_limit"] == 0.0
+    assert json.loads((out / "acpo_s0" / "result.json").read_text())["within_limit"] == 1.0
+    assert not (out / "cpo_s0").exists()  # not in the study: left for a sweep to run
+    text = capsys.readouterr().out
+    assert "| acpo | 2 | 0.2 ± 0.1414 (2) | 1.1 ± 0.1414 (2) | 0.5 ± 0.7071 (2) |" in text, text
+    args["n_envs"] = None  # the study ran 5 envs, the sweep file says 20: refused
+    args["error_correction"] = 0.2
+    (res / "compare.json").write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as exc:
+        convert([*base[:1], "--out", str(tmp_path / "sw2"), *base[3:], "--source", "acpo=study"])
+    err = capsys.readouterr().err
+    assert (
+        exc.value.code == 2
+        and "config.n_envs 5 != 20" in err
+        and "config.error_correction 0.2 != None" in err
+    )
+    assert not (tmp_path / "sw2").exists()
+    with pytest.raises(SystemExit) as exc:
+        convert([*base, "--source", "PointGather=study"])  # not a value of any axis
+    assert "no grid value 'PointGather'" in str(exc.value)
