@@ -178,17 +178,22 @@ def beta_bayes(
     lr: float = 0.05,
     seed: int = 0,
 ) -> torch.Tensor:
-    """Posterior median of ``β`` ``[S]`` under :func:`competence_model`, by SVI (``AutoNormal`` guide)."""
+    """Posterior median of ``β`` ``[S]`` under :func:`competence_model`, by SVI (``AutoNormal`` guide).
+
+    One SVI per seed, seed ``s`` with Pyro seed ``seed + s`` (Pyro draws from one global stream, so a
+    batched fit would make seed ``s``'s estimate depend on how many seeds share it)."""
     if x0.shape[1] == 0:
         raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    out = []
+    for s in range(x0.shape[0]):
+        pyro.clear_param_store()
+        pyro.set_rng_seed(seed + s)
+        args = (x0[s : s + 1], x1[s : s + 1], y[s : s + 1], mu0, cov0, lam, beta_loc, beta_scale)
+        guide = AutoNormal(competence_model, init_scale=0.05)
+        elbo = Trace_ELBO(num_particles=4, vectorize_particles=True)
+        svi = SVI(competence_model, guide, Adam({"lr": lr}), elbo)
+        for _ in range(steps):
+            svi.step(*args)
+        out.append(guide.median(*args)["beta"].reshape(-1).detach())
     pyro.clear_param_store()
-    pyro.set_rng_seed(seed)
-    args = (x0, x1, y, mu0, cov0, lam, beta_loc, beta_scale)
-    guide = AutoNormal(competence_model, init_scale=0.05)
-    elbo = Trace_ELBO(num_particles=4, vectorize_particles=True)
-    svi = SVI(competence_model, guide, Adam({"lr": lr}), elbo)
-    for _ in range(steps):
-        svi.step(*args)
-    median = guide.median(*args)["beta"]
-    pyro.clear_param_store()
-    return median.reshape(-1).detach()
+    return torch.cat(out)

@@ -26,6 +26,7 @@ from bayescrl.bandits.agents import Agent
 from bayescrl.bandits.env import LinearBandit
 from bayescrl.bandits.offline import OfflineData
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import draw, randint
 
 
 def preference_loss(h: torch.Tensor, loss: str, tau: float) -> torch.Tensor:
@@ -52,7 +53,7 @@ def train_preference_policy(
     lr: float = 0.015,
     batch: int = 12,
     tau: float = 0.1,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator | list[torch.Generator] | None = None,
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
 ) -> torch.Tensor:
@@ -71,7 +72,7 @@ def train_preference_policy(
     rows = torch.arange(S, device=winners.device)[:, None].expand(S, batch)
     b1, b2 = betas
     for step in range(1, steps + 1):
-        idx = torch.randint(N, (S, batch), generator=generator).to(winners.device)
+        idx = randint(N, (S, batch), generator, device=winners.device)
         w, lo = winners.gather(1, idx), losers.gather(1, idx)
         h = psi[rows, w] - psi[rows, lo]
         gh = preference_loss_grad(h, loss, tau) / batch  # mean over the mini-batch
@@ -126,8 +127,11 @@ class HybridPreferenceAgent(Agent):
 
     def act(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
         S, K = self.r0.shape
-        explore = torch.rand(S, generator=self.gen).to(self.r0.device) < self.epsilon
-        rand_arm = torch.randint(K, (S,), generator=self.gen).to(self.r0.device)
+        explore = (
+            draw(torch.rand, (S,), self.gen, dtype=torch.get_default_dtype(), device=self.r0.device)
+            < self.epsilon
+        )
+        rand_arm = randint(K, (S,), self.gen, device=self.r0.device)
         arm = torch.where(explore, rand_arm, self.reward_model.argmax(1))
         return arm, torch.zeros(S, dtype=self.r0.dtype, device=self.r0.device)
 

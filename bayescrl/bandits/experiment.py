@@ -2,8 +2,9 @@
 
 Seed ``s`` of a run with base seed ``b`` draws its arms, ``θ``, reward noise and ``D0`` from a generator
 seeded with ``b + s`` (so adding seeds never changes the first ones' environments); agent randomness comes
-from one generator per agent, seeded with ``b`` and the agent's label, shared in order by the batched
-seeds (so results do not depend on the order of the agent list).
+from one generator per agent and seed, seeded with ``b + s`` and the agent's label (so results do not
+depend on the order of the agent list, and seed ``s`` is the single-seed run with base seed ``b + s``,
+whatever the number of seeds: :func:`~bayescrl.utils.seeding.run_generators`).
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ from bayescrl.bandits.warmtsof import WarmTSOFAgent
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, write_json
 from bayescrl.utils.plotting import plot_mean_sd
-from bayescrl.utils.seeding import set_torch_threads
+from bayescrl.utils.seeding import run_generators, set_torch_threads
 
 
 def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, OfflineData]:
     """Environment and ``D0`` of every seed (see the module docstring for the seeding scheme)."""
     b, dev = cfg["bandit"], cfg["device"]
-    gens = [torch.Generator().manual_seed(cfg["seed"] + s) for s in range(seeds)]
+    gens = run_generators(cfg["seed"], seeds)
     mu0 = torch.tensor(b["prior_mean"], dtype=torch.float64)
     cov0 = torch.diag(torch.tensor(b["prior_sd"], dtype=torch.float64) ** 2)
     env = LinearBandit.sample(
@@ -54,8 +55,10 @@ def assumed_competence(
     env: LinearBandit,
     data: OfflineData,
     opts: Mapping[str, Any],
+    seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The competence ``(beta [S,R], lam [S,R])`` an agent assumes: numbers, ``'true'`` or β-estimates."""
+    """The competence ``(beta [S,R], lam [S,R])`` an agent assumes: numbers, ``'true'`` or β-estimates
+    (``bayes``: seed ``s`` fitted with Pyro seed ``seed + s``)."""
     S, R = env.num_seeds, len(data.raters)
     dt, dev = env.arms.dtype, env.arms.device
     lam_items = spec_lam if isinstance(spec_lam, (list, tuple)) else [spec_lam] * R
@@ -94,6 +97,7 @@ def assumed_competence(
                 beta_loc=opts["beta_prior_loc"],
                 beta_scale=opts["beta_prior_scale"],
                 steps=opts["bayes_steps"],
+                seed=seed,
             )
         else:
             beta[:, r] = float(item)
@@ -105,7 +109,8 @@ def make_agent(
 ) -> Agent:
     """Instantiate the agent of ``spec`` (``{id, label, beta?, lam?, <option overrides>}``)."""
     opts = {**cfg["options"], **{k: v for k, v in spec.items() if k in cfg["options"]}}
-    gen = torch.Generator().manual_seed(cfg["seed"] * 1_000_003 + zlib.crc32(spec["label"].encode()))
+    crc = zlib.crc32(spec["label"].encode())
+    gen = run_generators(cfg["seed"], env.num_seeds, key=lambda s: s * 1_000_003 + crc)
     aid, lbl = spec["id"], spec["label"]
     S, d = env.num_seeds, env.d
     boot = dict(
@@ -118,7 +123,12 @@ def make_agent(
     )
     if aid in ("warmpref-ps-bootstrap", "warmpref-ps", "warmtsof"):
         beta, lam = assumed_competence(
-            spec.get("beta", cfg["assumed"]["beta"]), spec.get("lam", cfg["assumed"]["lam"]), env, data, opts
+            spec.get("beta", cfg["assumed"]["beta"]),
+            spec.get("lam", cfg["assumed"]["lam"]),
+            env,
+            data,
+            opts,
+            seed=cfg["seed"],
         )
         if aid == "warmpref-ps-bootstrap":
             agent: Agent = BootstrapAgent(env, data, beta, lam, generator=gen, label=lbl, **boot)
@@ -127,7 +137,9 @@ def make_agent(
                 env, data, beta, lam, generator=gen, cost=opts["cost"], eps0=opts["eps0"], label=lbl, **boot
             )
         else:
-            mean, cov = informed_prior(env, data, beta, lam, opts["engine"], opts["engine_options"])
+            mean, cov = informed_prior(
+                env, data, beta, lam, opts["engine"], opts["engine_options"], seed=cfg["seed"]
+            )
             agent = GaussianPSAgent(env, mean, cov, env.noise_sd, generator=gen, label=lbl)
         agent.assumed_beta = beta  # type: ignore[attr-defined]
         return agent

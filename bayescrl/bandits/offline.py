@@ -16,10 +16,15 @@ that agents can use each rater's own ``(β_i, λ_i)`` and ``ϑ_i``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import draw
+
+if TYPE_CHECKING:
+    from bayescrl.utils.seeding import Streams
 
 
 @dataclass
@@ -74,14 +79,15 @@ def label(
     vartheta: torch.Tensor,
     beta: torch.Tensor | float,
     expert: str,
-    generator: torch.Generator | None,
+    generator: Streams,
 ) -> torch.Tensor:
-    """Labels ``y [...]`` for pairs ``x0, x1 [..., d]`` by a rater with estimate ``vartheta [..., d]``."""
+    """Labels ``y [...]`` for pairs ``x0, x1 [..., d]`` by a rater with estimate ``vartheta [..., d]``
+    (one generator per seed: the seeds' rows, leading dimension)."""
     diff = ((x0 - x1) * vartheta).sum(-1)
     if expert == "greedy":
         return (diff < 0).long()
     p0 = torch.sigmoid(torch.as_tensor(beta, dtype=diff.dtype, device=diff.device) * diff)
-    u = torch.rand(p0.shape, generator=generator, dtype=p0.dtype).to(p0.device)
+    u = draw(torch.rand, p0.shape, generator, dtype=p0.dtype, device=p0.device)
     return (u >= p0).long()
 
 

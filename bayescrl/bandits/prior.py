@@ -47,11 +47,12 @@ def sampled_prior(
     engine: str,
     num_samples: int = 2000,
     options: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gaussian moment-match of ``ν1`` by the core's ``svi`` or ``nuts`` engine on the Pyro model
     :func:`~bayescrl.models.pyro_models.bt_linear_model`. The Pyro model holds one data set, so seeds
     are fitted one after another (a documented exception to batching: these engines are the slow,
-    reference paths; ``laplace`` is the batched default)."""
+    reference paths; ``laplace`` is the batched default); seed ``s`` is fitted with seed ``seed + s``."""
     from bayescrl.inference.engines import fit
     from bayescrl.models.pyro_models import bt_linear_model
 
@@ -71,8 +72,8 @@ def sampled_prior(
             x=env.arms.new_zeros(0, env.d),
             r=env.arms.new_zeros(0),
         )
-        post = fit(bt_linear_model, kw, engine=engine, seed=s, **(options or {}))
-        m, c = post.mean_cov("theta", n=num_samples, seed=s)
+        post = fit(bt_linear_model, kw, engine=engine, seed=seed + s, **(options or {}))
+        m, c = post.mean_cov("theta", n=num_samples, seed=seed + s)
         means.append(m)
         covs.append(c)
     return torch.stack(means).to(env.arms), torch.stack(covs).to(env.arms)
@@ -85,11 +86,13 @@ def informed_prior(
     lam: torch.Tensor,
     engine: str = "laplace",
     options: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gaussian approximation ``(mean [S,d], cov [S,d,d])`` of ``ν1`` by ``engine``."""
+    """Gaussian approximation ``(mean [S,d], cov [S,d,d])`` of ``ν1`` by ``engine`` (``svi`` / ``nuts``:
+    seed ``s`` fitted with seed ``seed + s``)."""
     if data.N == 0:
         S = env.num_seeds
         return env.mu0.expand(S, -1).clone(), env.cov0.expand(S, -1, -1).clone()
     if engine == "laplace":
         return laplace_prior(env, data, beta, lam)
-    return sampled_prior(env, data, beta, lam, engine, options=options)
+    return sampled_prior(env, data, beta, lam, engine, options=options, seed=seed)

@@ -19,10 +19,15 @@ The online comparisons join ``D_t`` and the posterior is updated "using Equation
 `final_surrogate_perturbed_loss`", whose preference term weights every comparison by ``ω_n ~ Bern(0.5)``:
 so they get Bern(``p_online`` = 0.5) bootstrap weights like the offline ones (``p_online = 1`` would leave
 them unperturbed and make the re-drawn ``θ̃_t`` over-confident about the asked pair).
+
+With one random stream per seed (:func:`~bayescrl.utils.seeding.run_generators`) a seed that does not ask
+at round ``t`` draws nothing for the re-draw and keeps its warm start, so its run is the same whether
+other seeds of the batch ask or not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import torch
@@ -74,9 +79,26 @@ class WarmTSOFAgent(BootstrapAgent):
             a1 = env.arms[rows, top.indices[:, 0]][idx]
             a2 = env.arms[rows, top.indices[:, 1]][idx]
             rater = self.data.raters[0]
-            y = label(a1, a2, self.data.vartheta[idx, 0], rater.beta, rater.expert, self.gen)
+            gens = self.gen
+            per_seed = isinstance(gens, (list, tuple))
+            sub = [gens[i] for i in idx.tolist()] if per_seed else gens
+            y = label(a1, a2, self.data.vartheta[idx, 0], rater.beta, rater.expert, sub)
             self.problem.append_preferences(a1, a2, y, rater=0, online=True, batch_index=idx)
+            if per_seed:  # seeds that did not ask: their streams and warm starts are left as they were
+                kept = [(g, g.get_state()) for g, a in zip(gens, ask.tolist(), strict=True) if not a]
+                prev = self.prev
             theta2 = self.sample_theta()
+            if per_seed:
+                for g, state in kept:
+                    g.set_state(state)
+                if prev is not None:
+                    m = ask.view(-1, *([1] * (prev.theta.dim() - 1)))
+                    mv = ask.view(-1, *([1] * (prev.vartheta.dim() - 1)))
+                    self.prev = dataclasses.replace(
+                        self.prev,
+                        theta=torch.where(m, self.prev.theta, prev.theta),
+                        vartheta=torch.where(mv, self.prev.vartheta, prev.vartheta),
+                    )
             arm2 = torch.einsum("skd,sd->sk", env.arms, theta2).argmax(1)
             arm = torch.where(ask, arm2, arm)
             cost = torch.where(ask, torch.full_like(cost, self.cost), cost)
