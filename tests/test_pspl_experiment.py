@@ -224,3 +224,13 @@ def test_a_seeds_result_does_not_depend_on_how_many_seeds_share_the_batch():
                 )
     # the two seeds differ (the check is not vacuous)
     assert alone[0]["agents"]["pspl-bootstrap"] != alone[1]["agents"]["pspl-bootstrap"]
+
+
+def test_bandit_bai_seed_does_not_depend_on_how_many_seeds_share_the_batch():
+    """Seed b of a 3-seed bandit run with seed 2 is the single-seed run with seed 2 + b, bit for bit."""
+    arms = torch.eye(4, dtype=torch.float64)[:, :3] + 0.1
+    together = run_bandit_bai(arms, seeds=3, N=20, K=4, seed=2)
+    for b in range(3):
+        alone = run_bandit_bai(arms, seeds=1, N=20, K=4, seed=2 + b)
+        assert torch.equal(together["theta"][b], alone["theta"][0])
+        assert torch.equal(together["simple_regret"][b], alone["simple_regret"][0])

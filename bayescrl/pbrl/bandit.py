@@ -7,7 +7,8 @@ the core's batched Newton), the two arms that are optimal for them, one preferen
 Top-two rule: if both samples pick the same arm, the second arm is the best *other* arm under the second
 sample (the "top-two" of Top-Two Thompson Sampling — a departure only in that the thesis leaves ties
 unspecified; re-sampling until the arms differ can take unboundedly long). Output: the arm optimal for
-the plain MAP. Simple regret ``r_θ(a*) − r_θ(â_{K+1})``, batched over seeds.
+the plain MAP. Simple regret ``r_θ(a*) − r_θ(â_{K+1})``, batched over seeds, one random stream per seed
+(:func:`~bayescrl.utils.seeding.run_generators`: seed ``b`` is the single-seed run with ``seed + b``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from tqdm.auto import tqdm
 from bayescrl.inference.bootstrap import map_estimate, perturbed_map
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.seeding import draw, randint, run_generators
 
 
 def _label(theta_r: Tensor, x0: Tensor, x1: Tensor, beta: float, gen) -> Tensor:
     p0 = torch.sigmoid(beta * ((x0 - x1) * theta_r).sum(-1))
-    return (torch.rand(p0.shape, generator=gen, dtype=p0.dtype) >= p0).to(torch.float64)
+    return (draw(torch.rand, p0.shape, gen, dtype=p0.dtype, device=p0.device) >= p0).to(torch.float64)
 
 
 def run_bandit_bai(
@@ -48,15 +50,16 @@ def run_bandit_bai(
     arms = arms.to(torch.float64)
     A, d = arms.shape
     B = seeds
-    gen = torch.Generator().manual_seed(seed)
-    theta = sigma0 * torch.randn(B, d, generator=gen, dtype=torch.float64)
-    vartheta = theta + torch.randn(B, d, generator=gen, dtype=torch.float64) / lam
+    gen = run_generators(seed, B)
+    kw = {"dtype": torch.float64, "device": "cpu"}
+    theta = sigma0 * draw(torch.randn, (B, d), gen, **kw)
+    vartheta = theta + draw(torch.randn, (B, d), gen, **kw) / lam
     prob = BTLinearProblem.empty(
         torch.zeros(d), sigma0**2 * torch.eye(d), beta, lam, batch_size=B, pref_capacity=max(N + K, 1)
     )
     if N:
-        i0 = torch.randint(A, (B, N), generator=gen)
-        i1 = torch.randint(A, (B, N), generator=gen)
+        i0 = randint(A, (B, N), gen)
+        i1 = randint(A, (B, N), gen)
         x0, x1 = arms[i0], arms[i1]
         prob.x0[:, :N], prob.x1[:, :N] = x0, x1
         prob.y[:, :N] = _label(vartheta.unsqueeze(1), x0, x1, beta, gen)
