@@ -273,3 +273,17 @@ def test_nan_results_are_refused_before_anything_is_written(base, tmp_path, monk
     with pytest.raises(DataError, match="NaN"):
         dexp.run_experiment(TINY, 1, tmp_path / "o", progress=False)
     assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_runs_result_does_not_depend_on_how_many_seeds_share_the_batch(base):
+    """Run 0 of a 2-seed batch is run 0 of a 1-seed batch (own rater, posterior and label streams, own
+    exploration starts), up to the rounding of batched UNet calls."""
+    from bayescrl.pbrl.diffusion.experiment import _Setup, run_agent
+
+    cfg = validate_config({**TINY, "K": 2, "agents": ["pspl", "dps"], "oracle": False})
+    one, two = _Setup(cfg, 1, base, "cpu"), _Setup(cfg, 2, base, "cpu")
+    for name in ("pspl", "dps"):
+        a, b = run_agent(one, name, progress=False), run_agent(two, name, progress=False)
+        assert torch.equal(a["label_agreement"][0], b["label_agreement"][0]), name
+        for key in ("query_true_reward", "theta_point", "final_reward"):
+            torch.testing.assert_close(a[key][0], b[key][0], rtol=1e-5, atol=1e-6, msg=f"{name} {key}")

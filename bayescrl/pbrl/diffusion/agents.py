@@ -26,6 +26,7 @@ from torch import Tensor
 from bayescrl.inference.exact import DirichletPosterior, GaussianLinearPosterior
 from bayescrl.pbrl.data import TrajectoryPairs
 from bayescrl.pbrl.posterior import TrajectoryPreferenceModel, laplace_theta
+from bayescrl.utils.seeding import draw
 
 
 def _pairs(phi0: Tensor, phi1: Tensor, y: Tensor) -> TrajectoryPairs:
@@ -52,10 +53,12 @@ class PSPLTheta:
     def gaussian(self) -> tuple[Tensor, Tensor]:
         return laplace_theta(self._map(), self.model.d)
 
-    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+    def sample(self, n: int, generator: torch.Generator | list[torch.Generator]) -> Tensor:
         """``n`` draws ``[B, n, d]`` from the Laplace approximation."""
         mean, cov = self.gaussian()
-        eps = torch.randn(mean.shape[0], n, mean.shape[1], generator=generator, dtype=torch.float64)
+        eps = draw(
+            torch.randn, (mean.shape[0], n, mean.shape[1]), generator, dtype=torch.float64, device="cpu"
+        )
         return mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov).mT
 
     def point(self) -> Tensor:
@@ -76,7 +79,7 @@ class DPSTheta:
         if y.shape[1]:
             self.post.update_many((phi0 - phi1).double(), 0.5 - y.double())
 
-    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+    def sample(self, n: int, generator: torch.Generator | list[torch.Generator]) -> Tensor:
         return self.post.sample(n, generator=generator)
 
     def point(self) -> Tensor:
@@ -113,7 +116,7 @@ class NoiseNormModel:
         step = torch.arange(T).view(1, 1, T).expand(B, n, T)
         self.post.update((seed.reshape(-1), step.reshape(-1)), b.reshape(-1))
 
-    def sample(self, n: int, generator: torch.Generator) -> Tensor:
+    def sample(self, n: int, generator: torch.Generator | list[torch.Generator]) -> Tensor:
         """``n`` draws ``[n, B, T, C]``."""
         return self.post.sample(n, generator=generator)
 

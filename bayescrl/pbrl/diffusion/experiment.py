@@ -25,10 +25,14 @@ Protocol, per config (``B`` seeds batched: one policy per seed in one batched ML
    the hidden true reward. It depends only on the config and b (its own random streams), not on which
    other agents ran or in what order; without ``oracle: true`` no simple regret is reported.
 
-Random streams: pools, D0 and evaluation starts from ``seed`` (independent of the number of seeds and of
-the agents); the rater from its own stream; starts and exploration noise of run b from a stream keyed by
-(seed, b), shared by the agents (paired comparison, and one agent's draws never move another's);
-posterior samples and online labels from a stream keyed by (seed, agent name).
+Random streams: pools, D0, the initial policy and evaluation starts from ``seed`` (independent of the
+number of seeds and of the agents); run b's rater from a stream keyed by (seed, b); starts and
+exploration noise of run b from a stream keyed by (seed, b), shared by the agents (paired comparison,
+and one agent's draws never move another's); run b's posterior samples and online labels from a stream
+keyed by (seed, agent name, b); run b's k-th query starts from exploration-pool entry ``b·K + k``. So run
+b's result does not depend on how many seeds share the batch (up to the rounding of batched UNet calls).
+Unlike the tabular runner, run b is not the single run with seed ``seed + b``: the seeds of a batch
+share the pools and the initial policy drawn from ``seed``.
 """
 
 from __future__ import annotations
@@ -241,7 +245,7 @@ class _Setup:
         psi = d0.psi()[0].view(N, 2, 4)
         off = cfg["offline"]
         lam = off["lam"]
-        rgen = stream(cfg["seed"], "rater")
+        rgen = [stream(cfg["seed"], "rater", b) for b in range(seeds)]
         self.rater = Rater.sample(self.theta_star, seeds, off["beta"], lam, off["expert"], generator=rgen)
         self.y0 = self.rater.label(
             psi[None, :, 0].expand(seeds, -1, -1), psi[None, :, 1].expand(seeds, -1, -1), generator=rgen
@@ -402,9 +406,9 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
     policy = st.pi0.select([0] * B)
     opt = torch.optim.Adam(policy.parameters(), lr=cfg["policy"]["lr"])
     # run b's starts and noise: stream (seed, b), the same for every agent; posterior samples and online
-    # labels: stream (seed, agent)
+    # labels: stream (seed, agent, b)
     gens = [stream(cfg["seed"], "rollouts", b) for b in range(B)]
-    agen = stream(cfg["seed"], "posterior", name)
+    agen = [stream(cfg["seed"], "posterior", name, b) for b in range(B)]
     phi0 = st.phi0[None, :, 0].expand(B, -1, -1)
     phi1 = st.phi0[None, :, 1].expand(B, -1, -1)
     noise = st.noise_factory()
@@ -438,7 +442,7 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
         images += _epoch(
             st, pol2, opt2, gens2, lambda ro, th2=th2: (ro.phi().float() * th2[:, None]).sum(-1), eta2, noise
         )["images"]
-        j = (k * B + torch.arange(B)) % len(st.explore_p)
+        j = (torch.arange(B) * K + k) % len(st.explore_p)  # run b's k-th start, whatever B is
         p = st.explore_p[j].repeat(2)[:, None]
         z = st.explore_z[j].repeat(2, 1, 1, 1)[:, None]
         q = st.rollout(pol2, p, z, gens2, keep_inputs=False)
