@@ -157,7 +157,9 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     adapter = spec.adapter
     patterns = list(spec.report.get("metrics") or adapter.metrics)
     pivot = spec.report.get("pivot")
-    patterns += [c for c in (pivot or {}).get("cells", []) if c not in patterns]
+    ratios = dict(spec.report.get("ratios") or {})
+    patterns += [k for pair in ratios.values() for k in pair if k not in patterns]
+    patterns += [c for c in (pivot or {}).get("cells", []) if c not in patterns and c not in ratios]
     varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
     groups: dict[str, dict[str, Any]] = {}
     missing, finished, found = [], [], []
@@ -177,11 +179,13 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
         for key, value in values.items():
             g["values"].setdefault(key, []).append(value)
             keys += [key] if key not in keys else []
+    measured = list(keys)
+    keys += [name for name in ratios if name not in keys]
     ref_rows = (spec.reference or {}).get("rows") or []
     table = []
     for label, g in groups.items():
         stats = {}
-        for key in keys:
+        for key in measured:
             vals = g["values"].get(key, [])
             stats[key] = {
                 "mean": statistics.fmean(vals) if vals else None,
@@ -189,6 +193,8 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
                 "n": len(vals),
                 "values": vals,
             }
+        for name, (num, den) in ratios.items():
+            stats[name] = ratio_of_means(stats.get(num), stats.get(den))
         ref = {}
         for row in ref_rows:
             if all(k in g["point"] and _same(g["point"][k], v) for k, v in (row.get("match") or {}).items()):
@@ -209,6 +215,11 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     fixed.update({f"set.{k}": v for k, v in spec.set_fixed.items()})
     warnings = unequal_n(table, keys)
     md = _markdown(spec, table, varying, keys, ref_keys, fixed, len(manifest["runs"]), missing, warnings)
+    if ratios:
+        md += "\n" + "\n".join(
+            f"{n} = mean {a} / mean {b} (per row; n: the fewer seeds)." for n, (a, b) in ratios.items()
+        )
+        md += "\n"
     if pivot:
         md += "\n" + pivot_table(table, pivot, spec)
     figures = _figures(out, spec, manifest, varying) if plots else []
@@ -230,6 +241,20 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
     (out / "report.md").write_text(md)
     report["markdown"] = md
     return report
+
+
+def ratio_of_means(num: dict | None, den: dict | None) -> dict:
+    """A derived cell ``report.ratios: {NAME: [NUM, DEN]}``: the ratio of a group's two means over its seeds
+    (no sd; ``n`` the smaller count; none where a mean is missing or the denominator's is 0)."""
+    n = min(num["n"], den["n"]) if num and den else 0
+    ok = n and num["mean"] is not None and den["mean"] not in (None, 0.0)
+    return {
+        "mean": num["mean"] / den["mean"] if ok else None,
+        "sd": None,
+        "n": n,
+        "values": [],
+        "ratio": True,
+    }
 
 
 def unequal_n(table: list[dict], keys: list[str]) -> list[str]:
@@ -265,7 +290,10 @@ def pivot_table(table: list[dict], pivot: dict, spec: SweepSpec) -> str:
         if any(any(k in g["reference"] for k in cells) for (_r, cc), g in at.items() if cc == c)
     ]
     head = [rows_key, *cols, *[f"thesis ({c})" for c in ref_cols]]
-    lines = [f"{' / '.join(cells)}: mean ± sd over seeds (n)", "", "| " + " | ".join(head) + " |"]
+    ratios = spec.report.get("ratios") or {}
+    what = "ratio of the means over seeds" if all(c in ratios for c in cells) else "mean ± sd over seeds"
+    what += "".join(f"; {c} = mean {ratios[c][0]} / mean {ratios[c][1]}" for c in cells if c in ratios)
+    lines = [f"{' / '.join(cells)}: {what} (n)", "", "| " + " | ".join(head) + " |"]
     lines.append("|" + "---|" * len(head))
     for r in (str(v) for v in axes[rows_key]):
         out = [r]

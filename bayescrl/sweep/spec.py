@@ -324,11 +324,20 @@ def _check_reference(spec: SweepSpec) -> None:
 
 
 def _check_report(spec: SweepSpec) -> None:
-    check_keys(spec.report, ("metrics", "curves", "pivot"), "report")
+    check_keys(spec.report, ("metrics", "curves", "pivot", "ratios"), "report")
     for key in ("metrics", "curves"):
         value = spec.report.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise ConfigError(f"report.{key}", value, "must be a list of (dotted, * wildcard) keys")
+    ratios = spec.report.get("ratios")
+    if ratios is not None and (
+        not isinstance(ratios, Mapping)
+        or not all(
+            isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) and "*" not in x for x in v)
+            for v in ratios.values()
+        )
+    ):
+        raise ConfigError("report.ratios", ratios, "must be {NAME: [NUMERATOR, DENOMINATOR]} of metric keys")
     pivot = spec.report.get("pivot")
     if pivot is None:
         return
@@ -343,12 +352,19 @@ def _check_report(spec: SweepSpec) -> None:
     if pivot["rows"] == pivot["columns"] or others:
         raise ConfigError("report.pivot", pivot, f"rows and columns must be two axes covering {varying}")
     cells = pivot.get("cells")
+    # a wildcard cell names the column of a report.metrics pattern that matches one key per run (one data
+    # set per run: runs.*.policy_mean.y1); derived ratios are cells too
+    named = [*(spec.report.get("metrics") or []), *(spec.report.get("ratios") or {})]
     if (
         not isinstance(cells, list)
         or not cells
-        or not all(isinstance(c, str) and "*" not in c for c in cells)
+        or not all(isinstance(c, str) and ("*" not in c or c in named) for c in cells)
     ):
-        raise ConfigError("report.pivot.cells", cells, "must be a list of metric keys (no wildcards)")
+        raise ConfigError(
+            "report.pivot.cells",
+            cells,
+            "must be a list of metric keys (a wildcard only as in report.metrics)",
+        )
 
 
 # ------------------------------------------------------------------------------------------ argv
