@@ -28,7 +28,10 @@ with an Armijo backtracking line search; the loss is strictly convex so Newton c
 Convergence (gradient 2-norm ≤ ``tol``) is reported per problem, not assumed. The Newton systems are
 solved directly (dense Cholesky, or for d ≥ 32 by eliminating the ϑ_i, which couple to θ only through
 λ_i² I) or, for many samples per data set, by preconditioned CG with exact Hessian products and one
-preconditioner per data set shared by its M problems (:class:`_NewtonCG`); the estimator is the same.
+preconditioner per data set shared by its M problems (:class:`_NewtonCG`); for small d (≤ 8, the
+default ``solver="auto"``) :class:`_NewtonCG` solves them exactly per sample instead, its data blocks from
+one matrix product (:meth:`_NewtonCG.exact_step`). Comparisons with equal or opposite differences Δ are
+evaluated once (:class:`_RaterRows`: an exact regrouping of the same sum). The estimator is the same.
 """
 
 from __future__ import annotations
@@ -122,6 +125,11 @@ def sample_perturbation(
     return Perturbation(w, r, anchor, shift)
 
 
+def _softplus(z: torch.Tensor) -> torch.Tensor:
+    """log(1 + eˣ) to float64 precision: torch's default returns x from x > 20, dropping e⁻ˣ ≥ 2·10⁻⁹."""
+    return F.softplus(z, threshold=36.0)  # e⁻³⁶ is below float64's resolution of 36
+
+
 class _Terms:
     """Per-problem constants of the loss, shared by the M perturbations of one data set."""
 
@@ -164,7 +172,7 @@ class _Terms:
         l2 = torch.zeros_like(l1)
         if self.has_pref:
             z = self.pref_logits(vartheta)
-            l2 = (pert.pref_weight * (F.softplus(z) - self.y.unsqueeze(1) * z)).sum(-1)
+            l2 = (pert.pref_weight * (_softplus(z) - self.y.unsqueeze(1) * z)).sum(-1)
         dv = theta.unsqueeze(-2) - vartheta + pert.vartheta_shift  # [B,M,R,d]
         l3 = 0.5 * (self.lam2.unsqueeze(1) * (dv**2).sum(-1)).sum(-1)
         da = theta - pert.theta_anchor
@@ -191,11 +199,12 @@ class _Terms:
         k_vt = torch.zeros(B, M, R, d, d, dtype=theta.dtype, device=theta.device)
         if self.has_pref:
             rows = self.rows
-            # per rater, only that rater's rows (padded): z [B,M,R,Nr]
+            # per rater, only that rater's rows (padded): z [B,M,R,U]
             z = rows.logits(vartheta.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
             s = torch.sigmoid(z)
-            w = rows.weights(pert.pref_weight).permute(0, 3, 1, 2)  # [B,M,R,Nr]
-            g_vt = g_vt + ((w * (s - rows.y.unsqueeze(1))).unsqueeze(-2) @ rows.dr.unsqueeze(1)).squeeze(-2)
+            w = rows.weights(pert.pref_weight).permute(0, 3, 1, 2)  # [B,M,R,U]
+            c = rows.targets(pert.pref_weight).permute(0, 3, 1, 2)
+            g_vt = g_vt + ((w * s - c).unsqueeze(-2) @ rows.dr.unsqueeze(1)).squeeze(-2)
             hz = w * s * (1 - s)
             # Σ_n h_n D_n D_nᵀ as Dᵀ diag(h) D: no [N, d²] outer-product tensor in memory
             k_vt = (hz.unsqueeze(-1) * rows.dr.unsqueeze(1)).mT @ rows.dr.unsqueeze(1)
@@ -244,60 +253,111 @@ class _Terms:
 
 
 class _RaterRows:
-    """The comparisons regrouped per (data set b, rater i) and padded to the largest group.
+    """The comparisons grouped per (data set b, rater i) into distinct directions, padded to the largest.
 
-    ``dr [B,R,Nr,d]`` holds β_i Δ_n (so that z_n = ⟨dr_n, ϑ_i⟩), ``y [B,R,Nr]``, ``index [B,R,Nr]`` the
-    row n in the original layout and ``valid [B,R,Nr]``; padding rows are zero. Per-sample quantities in
-    this layout put the sample axis M last (``[B,R,Nr,M]``) so that every product with ``dr`` is one
-    batched matrix product over (b, i) instead of R masked passes over all N rows.
+    Rows of one rater whose differences Δ_n are equal or opposite share the logit up to its sign, and the
+    Bradley–Terry term of Eq. `rater_preference_dist` is the same function of it: with z = ⟨β_i Δ, ϑ_i⟩,
+    softplus(−z) + Y z = softplus(z) − (1 − Y) z. So every group u of such rows contributes exactly
+
+        Σ_{n∈u} ω_n [softplus(z_n) − Y_n z_n] = W_u softplus(z_u) − C_u z_u,
+        W_u = Σ_{n∈u} ω_n,   C_u = Σ_{n∈u} ω_n Ỹ_n   (Ỹ_n = Y_n, or 1 − Y_n for a row opposite to u's Δ_u)
+
+    to the perturbed loss of Eq. `final_surrogate_perturbed_loss` (likewise to its gradient and curvature):
+    the same loss, evaluated on distinct directions only. Comparisons between K arms repeat pairs (N = 2000
+    comparisons of 50 arms have ≈ 1000 distinct ones), so the O(N d) products of every Newton step shrink.
+
+    ``dr [B,R,U,d]`` holds β_i Δ_u (so that z_u = ⟨dr_u, ϑ_i⟩) and ``valid [B,R,U]``; padding is zero. Each
+    row n has its ``slot [B,N]`` (r·U + u, or R·U for padding rows) and its target ``ytil [B,N]``. Per-sample
+    quantities put the sample axis M last (``[B,R,U,M]``) so that every product with ``dr`` is one batched
+    matrix product over (b, i).
     """
 
     def __init__(self, pb: BTLinearProblem, delta: torch.Tensor, beta: torch.Tensor):
         B, N = pb.y.shape
-        R = pb.num_raters
-        dev = delta.device
+        R, d = pb.num_raters, delta.shape[-1]
+        dev, dt = delta.device, delta.dtype
+        # canonical sign: the first non-zero coordinate of Δ positive (a zero Δ keeps its sign)
+        nz = delta != 0
+        first = torch.gather(delta, 2, nz.to(torch.int8).argmax(-1, keepdim=True)).squeeze(-1)
+        flip = first < 0
+        dc = torch.where(flip.unsqueeze(-1), -delta, delta)
+        ytil = torch.where(flip, 1 - pb.y.to(dt), pb.y.to(dt))
         key = torch.where(pb.pref_mask, pb.rater, torch.full_like(pb.rater, R))  # padding sorts last
-        order = torch.argsort(key, dim=1, stable=True)  # [B,N]
-        counts = F.one_hot(key, R + 1).sum(1)[:, :R]  # [B,R]
-        nr = int(counts.max()) if counts.numel() else 0
-        start = counts.cumsum(1) - counts
-        ar = torch.arange(nr, device=dev)
-        self.valid = ar < counts.unsqueeze(-1)  # [B,R,Nr]
-        pos = (start.unsqueeze(-1) + ar).clamp(max=max(N - 1, 0)).reshape(B, R * nr)
-        index = torch.gather(order, 1, pos).reshape(B, R, nr) if N else pos.reshape(B, R, nr)
-        self.index = torch.where(self.valid, index, torch.zeros_like(index))
-        vf = self.valid.to(delta.dtype)
-        flat = self.index.reshape(B, R * nr)
-        dr = torch.gather(delta, 1, flat.unsqueeze(-1).expand(B, R * nr, delta.shape[-1]))
-        self.dr = dr.reshape(B, R, nr, delta.shape[-1]) * (beta[:, :, None, None] * vf.unsqueeze(-1))
-        self.y = torch.gather(pb.y.to(delta.dtype), 1, flat).reshape(B, R, nr) * vf
-        self.nr = nr
+        # sort by (rater, a fixed projection of Δ): equal directions become neighbours
+        proj = dc @ torch.linspace(1.0, 2.0, d, dtype=dt, device=dev).sqrt()
+        o1 = torch.argsort(proj, dim=1, stable=True)
+        order = torch.gather(o1, 1, torch.argsort(torch.gather(key, 1, o1), dim=1, stable=True))
+        ks = torch.gather(key, 1, order)
+        ds = torch.gather(dc, 1, order.unsqueeze(-1).expand(B, N, d))
+        new = torch.ones(B, N, dtype=torch.bool, device=dev)
+        if N > 1:
+            new[:, 1:] = (ks[:, 1:] != ks[:, :-1]) | (ds[:, 1:] != ds[:, :-1]).any(-1)
+        gid = new.long().cumsum(1) - 1  # group of each sorted row, counted over all raters
+        onehot = F.one_hot(ks, R + 1)[..., :R]  # [B,N,R] (padding: zero)
+        n_groups = (onehot * new.unsqueeze(-1)).sum(1)  # distinct directions per rater [B,R]
+        u = int(n_groups.max()) if n_groups.numel() else 0
+        g_start = n_groups.cumsum(1) - n_groups  # first group id of each rater [B,R]
+        r_safe = ks.clamp(max=max(R - 1, 0))
+        local = gid - torch.gather(g_start, 1, r_safe)  # group id within the rater
+        slot_sorted = torch.where(ks < R, r_safe * u + local, torch.full_like(ks, R * u))
+        self.slot = torch.empty_like(slot_sorted).scatter_(1, order, slot_sorted)  # [B,N], original order
+        self.ytil = ytil * pb.pref_mask.to(dt)
+        ar = torch.arange(u, device=dev)
+        self.valid = ar < n_groups.unsqueeze(-1)  # [B,R,U]
+        # one representative Δ per group: the last row written to the slot (all rows of a group are equal)
+        rep = torch.zeros(B, R * u + 1, d, dtype=dt, device=dev)
+        rep.scatter_(1, slot_sorted.unsqueeze(-1).expand(B, N, d), ds)
+        vf = self.valid.to(dt)
+        self.dr = rep[:, : R * u].reshape(B, R, u, d) * (beta[:, :, None, None] * vf.unsqueeze(-1))
+        self.nr = u
+        self.R = R
+
+    def _scatter(self, v: torch.Tensor) -> torch.Tensor:
+        """Per-row ``v [B,N,M]`` summed into the groups: ``[B,R,U,M]`` (rows of M added at once)."""
+        B, N, M = v.shape
+        size = self.R * self.nr + 1
+        flat = (self.slot + size * torch.arange(B, device=v.device).unsqueeze(1)).reshape(-1)
+        out = v.new_zeros(B * size, M).index_add_(0, flat, v.reshape(B * N, M))
+        return out.reshape(B, size, M)[:, :-1].reshape(B, self.R, self.nr, M)
 
     def weights(self, w: torch.Tensor) -> torch.Tensor:
-        """Row weights ``[B,M,N]`` → ``[B,R,Nr,M]`` (zero on padding)."""
-        B, M, _ = w.shape
-        R, nr = self.index.shape[1], self.nr
-        flat = self.index.reshape(B, 1, R * nr).expand(B, M, R * nr)
-        wr = torch.gather(w, 2, flat).reshape(B, M, R, nr).permute(0, 2, 3, 1)
-        return (wr * self.valid.unsqueeze(-1).to(w.dtype)).contiguous()  # M last in memory: fast products
+        """Group weights W_u = Σ_{n∈u} ω_n: ``w [B,M,N]`` → ``[B,R,U,M]`` (zero on padding)."""
+        return self._scatter(w.mT.contiguous())
+
+    def targets(self, w: torch.Tensor) -> torch.Tensor:
+        """Group targets C_u = Σ_{n∈u} ω_n Ỹ_n: ``w [B,M,N]`` → ``[B,R,U,M]``."""
+        return self._scatter(w.mT * self.ytil.unsqueeze(-1))
+
+    def weights_targets(self, w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`weights` and :meth:`targets` with one transposition of ``w``."""
+        wt = w.mT.contiguous()
+        return self._scatter(wt), self._scatter(wt * self.ytil.unsqueeze(-1))
 
     def logits(self, vartheta: torch.Tensor) -> torch.Tensor:
-        """``vartheta [B,R,d,M]`` → z ``[B,R,Nr,M]``."""
+        """``vartheta [B,R,d,M]`` → z ``[B,R,U,M]``."""
         return self.dr @ vartheta
 
     def pull(self, c: torch.Tensor) -> torch.Tensor:
-        """``Σ_n c_n dr_n`` per (b, i, sample): ``c [B,R,Nr,M]`` → ``[B,R,d,M]``."""
+        """``Σ_u c_u dr_u`` per (b, i, sample): ``c [B,R,U,M]`` → ``[B,R,d,M]``."""
         return self.dr.mT @ c
 
 
-def _take(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """``t[b, ..., idx[b, k]]``: gather along the last (sample) axis with per-data-set indices ``[B,K]``."""
+def _take(t: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
+    """``t[b, ..., idx[b, k]]``: gather along the last (sample) axis with per-data-set indices ``[B,K]``.
+
+    ``idx=None`` stands for all columns in order (``t`` itself)."""
+    if idx is None:
+        return t
     shape = (idx.shape[0],) + (1,) * (t.dim() - 2) + (idx.shape[1],)
     return torch.gather(t, -1, idx.reshape(shape).expand(*t.shape[:-1], idx.shape[1]))
 
 
-def _put(t: torch.Tensor, idx: torch.Tensor, v: torch.Tensor) -> None:
+def _put(t: torch.Tensor, idx: torch.Tensor | None, v: torch.Tensor) -> None:
     """In place ``t[b, ..., idx[b, k]] = v[b, ..., k]`` (the inverse of :func:`_take`)."""
+    if idx is None:
+        if v is not t:
+            t.copy_(v)
+        return
     shape = (idx.shape[0],) + (1,) * (t.dim() - 2) + (idx.shape[1],)
     t.scatter_(-1, idx.reshape(shape).expand_as(v), v)
 
@@ -348,7 +408,7 @@ class _NewtonCG:
 
     max_cg = 100  # PCG iterations per Newton step (a truncated step is still a descent direction)
 
-    def __init__(self, terms: _Terms, pert: Perturbation):
+    def __init__(self, terms: _Terms, pert: Perturbation, direct: bool = False):
         self.t = terms
         B, M, d = pert.theta_anchor.shape
         self.B, self.M, self.d, self.R = B, M, d, terms.R
@@ -365,7 +425,13 @@ class _NewtonCG:
         }
         self.data = {k: v.contiguous() for k, v in data.items()}
         if self.rows is not None:
-            self.data["w"] = self.rows.weights(pert.pref_weight)  # [B,R,Nr,M]
+            self.data["w"], self.data["c"] = self.rows.weights_targets(pert.pref_weight)  # [B,R,U,M]
+            self.data["pc"] = self.rows.pull(self.data["c"])  # Σ_u C_u dr_u [B,R,d,M], fixed
+        # direct: exact per-sample Newton steps (block elimination, data blocks K_i by one matrix product)
+        self.direct = direct
+        if direct and self.rows is not None:
+            dr = self.rows.dr
+            self.dd = (dr.unsqueeze(-1) * dr.unsqueeze(-2)).flatten(-2)  # dr_u dr_uᵀ [B,R,U,d²]
         # loose Newton steps use float32 for the O(N d) products and the preconditioner (see solve)
         self.low = torch.float32 if terms.prec0.dtype == torch.float64 else None
         self.dr_low = self.rows.dr.to(self.low) if self.rows is not None and self.low is not None else None
@@ -388,12 +454,15 @@ class _NewtonCG:
             loss = loss + 0.5 * t.inv_var * (res**2 * t.rmask.unsqueeze(-1)).sum(1)
         zz = None
         if self.rows is not None:
-            zz = self.rows.logits(vt)  # [B,R,Nr,K]
-            loss = loss + (data["w"] * (F.softplus(zz) - self.rows.y.unsqueeze(-1) * zz)).sum((1, 2))
+            zz = self.rows.logits(vt)  # [B,R,U,K]
+            sp = _softplus(zz)
+            loss = loss + (
+                torch.linalg.vecdot(data["w"], sp, dim=2) - torch.linalg.vecdot(data["c"], zz, dim=2)
+            ).sum(1)
         return loss, (th, dv, p0da, zz)
 
     def grad(self, data: dict, cache: tuple) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Gradient ``[B,D,K]`` and curvature ω σ'(z) ``[B,R,Nr,K]`` at the point of :meth:`loss`."""
+        """Gradient ``[B,D,K]`` and curvature ω σ'(z) ``[B,R,U,K]`` at the point of :meth:`loss`."""
         th, dv, p0da, zz = cache
         lam_dv = self.lam2 * dv
         g_th = self.t.gram @ th - data["b"] + p0da + lam_dv.sum(1)
@@ -402,8 +471,9 @@ class _NewtonCG:
         if zz is not None:
             w = data["w"]
             s = torch.sigmoid(zz)
-            g_vt = g_vt + self.rows.pull(w * (s - self.rows.y.unsqueeze(-1)))
-            h = w * s * (1 - s)
+            ws = w * s
+            g_vt = g_vt + self.rows.pull(ws) - data["pc"]
+            h = ws - ws * s  # ω σ'(z)
         return torch.cat([g_th, g_vt.flatten(1, 2)], 1), h
 
     def hvp(self, v: torch.Tensor, h: torch.Tensor | None, low: bool = False) -> torch.Tensor:
@@ -424,7 +494,7 @@ class _NewtonCG:
 
     # ------------------------------------------------------------------ preconditioner
     def preconditioner(self, hbar: torch.Tensor | None):
-        """``apply(r)``: the block-eliminated inverse Hessian with shared curvature ``hbar [B,R,Nr]``."""
+        """``apply(r)``: the block-eliminated inverse Hessian with shared curvature ``hbar [B,R,U]``."""
         t = self.t
         B, R, d = self.B, self.R, self.d
         eye = torch.eye(d, dtype=t.prec0.dtype, device=t.prec0.device)
@@ -501,6 +571,8 @@ class _NewtonCG:
         ask for. For tight solves the true residual is then checked in float64, and columns that miss thr
         get a float64 CG correction; so every step meets its forcing condition in float64 arithmetic.
         """
+        if self.direct:
+            return self.exact_step(g, h, live)
         if self.low is None:
             return self.pcg(g, h, live, thr, prec)
         step = self.pcg(g, h, live, thr, prec, low=True)
@@ -513,6 +585,36 @@ class _NewtonCG:
                 fix = self.pcg(res, None if h is None else _take(h, idx), need, _take(thr, idx), prec)
                 _put(step, idx, _take(step, idx) + fix)
         return step
+
+    def exact_step(self, g: torch.Tensor, h: torch.Tensor | None, live: torch.Tensor) -> torch.Tensor:
+        """The exact Newton step −H⁻¹g per live column (zero elsewhere; NaN where a factorisation failed).
+
+        The data blocks K_i = Σ_u h_u dr_u dr_uᵀ of all samples come from one matrix product with the stored
+        outer products; then the ϑ_i are eliminated as in :meth:`_Terms.block_newton_step`:
+        A_i = λ_i² I + K_i, S = Σ0⁻¹ + G + Σ_i λ_i² A_i⁻¹ K_i, x_θ = −S⁻¹(g_θ + Σ_i λ_i² A_i⁻¹ g_i),
+        x_i = A_i⁻¹(λ_i² x_θ − g_i). Cheaper than CG for small d (O(U d²) per sample and step, in one GEMM).
+        """
+        t, d, R = self.t, self.d, self.R
+        B, _, K = g.shape
+        eye = torch.eye(d, dtype=g.dtype, device=g.device)
+        lam2 = self.lam2.unsqueeze(2)  # [B,R,1,1,1]
+        if h is not None:
+            k_vt = (h.mT @ self.dd).reshape(B, R, K, d, d)
+        else:
+            k_vt = g.new_zeros(B, R, K, d, d)
+        chol_a, info_a = torch.linalg.cholesky_ex(lam2 * eye + k_vt)
+        ak = torch.cholesky_solve(k_vt, chol_a)  # A_i⁻¹ K_i
+        schur = (t.gram + t.prec0).unsqueeze(1) + (lam2 * ak).sum(1)  # [B,K,d,d]
+        chol_s, info_s = torch.linalg.cholesky_ex(0.5 * (schur + schur.mT))
+        g_th = g[:, :d].mT.unsqueeze(-1)  # [B,K,d,1]
+        g_vt = g[:, d:].reshape(B, R, d, K).permute(0, 1, 3, 2).unsqueeze(-1)  # [B,R,K,d,1]
+        y = torch.cholesky_solve(g_vt, chol_a)
+        x_th = -torch.cholesky_solve(g_th + (lam2 * y).sum(1), chol_s)  # [B,K,d,1]
+        x_vt = torch.cholesky_solve(lam2 * x_th.unsqueeze(1) - g_vt, chol_a)  # [B,R,K,d,1]
+        step = torch.cat([x_th.squeeze(-1).mT, x_vt.squeeze(-1).permute(0, 1, 3, 2).reshape(B, R * d, K)], 1)
+        failed = (info_a != 0).any(1) | (info_s != 0)
+        step = torch.where(failed.unsqueeze(1), torch.full_like(step, float("nan")), step)
+        return torch.where(live.unsqueeze(1), step, torch.zeros_like(step))
 
     def solve(self, z: torch.Tensor, tol: float, max_iter: int):
         """Minimise from columns ``z [B,D,M]``; returns (z, loss, grad_norm, iterations)."""
@@ -527,7 +629,11 @@ class _NewtonCG:
         built = (0, 0)
         while it < max_iter and bool((gn > tol).any()):
             it += 1
-            idx, live = _compact(gn > tol)
+            todo = gn > tol
+            if int(todo.sum(1).max()) > 0.75 * todo.shape[1]:  # most columns in play: no gathering
+                idx, live = None, todo
+            else:
+                idx, live = _compact(todo)
             zc, gc, lc, gnc, etac = (_take(v, idx) for v in (z, g, loss, gn, eta))
             hc = None if h is None else _take(h, idx)
             dc = {k: _take(v, idx) for k, v in data.items()}
@@ -571,7 +677,9 @@ class _NewtonCG:
             _put(loss, idx, torch.where(live, new_loss, lc))
             _put(gn, idx, torch.where(live, new_gn, gnc))
             _put(eta, idx, torch.where(live, ew, etac))
-            if h is not None:
+            if h is not None and idx is None:
+                h = new_h  # columns out of play did not move: their curvature is unchanged
+            elif h is not None:
                 _put(h, idx, torch.where(live[:, None, None, :], new_h, hc))
         return z, loss, gn, it
 
@@ -590,6 +698,9 @@ def _norm(a: torch.Tensor) -> torch.Tensor:
 
 def _split(z: torch.Tensor, d: int, R: int) -> tuple[torch.Tensor, torch.Tensor]:
     return z[..., :d], z[..., d:].reshape(*z.shape[:-1], R, d)
+
+
+_DIRECT_MAX_DIM = 8  # Newton-CG's batched Newton systems are solved exactly (per sample) up to this d
 
 
 SOLVERS = ("auto", "newton", "newton-cg")
@@ -621,7 +732,10 @@ def newton_solve(
 
     ``solver``: ``"newton"`` solves each Newton system directly (dense Cholesky of the (R+1)d Hessian);
     ``"newton-cg"`` solves it by preconditioned CG with exact Hessian products (:class:`_NewtonCG`, much
-    cheaper for large d and many samples); ``"auto"`` picks by a flop count. Both minimise the same loss
+    cheaper for large d and many samples); ``"auto"`` picks by a flop count: for d ≤ 8 exact per-sample
+    steps in :class:`_NewtonCG`'s batched layout (the Hessian's data blocks of all samples from one matrix
+    product, :meth:`_NewtonCG.exact_step`; ``"newton"`` where the Hessian is returned), otherwise CG from
+    M ≥ 16 samples. Both minimise the same loss
     to the same tolerance (gradient 2-norm ≤ ``tol``). ``iters`` counts Newton steps.
 
     Returns batched results ``[B,M,...]`` (the caller squeezes B for unbatched problems).
@@ -639,10 +753,11 @@ def newton_solve(
         theta, vartheta = (init.theta, init.vartheta) if isinstance(init, MAPResult) else init
         theta = theta.to(pb.mu0).reshape(B, M, d).clone()
         vartheta = vartheta.to(pb.mu0).reshape(B, M, R, d).clone()
-    use_cg = solver == "newton-cg" or (solver == "auto" and not return_hessian and _use_cg(d, M))
+    exact = solver == "auto" and d <= _DIRECT_MAX_DIM  # batched exact steps in the columns layout
+    use_cg = solver == "newton-cg" or (solver == "auto" and not return_hessian and (exact or _use_cg(d, M)))
     if use_cg:
-        cg = _NewtonCG(terms, pert)
         z0 = torch.cat([theta, vartheta.reshape(B, M, R * d)], -1).mT.contiguous()
+        cg = _NewtonCG(terms, pert, direct=exact)
         zc, loss, gnorm, it = cg.solve(z0, tol, max_iter)
         theta, vartheta = _split(zc.mT.contiguous(), d, R)
         H = terms.grad_hess(theta, vartheta, pert)[1] if return_hessian else None
