@@ -91,3 +91,21 @@ def test_acpo_runs_convert_only_when_the_study_equals_the_grid_point(tmp_path, c
     with pytest.raises(SystemExit) as exc:
         convert([*base, "--source", "PointGather=study"])  # not a value of any axis
     assert "no grid value 'PointGather'" in str(exc.value)
+
+
+@pytest.mark.parametrize("folder, seeds", [("warmpref_headline", 5), ("warmpref_headline_20seeds", 20)])
+def test_report_over_warmpref_sweeps_is_the_readme_headline_row(tmp_path, folder, seeds):
+    """The README's warmPref-PS 5- and 20-seed rows are the report's cells over the sweeps run here, in the
+    grid's agent order (bootstrap, Alg. 1, naive-PS, PS, LinTS)."""
+    shutil.copytree(SWEEPS / folder, tmp_path / folder)
+    rep = build_report(tmp_path / folder, plots=False)
+    cells = []
+    for group in rep["groups"]:
+        st = group["metrics"]["agents.*.final_regret_mean"]
+        assert st["n"] == seeds
+        cells.append(f"{st['mean']:.4g} ± {st['sd']:.4g}")
+    row = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if ln.startswith(f"| {seeds} |"))
+    assert [c.strip().strip("*") for c in row.strip("|").split("|")[1:]] == cells, (row, cells)
+    if seeds == 5:  # PS, seeds 0-4: final regrets 19.349 / 68.870 / 50.779 / 78.663 / 45.578 (the runs'
+        # results.json), mean 52.648, sample sd 22.925
+        assert cells[3] == "52.65 ± 22.93"
