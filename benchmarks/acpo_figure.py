@@ -6,7 +6,9 @@
 Reads the ``compare.json`` files written by ``benchmarks/acpo_compare.py`` (the studies listed in
 :data:`SERIES`; a missing study is skipped with a note) and writes
 ``benchmarks/results/acpo/figure_rewards_costs.png`` (one row per task: protocol reward, protocol cost) and
-``figure_rewards_costs.md`` (final protocol numbers beside the seed's claims).
+``figure_rewards_costs.md`` (final protocol numbers beside the seed's claims; mean ± sample sd over
+seeds). The README's ACPO tables are ``bayescrl report`` over the same runs, converted into sweep folders
+(``examples/sweeps/acpo_point.yaml``, ``benchmarks/to_sweep.py``).
 """
 
 from __future__ import annotations
@@ -101,7 +103,10 @@ def table(data: dict[str, dict]) -> str:
         for label, a in d["series"]:
             ok = int(np.sum(np.asarray(a["final_costs"]) <= 1.1 * lim))
             n = len(a["seeds"])
-            reward = f"{a['final_reward_mean']:.4f} ± {a['final_reward_sd']:.4f}"
+            sd = (
+                float(np.std(a["final_rewards"], ddof=1)) if n > 1 else 0.0
+            )  # sample sd, as `bayescrl report`
+            reward = f"{a['final_reward_mean']:.4f} ± {sd:.4f}"
             lines.append(f"| {label} | {n} | {reward} | {a['final_cost_mean'] / lim:.2f} | {ok}/{n} |")
         lines.append("")
     return "\n".join(lines)
