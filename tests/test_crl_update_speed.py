@@ -148,3 +148,104 @@ def test_make_adam_falls_back_where_fused_adam_is_missing(monkeypatch):
     monkeypatch.setattr(torch.optim, "Adam", old_adam)
     opt = make_adam(net.parameters(), 1e-3)
     assert not opt.defaults["fused"]
+
+
+def test_tensor_closure_same_arithmetic():
+    """Captured floats become 0-dim float32 tensors: the same float32 results (bit for bit where each
+    captured number meets a tensor directly, as in the package's losses)."""
+    from bayescrl.constrained.core.ppo import _tensor_closure
+
+    x = torch.randn(50, generator=torch.Generator().manual_seed(3))
+    lam = torch.rand(3, generator=torch.Generator().manual_seed(4))
+    denom, beta, w, h_eff = 1.4247112870216370, 5.2, 0.37, 187.3
+
+    def loss(idx, ratio, dist):
+        a = -(ratio * x[idx]).mean() / denom
+        b = -w * ratio.mean() + h_eff * (ratio * x[idx]).mean()
+        c = 0.5 * beta * (torch.relu(x[:3] + lam / beta) ** 2 - (lam / beta) ** 2).sum()
+        return a + b + c
+
+    fast = _tensor_closure(loss)
+    assert fast is not loss and any(isinstance(c.cell_contents, torch.Tensor) for c in fast.__closure__)
+    idx, ratio = torch.arange(0, 50, 2), torch.rand(25, generator=torch.Generator().manual_seed(5)) + 0.5
+    assert torch.equal(fast(idx, ratio, None), loss(idx, ratio, None))
+    assert _tensor_closure(_net) is _net  # nothing captured: the function itself
+
+
+_TORCH_COMPILE = torch.compile
+
+
+def _one_update(algo_name: str, compile_update: bool, monkeypatch, compiler=None, **extra):
+    """Two iterations from seed 0; ``compiler=None``: the compiled step's function run uncompiled;
+    ``torch.compile`` with backend "eager" (dynamo's traced graph, no C++ build) otherwise."""
+    from bayescrl.constrained.core import ppo
+
+    monkeypatch.setattr(torch, "compile", compiler or (lambda fn, **kw: fn))
+    monkeypatch.setattr(ppo, "COMPILE_BACKEND", "eager")
+    monkeypatch.setattr(ppo, "_COMPILED", {})
+    monkeypatch.setattr(ppo, "_COMPILE_ERRORS", {})
+    cfg = dict(n_envs=1, rollout_steps=48, minibatch_size=16, update_epochs=2, target_kl=None)
+    cfg.update(extra, compile_update=compile_update)
+    algo = get_algorithm(algo_name)("bayescrl.constrained.toy:CostPendulum", [0.1], seed=0, config=cfg)
+    calls = []
+    real = ppo.CompiledStep.__call__
+
+    def counting(self, *a):
+        out = real(self, *a)
+        calls.append(out is not None)
+        return out
+
+    monkeypatch.setattr(ppo.CompiledStep, "__call__", counting)
+    try:
+        logs = []
+        for _ in range(2):  # two iterations: the multipliers (captured floats) change in between
+            algo.collector.reset(0)
+            roll = algo.collector.collect(algo.policy, algo.critic_value, 48, algo.rng)
+            torch.manual_seed(7)
+            logs.append(algo.update(algo.compute_advantages(roll)))
+        return (
+            [p.detach().clone() for p in (*algo.policy.parameters(), *algo.critic.parameters())],
+            logs,
+            calls,
+        )
+    finally:
+        algo.close()
+
+
+def test_compiled_update_matches_eager(monkeypatch):
+    """``compile_update``: the step's function (functional gradients, clipping, Adam in the fused kernel's
+    order) ends at the eager update's networks up to float rounding, for ppo-lag and e-COP (whose losses
+    capture per-iteration floats); compiled by dynamo (backend "eager": the traced graph, no C++ build)
+    for ppo-lag, with no recompilation when the captured multipliers change."""
+    from torch._dynamo.utils import counters
+
+    for algo_name, compiler in (("ppo-lag", _TORCH_COMPILE), ("ecop", None)):
+        eager, logs_e, _ = _one_update(algo_name, False, monkeypatch)
+        counters.clear()
+        comp, logs_c, calls = _one_update(algo_name, True, monkeypatch, compiler)
+        if compiler is not None:
+            assert counters["stats"]["unique_graphs"] == 1, dict(counters["stats"])
+        # 2 iterations x 2 epochs x 3 minibatches; the very first step is eager (it creates Adam's state)
+        assert calls.count(True) == 11 and calls.count(False) == 1
+        for p, q in zip(comp, eager, strict=True):
+            assert torch.allclose(p, q, atol=1e-5, rtol=1e-4)
+        for a, b in zip(logs_c, logs_e, strict=True):
+            assert math.isclose(a["policy_loss"], b["policy_loss"], rel_tol=1e-4, abs_tol=1e-6)
+            assert math.isclose(a["value_loss"], b["value_loss"], rel_tol=1e-4)
+
+
+def test_compile_unavailable_falls_back_to_eager(monkeypatch):
+    """A torch whose ``torch.compile`` fails: one warning, then the eager update, bit for bit."""
+    import warnings
+
+    eager, _, _ = _one_update("ppo-lag", False, monkeypatch)
+
+    def broken(*a, **k):
+        raise RuntimeError("no compiler")
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        comp, _, calls = _one_update("ppo-lag", True, monkeypatch, broken)
+    assert not any(calls) and sum("compile_update" in str(x.message) for x in w) == 1
+    for p, q in zip(comp, eager, strict=True):
+        assert torch.equal(p, q)

@@ -52,6 +52,9 @@ class TrainConfig:
     target_kl: float | None = 0.01
     max_grad_norm: float | None = 0.5
     anneal_lr: bool = False  # linear decay of both learning rates to 0 over total_steps
+    # torch.compile the minibatch step of the first-order (PPO-family) update: faster on (64, 64) networks
+    # after a one-off compile of a few seconds; eager where torch.compile is unavailable
+    compile_update: bool = False
     # observation normalisation
     normalize_obs: bool = True
     obs_clip: float | None = 10.0
@@ -96,6 +99,8 @@ class TrainConfig:
                 raise ConfigError(name, v, "must be a finite number > 0")
         if self.target_kl is not None and not self.target_kl > 0:
             raise ConfigError("target_kl", self.target_kl, "must be > 0 (or null to disable)")
+        if not isinstance(self.compile_update, bool):
+            raise ConfigError("compile_update", self.compile_update, "must be true or false")
         if self.lagrange_init < 0:
             raise ConfigError("lagrange_init", self.lagrange_init, "must be >= 0")
         if self.activation not in ("tanh", "relu", "elu"):
