@@ -441,8 +441,13 @@ class _NewtonCG:
         B, K = z.shape[0], z.shape[-1]
         return z[:, : self.d], z[:, self.d :].reshape(B, self.R, self.d, K)
 
-    def loss(self, z: torch.Tensor, data: dict) -> tuple[torch.Tensor, tuple]:
-        """Loss ``[B,K]`` at columns z, and the pieces :meth:`grad` reuses at the same point."""
+    def loss(
+        self, z: torch.Tensor, data: dict, value: bool = True, derivs: bool = True
+    ) -> tuple[torch.Tensor, tuple]:
+        """Loss ``[B,K]`` at columns z, and the pieces :meth:`grad` reuses at the same point.
+
+        With exact steps (``direct``) the comparison terms can skip the loss value (``value=False``: the
+        returned loss is then incomplete and must not be used) or the pieces for :meth:`grad`."""
         t = self.t
         th, vt = self._split(z)
         dv = th.unsqueeze(1) - vt + data["shift"]  # [B,R,d,K]
@@ -453,7 +458,10 @@ class _NewtonCG:
             res = data["target"] - t.x @ th  # [B,T,K]
             loss = loss + 0.5 * t.inv_var * (res**2 * t.rmask.unsqueeze(-1)).sum(1)
         zz = None
-        if self.rows is not None:
+        if self.rows is not None and self.direct:
+            l2, zz = self._data_terms(vt, data, value, derivs)  # zz: (Σ_u ω σ dr_u, K_i blocks)
+            loss = loss + l2
+        elif self.rows is not None:
             zz = self.rows.logits(vt)  # [B,R,U,K]
             sp = _softplus(zz)
             loss = loss + (
@@ -461,14 +469,53 @@ class _NewtonCG:
             ).sum(1)
         return loss, (th, dv, p0da, zz)
 
+    chunk = 128  # samples per pass of :meth:`_data_terms` (its [U, chunk] temporaries stay in cache)
+
+    def _data_terms(
+        self, vt: torch.Tensor, data: dict, value: bool, derivs: bool
+    ) -> tuple[torch.Tensor, tuple]:
+        """The comparison terms for the exact steps, in one pass over chunks of the samples.
+
+        Returns Σ_u W_u softplus(z_u) − C_u z_u ``[B,K]``, and for :meth:`grad` Σ_u W_u σ(z_u) dr_u
+        ``[B,R,d,K]`` and the data blocks K_i = Σ_u W_u σ'(z_u) dr_u dr_uᵀ, flattened, ``[B,R,d²,K]``
+        (one matrix product with the stored outer products; the per-comparison curvature is not kept).
+        """
+        rows = self.rows
+        B, R, d, K = vt.shape
+        l2 = vt.new_zeros(B, K)
+        pull = vt.new_empty(B, R, d, K)
+        blocks = vt.new_empty(B, R, d * d, K)
+        ddt = self.dd.mT  # [B,R,d²,U]
+        for a in range(0, K, self.chunk):
+            sl = slice(a, a + self.chunk)
+            zz = rows.dr @ vt[..., sl]  # [B,R,U,k]
+            w = data["w"][..., sl]
+            if value:
+                l2[:, sl] = (
+                    torch.linalg.vecdot(w, _softplus(zz), dim=2)
+                    - torch.linalg.vecdot(data["c"][..., sl], zz, dim=2)
+                ).sum(1)
+            if not derivs:
+                continue
+            s = torch.sigmoid(zz)
+            ws = w * s
+            pull[..., sl] = rows.pull(ws)
+            blocks[..., sl] = ddt @ (ws - ws * s)
+        return l2, (pull, blocks)
+
     def grad(self, data: dict, cache: tuple) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Gradient ``[B,D,K]`` and curvature ω σ'(z) ``[B,R,U,K]`` at the point of :meth:`loss`."""
+        """Gradient ``[B,D,K]`` and curvature ω σ'(z) ``[B,R,U,K]`` at the point of :meth:`loss`.
+
+        With exact steps (``direct``) the curvature comes as the data blocks K_i ``[B,R,d²,K]`` instead."""
         th, dv, p0da, zz = cache
         lam_dv = self.lam2 * dv
         g_th = self.t.gram @ th - data["b"] + p0da + lam_dv.sum(1)
         g_vt = -lam_dv
         h = None
-        if zz is not None:
+        if zz is not None and self.direct:
+            pull, h = zz  # h: the data blocks [B,R,d²,K] (see _data_terms)
+            g_vt = g_vt + pull - data["pc"]
+        elif zz is not None:
             w = data["w"]
             s = torch.sigmoid(zz)
             ws = w * s
@@ -498,7 +545,9 @@ class _NewtonCG:
         t = self.t
         B, R, d = self.B, self.R, self.d
         eye = torch.eye(d, dtype=t.prec0.dtype, device=t.prec0.device)
-        if self.rows is not None and hbar is not None:
+        if self.rows is not None and hbar is not None and self.direct:
+            kbar = hbar.reshape(B, R, d, d)  # the samples' mean data block
+        elif self.rows is not None and hbar is not None:
             dr = self.rows.dr
             kbar = dr.mT @ (dr * hbar.unsqueeze(-1))  # [B,R,d,d]
         else:
@@ -589,8 +638,9 @@ class _NewtonCG:
     def exact_step(self, g: torch.Tensor, h: torch.Tensor | None, live: torch.Tensor) -> torch.Tensor:
         """The exact Newton step −H⁻¹g per live column (zero elsewhere; NaN where a factorisation failed).
 
-        The data blocks K_i = Σ_u h_u dr_u dr_uᵀ of all samples come from one matrix product with the stored
-        outer products; then the ϑ_i are eliminated as in :meth:`_Terms.block_newton_step`:
+        The data blocks K_i = Σ_u h_u dr_u dr_uᵀ of all samples come from :meth:`_data_terms` (a matrix
+        product with the stored outer products); the ϑ_i are eliminated as in
+        :meth:`_Terms.block_newton_step`:
         A_i = λ_i² I + K_i, S = Σ0⁻¹ + G + Σ_i λ_i² A_i⁻¹ K_i, x_θ = −S⁻¹(g_θ + Σ_i λ_i² A_i⁻¹ g_i),
         x_i = A_i⁻¹(λ_i² x_θ − g_i). Cheaper than CG for small d (O(U d²) per sample and step, in one GEMM).
         """
@@ -599,7 +649,7 @@ class _NewtonCG:
         eye = torch.eye(d, dtype=g.dtype, device=g.device)
         lam2 = self.lam2.unsqueeze(2)  # [B,R,1,1,1]
         if h is not None:
-            k_vt = (h.mT @ self.dd).reshape(B, R, K, d, d)
+            k_vt = h.mT.reshape(B, R, K, d, d)  # the data blocks of _data_terms
         else:
             k_vt = g.new_zeros(B, R, K, d, d)
         chol_a, info_a = torch.linalg.cholesky_ex(lam2 * eye + k_vt)
@@ -620,7 +670,10 @@ class _NewtonCG:
         """Minimise from columns ``z [B,D,M]``; returns (z, loss, grad_norm, iterations)."""
         data = self.data
         z = z.clone()
-        loss, cache = self.loss(z, data)
+        # exact steps: backtracking on ½‖g‖², for which −H⁻¹g is a descent direction (gᵀH(−H⁻¹g) = −‖g‖²);
+        # the loss value is then computed once, at the end
+        merit = self.direct and self.rows is not None
+        loss, cache = self.loss(z, data, value=not merit)
         g, h = self.grad(data, cache)
         gn = _norm(g)  # [B,M]
         eta = torch.full_like(gn, 0.5)
@@ -655,18 +708,28 @@ class _NewtonCG:
                 step = torch.where(bad.unsqueeze(1), -prec(gc), step)
                 slope = _dot(gc, step)
             alpha = torch.ones_like(slope)
+            on_g = merit and not bool(bad.any())  # a gradient step is a descent direction of the loss only
+            if merit and not on_g:
+                lc = self.loss(zc, dc)[0]
             for _ in range(30):
-                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc)
-                tiny = -slope <= 1e-12 * (1 + lc.abs())
-                ok = (new_loss <= lc + 1e-4 * alpha * slope) | tiny | ~live
+                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=not on_g)
+                if on_g:
+                    new_g, new_h = self.grad(dc, cache)
+                    new_gn = _norm(new_g)
+                    ok = (new_gn <= (1 - 1e-4 * alpha) * gnc) | (new_gn <= tol) | ~live
+                else:
+                    tiny = -slope <= 1e-12 * (1 + lc.abs())
+                    ok = (new_loss <= lc + 1e-4 * alpha * slope) | tiny | ~live
                 if bool(ok.all()):
                     break
                 alpha = torch.where(ok, alpha, 0.5 * alpha)
             else:  # backtracking gave up: take the last step, evaluated afresh
-                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc)
+                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=not on_g)
+                on_g = False
             zc = zc + alpha.unsqueeze(1) * step  # columns not live are dropped below
-            new_g, new_h = self.grad(dc, cache)
-            new_gn = _norm(new_g)
+            if not on_g:
+                new_g, new_h = self.grad(dc, cache)
+                new_gn = _norm(new_g)
             # Eisenstat–Walker choice 2 (γ = 0.9, α = 2) with its safeguard, capped at 0.5
             ew = 0.9 * (new_gn / gnc.clamp_min(1e-300)) ** 2
             prev = 0.9 * etac**2
@@ -681,6 +744,8 @@ class _NewtonCG:
                 h = new_h  # columns out of play did not move: their curvature is unchanged
             elif h is not None:
                 _put(h, idx, torch.where(live[:, None, None, :], new_h, hc))
+        if merit:
+            loss = self.loss(z, data, derivs=False)[0]
         return z, loss, gn, it
 
 
