@@ -113,3 +113,26 @@ report:
     md = rep["markdown"]
     assert "| p | 2 ± 1.414 / 1 (2) | 2 ± 0 / – (2) |" in md
     assert "y_over_y = mean y / mean y" in md
+
+
+@pytest.mark.parametrize(
+    ("grid", "msg"),
+    [
+        ("{data: [D1, D9], tau: [0.1], seed: [0]}", "data = 'D9': unknown data set"),
+        ("{data: [D1], tau: [0.0], seed: [0]}", "tau = 0.0: must be a number > 0"),
+    ],
+)
+def test_mopo_bayes_sweep_bad_grid_point_is_one_line_before_any_run(tmp_path, capsys, grid, msg):
+    from bayescrl.cli import main
+
+    text = (ROOT / "examples" / "sweeps" / "mopo_bayes.yaml").read_text()
+    text = text.replace("target: benchmarks/", f"target: {ROOT}/benchmarks/")
+    start = text.index("\ngrid:")
+    text = text[:start] + f"\ngrid: {grid}" + text[text.index("\nreport:") :]
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(path), "--out", str(tmp_path / "o"), "--dry-run"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and msg in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
