@@ -12,6 +12,13 @@ is also taken in CPU seconds of the process (``*_cpu``, ``cpu_ratio_*``): on a s
 clock also counts other jobs' time slices, the CPU time only this run's work. Writes
 ``benchmarks/results/ecop/throughput.json`` and ``.png``; ``--out`` another folder.
 
+``--compile`` adds ``ppo-lag-compiled`` and ``ecop-compiled`` (``compile_update=True``: the minibatch
+step compiled by ``torch.compile``) to every round. Compilation is a one-off cost per process: it is
+paid in a warm-up run of one iteration per algorithm before the rounds and reported separately
+(``compile_warmup_s``: that first update's wall and CPU seconds, compilation included;
+``compile_payback_steps``: env steps after which the compiled run has caught up: that update's CPU time
+beyond a compiled update's, over the CPU saved per env step in the rounds).
+
     .venv/bin/python benchmarks/ecop_throughput.py --steps 4096 --rounds 2
 """
 
@@ -106,7 +113,7 @@ def run_sb3(steps: int, seed: int) -> float:
     return steps / dt
 
 
-def run_ours(algo: str, steps: int, seed: int) -> float:
+def _our_agent(algo: str, seed: int, compile_update: bool = False):
     from bayescrl.constrained.registry import get_algorithm
 
     cfg = dict(
@@ -118,12 +125,30 @@ def run_ours(algo: str, steps: int, seed: int) -> float:
         critic_hidden=(64, 64),
         target_kl=None,
         eval_episodes=1,
+        compile_update=compile_update,
     )
     if algo == "ecop":
         cfg["horizon"] = 1000
-    agent = get_algorithm(algo)(
+    return get_algorithm(algo)(
         "Ant-v5", [50.0], seed=seed, config=cfg, cost_fn=lambda o, a, o2, info: abs(info["x_velocity"])
     )
+
+
+def warm_up_compile(algo: str) -> dict:
+    """One iteration with ``compile_update``: the first update's seconds, compilation included."""
+    agent = _our_agent(algo, 1000, compile_update=True)
+    parts = {"update_s": 0.0}
+    _timed(agent, "update", parts, "update_s")
+    agent.learn(2048, progress=False)
+    agent.close()
+    return {"wall_s": parts["update_s"], "cpu_s": parts["update_s_cpu"]}
+
+
+def run_ours(algo: str, steps: int, seed: int) -> float:
+    name = algo
+    compiled = algo.endswith("-compiled")
+    algo = algo.removesuffix("-compiled")
+    agent = _our_agent(algo, seed, compile_update=compiled)
     parts = {"collect_s": 0.0, "update_s": 0.0}
     _timed(agent.collector, "collect", parts, "collect_s")
     _timed(agent, "update", parts, "update_s")
@@ -132,7 +157,7 @@ def run_ours(algo: str, steps: int, seed: int) -> float:
     dt = time.perf_counter() - t0
     parts["_total_cpu"] = time.process_time() - c0
     agent.close()
-    _record(algo, dt, parts)
+    _record(name, dt, parts)
     return steps / dt
 
 
@@ -141,18 +166,21 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=4096)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--compile", action="store_true", help="also ppo-lag and ecop with compile_update")
     args = p.parse_args()
     import os
 
     torch.set_num_threads(1)
     load = os.getloadavg()[0]
-    res: dict[str, list[float]] = {"sb3-ppo": [], "ppo-lag": [], "ecop": []}
+    ours = ["ppo-lag", "ecop"] + (["ppo-lag-compiled", "ecop-compiled"] if args.compile else [])
+    res: dict[str, list[float]] = {"sb3-ppo": [], **{k: [] for k in ours}}
+    warmup = {a: warm_up_compile(a) for a in ("ppo-lag", "ecop")} if args.compile else {}
     raw: list[float] = []
     for r in range(args.rounds):
         raw.append(run_raw(args.steps, r))
         res["sb3-ppo"].append(run_sb3(args.steps, r))
-        res["ppo-lag"].append(run_ours("ppo-lag", args.steps, r))
-        res["ecop"].append(run_ours("ecop", args.steps, r))
+        for algo in ours:
+            res[algo].append(run_ours(algo, args.steps, r))
         print({k: round(v[-1], 1) for k, v in res.items()}, flush=True)
     med = {k: float(np.median(v)) for k, v in res.items()}
     raw_s = float(np.median(raw))
@@ -179,8 +207,17 @@ def main() -> None:
         # the same ratios in CPU time of the process (less sensitive to other jobs on a shared machine)
         "cpu_ratio_ppo_lag_vs_sb3": cpu["sb3-ppo"] / cpu["ppo-lag"],
         "cpu_ratio_ecop_vs_sb3": cpu["sb3-ppo"] / cpu["ecop"],
+        **{f"ratio_{a.replace('-', '_')}_vs_sb3": med[a] / med["sb3-ppo"] for a in ours[2:]},
+        **{f"cpu_ratio_{a.replace('-', '_')}_vs_sb3": cpu["sb3-ppo"] / cpu[a] for a in ours[2:]},
         "raw_ant_cpu_s": raw_cpu,
         "profile": profile,
+        "compile_warmup_s": warmup,
+        # env steps after which the one-off compilation is paid back by the CPU saved per step
+        "compile_payback_steps": {
+            a: (w["cpu_s"] - profile[f"{a}-compiled"]["update_s_cpu"] * 2048 / args.steps)
+            / max((cpu[a] - cpu[f"{a}-compiled"]) / args.steps, 1e-12)
+            for a, w in warmup.items()
+        },
         "profile_note": "seconds per run of steps_per_run env steps (median over rounds): total, rollout "
         "collection (env steps, policy inference, buffers, value estimates) and updates; overhead = total / "
         "raw stepping time - 1; *_cpu: the same in CPU seconds of the process (time.process_time)",
@@ -191,7 +228,8 @@ def main() -> None:
     write_json(args.out / "throughput.json", out)
     pl = plt()
     fig, ax = pl.subplots(figsize=(5, 3.2))
-    ax.bar(list(med), list(med.values()), color=["grey", "C0", "C1"])
+    ax.bar(list(med), list(med.values()), color=["grey", "C0", "C1", "C2", "C3"][: len(med)])
+    ax.tick_params(axis="x", labelsize=7)
     ax.set_ylabel("env steps / s (median)")
     ax.set_title("Ant-v5 training throughput, 1 thread")
     fig.tight_layout()
