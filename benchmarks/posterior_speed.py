@@ -9,6 +9,8 @@ and the 2-Wasserstein distance of the Gaussian fits of θ.
     .venv/bin/python benchmarks/posterior_speed.py                # full grid
     .venv/bin/python benchmarks/posterior_speed.py --quick        # N ∈ {20, 200}, t = 300, small NUTS
     .venv/bin/python benchmarks/posterior_speed.py --ratio        # bootstrap / NUTS speed at N=200, t=300
+    .venv/bin/python benchmarks/posterior_speed.py --append --redo --cells 2000:0 --nuts-cells 2000:0
+                                                                  # re-measure one cell in place
 
 Writes benchmarks/results/core/posterior_speed.json and .png (incrementally, cell by cell). Every cell with
 a NUTS reference also gets ``ratio``: bootstrap samples/s (``fit`` + ``sample``, the engine's own path)
@@ -21,6 +23,7 @@ accuracy it comes with. ``--ratio`` measures only that cell and writes posterior
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
@@ -182,8 +185,6 @@ def plot(cells: list[dict], path: Path) -> None:
 
 def ratio_run(args) -> None:
     """The speed ratio at N = 200, t = 300: NUTS and the bootstrap in this one run."""
-    import os
-
     load = os.getloadavg()[0]
     args.nuts_cells = [(200, 300)]
     cell = run_cell(200, 300, args)
@@ -218,6 +219,11 @@ def main() -> None:
     ap.add_argument("--nuts-cells", default="20:300,200:300", help="cells with a NUTS reference")
     ap.add_argument("--append", action="store_true", help="keep the cells already in the JSON")
     ap.add_argument(
+        "--redo",
+        action="store_true",
+        help="with --append: measure the --cells again, replacing them in the JSON (the others are kept)",
+    )
+    ap.add_argument(
         "--ratio",
         action="store_true",
         help="only the N=200, t=300 cell with its NUTS reference: bootstrap / NUTS speed ratio and W2 "
@@ -247,10 +253,15 @@ def main() -> None:
             if "solver_only" not in c:
                 c["solver_only"] = solver_only(make_model(c["N"], c["t"], args), args)
     for n_pref, t in grid:
-        if any(c["N"] == n_pref and c["t"] == t for c in cells):
+        at = [i for i, c in enumerate(cells) if c["N"] == n_pref and c["t"] == t]
+        if at and not args.redo:
             continue
         cell = run_cell(n_pref, t, args)
-        cells.append(cell)
+        cell["load_average_1min_at_end"] = os.getloadavg()[0]
+        if at:
+            cells[at[0]] = cell
+        else:
+            cells.append(cell)
         print(
             f"N={n_pref} t={t}: "
             + ", ".join(

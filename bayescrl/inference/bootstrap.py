@@ -670,12 +670,15 @@ class _NewtonCG:
         """Minimise from columns ``z [B,D,M]``; returns (z, loss, grad_norm, iterations)."""
         data = self.data
         z = z.clone()
-        # exact steps: backtracking on ½‖g‖², for which −H⁻¹g is a descent direction (gᵀH(−H⁻¹g) = −‖g‖²);
-        # the loss value is then computed once, at the end
+        # Armijo backtracking on the loss. With exact steps, a column whose full step was accepted and
+        # halved its gradient norm is in Newton's region of quadratic convergence; from then on its steps
+        # are judged by the decrease of ½‖g‖², for which −H⁻¹g is a descent direction too
+        # (gᵀH(−H⁻¹g) = −‖g‖²) and which needs no loss value (computed once more at the end).
         merit = self.direct and self.rows is not None
-        loss, cache = self.loss(z, data, value=not merit)
+        loss, cache = self.loss(z, data)
         g, h = self.grad(data, cache)
         gn = _norm(g)  # [B,M]
+        quad = torch.zeros_like(gn, dtype=torch.bool)
         eta = torch.full_like(gn, 0.5)
         it = 0
         prec = None
@@ -687,7 +690,7 @@ class _NewtonCG:
                 idx, live = None, todo
             else:
                 idx, live = _compact(todo)
-            zc, gc, lc, gnc, etac = (_take(v, idx) for v in (z, g, loss, gn, eta))
+            zc, gc, lc, gnc, etac, qc = (_take(v, idx) for v in (z, g, loss, gn, eta, quad))
             hc = None if h is None else _take(h, idx)
             dc = {k: _take(v, idx) for k, v in data.items()}
             n_live = int(live.sum())
@@ -707,29 +710,35 @@ class _NewtonCG:
             if bool(bad.any()):
                 step = torch.where(bad.unsqueeze(1), -prec(gc), step)
                 slope = _dot(gc, step)
+                if bool((bad & qc).any()):  # a gradient step descends on the loss only: fresh loss values
+                    lc, qc = self.loss(zc, dc, derivs=False)[0], qc & ~bad
+            value = bool((live & ~qc).any())  # some column still judged by its loss
             alpha = torch.ones_like(slope)
-            on_g = merit and not bool(bad.any())  # a gradient step is a descent direction of the loss only
-            if merit and not on_g:
-                lc = self.loss(zc, dc)[0]
             for _ in range(30):
-                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=not on_g)
-                if on_g:
+                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=value)
+                if merit:
                     new_g, new_h = self.grad(dc, cache)
                     new_gn = _norm(new_g)
-                    ok = (new_gn <= (1 - 1e-4 * alpha) * gnc) | (new_gn <= tol) | ~live
+                    g_ok = (new_gn <= (1 - 1e-4 * alpha) * gnc) | (new_gn <= tol)
                 else:
-                    tiny = -slope <= 1e-12 * (1 + lc.abs())
-                    ok = (new_loss <= lc + 1e-4 * alpha * slope) | tiny | ~live
+                    g_ok = torch.zeros_like(live)
+                tiny = -slope <= 1e-12 * (1 + lc.abs())
+                ok = torch.where(qc, g_ok, (new_loss <= lc + 1e-4 * alpha * slope) | tiny) | ~live
                 if bool(ok.all()):
                     break
                 alpha = torch.where(ok, alpha, 0.5 * alpha)
             else:  # backtracking gave up: take the last step, evaluated afresh
-                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=not on_g)
-                on_g = False
+                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=value)
+                if merit:
+                    new_g, new_h = self.grad(dc, cache)
+                    new_gn = _norm(new_g)
             zc = zc + alpha.unsqueeze(1) * step  # columns not live are dropped below
-            if not on_g:
+            if not merit:
                 new_g, new_h = self.grad(dc, cache)
                 new_gn = _norm(new_g)
+            if merit:
+                qc = qc | (live & (alpha == 1) & (new_gn <= 0.5 * gnc))
+                _put(quad, idx, qc)
             # Eisenstat–Walker choice 2 (γ = 0.9, α = 2) with its safeguard, capped at 0.5
             ew = 0.9 * (new_gn / gnc.clamp_min(1e-300)) ** 2
             prev = 0.9 * etac**2
@@ -737,14 +746,17 @@ class _NewtonCG:
             lv = live.unsqueeze(1)
             _put(z, idx, torch.where(lv, zc, _take(z, idx)))
             _put(g, idx, torch.where(lv, new_g, gc))
-            _put(loss, idx, torch.where(live, new_loss, lc))
+            if (
+                value
+            ):  # (otherwise new_loss lacks the comparison terms; those columns' loss is redone at the end)
+                _put(loss, idx, torch.where(live, new_loss, lc))
             _put(gn, idx, torch.where(live, new_gn, gnc))
             _put(eta, idx, torch.where(live, ew, etac))
             if h is not None and idx is None:
                 h = new_h  # columns out of play did not move: their curvature is unchanged
             elif h is not None:
                 _put(h, idx, torch.where(live[:, None, None, :], new_h, hc))
-        if merit:
+        if bool(quad.any()):
             loss = self.loss(z, data, derivs=False)[0]
         return z, loss, gn, it
 
