@@ -18,6 +18,7 @@ from torch import Tensor
 
 from bayescrl.pbrl.diffusion.base import BaseModel
 from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy
+from bayescrl.utils.seeding import draw
 
 STATS = ("mass", "symmetry")
 
@@ -79,16 +80,6 @@ def embed(score: Tensor, norms: Tensor) -> Tensor:
     return torch.stack([T * score.double(), norms.double().sum(-1), time], -1)
 
 
-def _draw(shape: tuple[int, int, int], generator) -> Tensor:
-    """Standard normal ``[P, n, D]``: from one generator, or from ``generator[p]`` for policy ``p`` (per-run
-    streams: a run's noise does not depend on how many other runs share the batch)."""
-    if isinstance(generator, (list, tuple)):
-        if len(generator) != shape[0]:
-            raise ValueError(f"{len(generator)} generators for {shape[0]} policies")
-        return torch.stack([torch.randn(shape[1:], generator=g) for g in generator])
-    return torch.randn(shape, generator=generator)
-
-
 def rollout(
     base: BaseModel,
     sched,
@@ -124,7 +115,9 @@ def rollout(
             eps_hat = base.unet(z, t, class_labels=labels).sample.reshape(P, n, D)
             inp = policy.inputs(eps_hat, z.reshape(P, n, D), (i + 1) / T, prompts.to(dev))
             mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
-            xi = _draw((P, n, D), generator).to(dev)
+            xi = draw(torch.randn, (P, n, D), generator, dtype=torch.get_default_dtype(), device="cpu").to(
+                dev
+            )
             a = mean if deterministic else mean + torch.exp(log_sd) * xi
             logps.append(policy.log_prob(a, mean, log_sd).detach())
             norms.append(a.norm(dim=-1) / D**0.5)
