@@ -67,3 +67,30 @@ def test_yaml_scientific_notation_is_a_float_in_files_and_overrides(tmp_path):
     assert d == {"lr": 1e-4, "steps": 1000.0, "plain": 3, "name": "e5", "quoted": "1e3", "neg": -2500.0}
     assert isinstance(d["plain"], int)
     assert apply_overrides({}, ["a.b=3e-2", "c=1e3"]) == {"a": {"b": 0.03}, "c": 1000.0}
+
+
+def test_per_run_samplers_draw_each_runs_rows_from_its_own_stream():
+    """With one generator per run, run r's rows of every sampler are what run r's generator alone gives
+    (so a run does not depend on how many runs share the batch); one generator is torch's own draw."""
+    from bayescrl.utils.seeding import bernoulli, draw, multinomial, per_run, randint, run_generators
+
+    assert [g.initial_seed() for g in run_generators(7, 3)] == [7, 8, 9]
+    assert [g.initial_seed() for g in run_generators(7, 2, key=lambda s: 10 * s)] == [70, 80]
+    p = torch.full((6, 4), 0.3, dtype=torch.float64)
+    samplers = {
+        "randn": lambda g, n: draw(torch.randn, (n, 4), g, dtype=torch.float64, device="cpu"),
+        "rand_dim1": lambda g, n: draw(torch.rand, (2, n, 3), g, dtype=torch.float64, device="cpu", dim=1),
+        "bernoulli": lambda g, n: bernoulli(p[:n], g),
+        "randint": lambda g, n: randint(5, (n, 4), g),
+        "multinomial": lambda g, n: multinomial(p[:n].float(), 1, g),
+        "per_run": lambda g, n: per_run(lambda x, gg: torch.randn(x.shape, generator=gg), p[:n], g),
+    }
+    for name, f in samplers.items():
+        together = f(run_generators(3, 3), 6)
+        alone = [f(run_generators(3 + r, 1), 2) for r in range(3)]
+        dim = 1 if name == "rand_dim1" else 0
+        assert torch.equal(together, torch.cat(alone, dim)), name
+        one = f(torch.Generator().manual_seed(3), 6)
+        assert torch.equal(one, f(run_generators(3, 1), 6)), name  # a list of one is the plain stream
+    with pytest.raises(ValueError, match="cannot be split"):
+        draw(torch.randn, (5, 2), run_generators(0, 2), dtype=torch.float64, device="cpu")
