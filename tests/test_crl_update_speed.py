@@ -198,7 +198,10 @@ def _one_update(algo_name: str, compile_update: bool, monkeypatch, compiler=None
     monkeypatch.setattr(ppo.CompiledStep, "__call__", counting)
     try:
         logs = []
-        for _ in range(2):  # two iterations: the multipliers (captured floats) change in between
+        for it in range(2):  # two iterations: the multipliers (captured floats) change in between
+            if it == 1:  # and the learning rates, as with anneal_lr
+                for opt in (algo.pi_optim, algo.vf_optim):
+                    opt.param_groups[0]["lr"] *= 0.5
             algo.collector.reset(0)
             roll = algo.collector.collect(algo.policy, algo.critic_value, 48, algo.rng)
             torch.manual_seed(7)

@@ -126,7 +126,7 @@ def _tensor_closure(fn: Callable) -> Callable:
     return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, new)
 
 
-#: the ``torch.compile`` backend of the compiled update (tests use ``"aot_eager"``: no C++ build)
+#: the ``torch.compile`` backend of the compiled update (tests use ``"eager"``: no C++ build)
 COMPILE_BACKEND = "inductor"
 _COMPILED: dict[str, Callable] = {}
 _COMPILE_ERRORS: dict[str, str] = {}
@@ -207,7 +207,11 @@ class CompiledStep:
         states, groups = self.ready
         if loss_fn is not self._loss_src:
             self._loss_src, self._loss = loss_fn, _tensor_closure(loss_fn)
-        hyper = tuple((g["lr"], g["betas"][0], g["betas"][1], g["eps"]) for g in groups)
+        # lr as a tensor: an annealed learning rate is an input, not a constant to recompile for
+        hyper = tuple(
+            (torch.tensor(g["lr"], dtype=torch.float64), g["betas"][0], g["betas"][1], g["eps"])
+            for g in groups
+        )
         params = self.pi_params + self.vf_params
         try:
             return self.fn(
