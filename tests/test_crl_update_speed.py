@@ -217,12 +217,12 @@ def _one_update(algo_name: str, compile_update: bool, monkeypatch, compiler=None
 
 def test_compiled_update_matches_eager(monkeypatch):
     """``compile_update``: the step's function (functional gradients, clipping, Adam in the fused kernel's
-    order) ends at the eager update's networks up to float rounding, for ppo-lag and e-COP (whose losses
-    capture per-iteration floats); compiled by dynamo (backend "eager": the traced graph, no C++ build)
-    for ppo-lag, with no recompilation when the captured multipliers change."""
+    order) ends at the eager update's networks up to float rounding, for ppo-lag, e-COP and APPO (losses
+    capturing per-iteration floats); compiled by dynamo (backend "eager": the traced graph, no C++ build)
+    for ppo-lag, with no recompilation when the captured multipliers or the learning rates change."""
     from torch._dynamo.utils import counters
 
-    for algo_name, compiler in (("ppo-lag", _TORCH_COMPILE), ("ecop", None)):
+    for algo_name, compiler in (("ppo-lag", _TORCH_COMPILE), ("ecop", None), ("appo", None)):
         eager, logs_e, _ = _one_update(algo_name, False, monkeypatch)
         counters.clear()
         comp, logs_c, calls = _one_update(algo_name, True, monkeypatch, compiler)
