@@ -252,3 +252,20 @@ def test_compile_unavailable_falls_back_to_eager(monkeypatch):
     assert not any(calls) and sum("compile_update" in str(x.message) for x in w) == 1
     for p, q in zip(comp, eager, strict=True):
         assert torch.equal(p, q)
+
+
+def test_compiled_update_serves_several_algorithms_in_one_process(monkeypatch):
+    """PPO-family algorithms trained one after another in one process all keep the compiled step: their
+    graphs (~2 each) share one code object's cache, whose limit (dynamo's default 8, set to 2 here to
+    keep the test short) ``fullgraph=True`` turns into an error, and that used to switch the update to
+    eager for the rest of the process (the fifth algorithm of a script, at the default)."""
+    import warnings
+
+    torch._dynamo.reset()
+    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 2)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for algo_name in ("ppo-lag", "ecop"):  # 1 + 2 graphs
+            _, _, calls = _one_update(algo_name, True, monkeypatch, _TORCH_COMPILE)
+            assert calls.count(True) == 11, (algo_name, calls)
+    assert not [x for x in w if "compile_update" in str(x.message)]

@@ -132,6 +132,20 @@ _COMPILED: dict[str, Callable] = {}
 _COMPILE_ERRORS: dict[str, str] = {}
 
 
+def _raise_recompile_limit(limit: int = 64) -> None:
+    """Let the one compiled step hold a graph per algorithm and shape (~2 each) in a long process.
+
+    Dynamo keeps its graphs per code object, so every algorithm shares ``_functional_step``'s cache;
+    at the default limit of 8 a script training a fifth algorithm would hit the limit, which
+    ``fullgraph=True`` turns into an error and the step into the eager one for good.
+    """
+    cfg = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):  # the newer name first (torch >= 2.7)
+        if hasattr(cfg, name):
+            setattr(cfg, name, max(int(getattr(cfg, name)), limit))
+            return
+
+
 class CompiledStep:
     """The minibatch step of :func:`first_order_policy_update` compiled with ``torch.compile``
     (``config.compile_update``): forward, backward, clipping and both Adam steps of a (64, 64) network
@@ -166,6 +180,7 @@ class CompiledStep:
             return None
         if backend not in _COMPILED:
             try:
+                _raise_recompile_limit()
                 _COMPILED[backend] = torch.compile(_functional_step, backend=backend, fullgraph=True)
             except Exception as e:  # torch without a usable torch.compile
                 CompiledStep._disable(backend, e)
@@ -178,8 +193,8 @@ class CompiledStep:
 
         _COMPILE_ERRORS[backend] = f"{type(err).__name__}: {err}"
         warnings.warn(
-            f"compile_update: torch.compile ({backend}) is unavailable here ({type(err).__name__}); "
-            "the eager update is used",
+            f"compile_update: torch.compile ({backend}) failed here ({type(err).__name__}); "
+            "the eager update is used for the rest of the process",
             RuntimeWarning,
             stacklevel=3,
         )
