@@ -97,7 +97,12 @@ def sample_perturbation(
     anchor_prior: bool = True,
     generator: torch.Generator | None = None,
 ) -> Perturbation:
-    """Draw the perturbation set 𝒫_t of Algorithm `alg:practical_Prefwarm-PS` (batched)."""
+    """Draw the perturbation set 𝒫_t of Algorithm `alg:practical_Prefwarm-PS` (batched).
+
+    With one generator per batch row (``utils.seeding``), row b's draws equal the single problem's
+    only when every row has the same padded lengths ``N`` and ``T`` (the draws are taken over the
+    padded shapes); the bandit and PSPL runners keep them equal (same offline size, fixed capacities).
+    """
     _check_p("p_offline", p_offline)
     _check_p("p_online", p_online)
     if num_samples < 1:
