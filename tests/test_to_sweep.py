@@ -121,3 +121,33 @@ def test_report_over_warmpref_actionspace_sweep_is_the_reproduction_table(tmp_pa
     assert rows[1].startswith("| d=2 rho=0.1 | 12.6 ± 4.699 (20) | 15.91 ± 13.36 (20) | 5.949 ± 4.122 (20) |")
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert "bootstrap 5.949 ± 4.122, PS 12.6 ± 4.699, LinTS 15.91 ± 13.36" in readme
+
+
+def test_report_over_committed_ecop_table_gives_the_readme_rows(tmp_path):
+    """The README's e-COP table (tuned e-COP return / cost per task, and its best-other cells) is the report
+    over the committed ecop_table folder: e-COP from its runs after the unit change (``*_ecop_v3``), the
+    traffic rows at 5 x 10^4 steps. E.g. HumanoidRun e-COP, seeds 0-4: 280.38 / 276.50 / 281.61 / 270.15 /
+    289.38, mean 279.60."""
+    shutil.copytree(SWEEPS / "ecop_table", tmp_path / "t")
+    rep = build_report(tmp_path / "t", plots=False)
+    cell = {}
+    for g in rep["groups"]:
+        m = g["metrics"]
+        if m["train_final_return"]["n"]:
+            key = (g["point"]["task"], g["point"]["algo"])
+            cell[key] = f"{m['train_final_return']['mean']:.1f} / {m['train_final_costs.0']['mean']:.1f}"
+    readme = (ROOT / "README.md").read_text()
+    expected = {
+        ("HumanoidRun", "ecop"): "279.6 / 18.4",
+        ("HumanoidRun", "ppo-lag"): "288.2 / 18.9",
+        ("PointCircle", "ecop"): "36.2 / 13.1",
+        ("PointCircle", "focops"): "46.5 / 7.4",
+        ("PointReach", "ecop"): "14.9 / 9.7",
+        ("PointNavigation", "ecop"): "3.5 / 5.5",
+        ("Grid", "ecop"): "187.8 / 303.8",
+        ("Bottleneck", "ecop"): "129.4 / 116.9",
+    }
+    for key, text in expected.items():
+        assert cell[key] == text, (key, cell[key])
+        assert text.split(" / ")[0] in readme
+    assert sum(1 for (task, _) in cell if task in ("Grid", "Bottleneck")) == 16  # all eight methods on both
