@@ -46,6 +46,21 @@ def _wait_then_kill(out: Path, proc: subprocess.Popen, *, key: str, need_done: i
     )
 
 
+def _gone_soon(pid: int, timeout: float = 20.0) -> None:
+    """The process ``pid`` exits (or is a zombie) within ``timeout`` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"run process {pid} outlived its killed sweep")
+
+
 def _same_as_single_command(out: Path, rid: str, tmp_path: Path) -> None:
     manifest = json.loads((out / "sweep.json").read_text())
     argv = next(r["argv"] for r in manifest["runs"] if r["id"] == rid)
@@ -112,3 +127,30 @@ def test_sweep_without_ray_resumes_a_killed_sweep(tmp_path, capsys, monkeypatch)
     }  # finished runs untouched
     assert json.loads((out / "status" / f"{victim}.json").read_text())["resumed"]
     _same_as_single_command(out, victim, tmp_path)
+
+
+def test_a_killed_sweep_leaves_no_run_computing(tmp_path):
+    """SIGKILL the sweep (no Ray) while its one long run trains: the run dies within seconds. (Each forked
+    run used to hold the fork server's "alive" pipe, so the fork server, and with it the run, lived on to
+    the run's end, writing into a folder a resumed sweep would also write into.)"""
+    spec = tmp_path / "long.yaml"
+    spec.write_text(
+        "command: train\n"
+        "grid: {algo: [ppo-lag], env: [bayescrl/PointCircle-v0], seed: [0]}\n"
+        "args: {total-steps: 2000000, cost-limit: 10}\n"
+        "set: {config.n_envs: 2, config.rollout_steps: 200, config.minibatch_size: 200}\n"
+    )
+    out = tmp_path / "long"
+    cmd = [sys.executable, "-m", "bayescrl", "sweep", str(spec), "--out", str(out), "--backend", "local"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # the one run's id is "s0" (axes with one value do not name runs)
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if (out / "s0" / "checkpoint.pt").exists():  # training, not just started
+                break
+            time.sleep(0.05)
+        run_pid = json.loads((out / "status" / "s0.json").read_text())["pid"]
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    _gone_soon(run_pid, timeout=15)

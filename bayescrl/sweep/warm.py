@@ -65,11 +65,32 @@ def _context() -> mp.context.BaseContext:
     return _ctx
 
 
+def _release_fork_server() -> None:
+    """Close this run's copy of the fork server's "alive" pipe.
+
+    multiprocessing hands every forked child the pipe's write end; the fork server exits only when all
+    copies are closed, so while runs held it, a sweep killed by SIGTERM/SIGKILL left the fork server and
+    its runs computing on (until they finished). Without the copies, the fork server exits with the
+    sweep and the kernel then kills each run (``PR_SET_PDEATHSIG``). A run never uses the fork server.
+    """
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        server._forkserver_alive_fd = None
+
+
 def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
     """In the forked run process: die with the fork server, append output to the log, run the command."""
     from bayescrl.sweep.child import die_with_parent
 
     die_with_parent(os.getppid())
+    _release_fork_server()
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
