@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from bayescrl.constrained.registry import get_algorithm
 from bayescrl.utils.io import write_json
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ecop_throughput.py
+from ecop_throughput import _our_agent  # noqa: E402 - the throughput benchmark's matched agent
 
 OUT = Path(__file__).resolve().parents[1] / "results" / "ecop" / "time_split.json"
 
@@ -39,22 +42,7 @@ def _timed(obj, name: str, acc: dict, key: str) -> None:
 
 
 def split(algo: str, compiled: bool, iterations: int = 3) -> dict:
-    cfg = dict(
-        n_envs=1,
-        rollout_steps=2048,
-        minibatch_size=64,
-        update_epochs=10,
-        actor_hidden=(64, 64),
-        critic_hidden=(64, 64),
-        target_kl=None,
-        eval_episodes=1,
-        compile_update=compiled,
-    )
-    if algo == "ecop":
-        cfg["horizon"] = 1000
-    agent = get_algorithm(algo)(
-        "Ant-v5", [50.0], seed=0, config=cfg, cost_fn=lambda o, a, o2, info: abs(info["x_velocity"])
-    )
+    agent = _our_agent(algo, seed=0, compile_update=compiled)
     acc = dict.fromkeys(("env_step", "policy_inference", "collect", "advantages", "update"), 0.0)
     _timed(agent.envs, "step", acc, "env_step")
     _timed(agent.collector, "collect", acc, "collect")
@@ -84,7 +72,8 @@ def split(algo: str, compiled: bool, iterations: int = 3) -> dict:
         if e.name.startswith("aten::")
         and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::"))
     ]
-    out["aten_ops_per_minibatch_step"] = len(top) / (cfg["update_epochs"] * 2048 // 64)
+    cfg = agent.config
+    out["aten_ops_per_minibatch_step"] = len(top) / (cfg.update_epochs * 2048 // cfg.minibatch_size)
     total = out["collect"] + out["advantages"] + out["update"]
     out["fractions"] = {
         k: out[k] / total for k in ("env_step", "policy_inference", "collect_other", "advantages", "update")
