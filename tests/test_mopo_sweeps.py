@@ -53,7 +53,8 @@ def test_mopo_bayes_sweep_runs_are_the_benchmarks_seeds():
             assert run["tv"][m] == want  # bit for bit
 
 
-BAD = """
+# a sweep whose report block the tests extend
+BASE = """
 command: call
 target: benchmarks/mopo_bayes.py:sweep_job
 grid: {data: [A, B], part: [p], seed: [0, 1]}
@@ -74,21 +75,16 @@ def test_report_ratios_and_wildcard_cells_are_checked(report, field):
     import yaml
 
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
-        parse_sweep(yaml.safe_load(BAD + report))
+        parse_sweep(yaml.safe_load(BASE + report))
 
 
 def test_report_ratio_cells_against_hand_computed_numbers(tmp_path):
     """y_over_y = mean y / mean y per group (A: 1; B: mean y = 0 gives no number); a wildcard metric
     matching one key per run (runs.A/t.x, runs.B/t.x) is one column, usable as a pivot cell."""
-    text = """
-command: call
-target: benchmarks/mopo_bayes.py:sweep_job
-grid: {data: [A, B], part: [p], seed: [0, 1]}
-report:
-  metrics: ["runs.*.x", y]
-  ratios: {y_over_y: [y, y], r: [y, z]}
-  pivot: {rows: part, columns: data, cells: ["runs.*.x", y_over_y]}
-"""
+    text = BASE + (
+        "  ratios: {y_over_y: [y, y], r: [y, z]}\n"
+        '  pivot: {rows: part, columns: data, cells: ["runs.*.x", y_over_y]}\n'
+    )
     import yaml
 
     spec = parse_sweep(yaml.safe_load(text))
