@@ -9,11 +9,11 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test install install-dev lint bench clean docs
+.PHONY: demo test install install-dev lint bench clean docs lock
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
-	$(PIP) install --upgrade pip setuptools wheel
+	$(PIP) install -c constraints.txt --upgrade pip setuptools wheel
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(PIP) install -c constraints.txt torch==2.13.0
@@ -44,5 +44,14 @@ docs: $(VENV)/.installed-docs
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check bayescrl tests benchmarks examples
 
+# Refresh the lock: constraints.txt pins every package of every extra (pip-compile over pyproject.toml and
+# constraints.in), keeping the current pins where they still fit; `make lock UPGRADE=1` moves each to its
+# newest release. Users get the loose ranges of pyproject.toml; local installs and CI install from the lock.
+lock:
+	$(PY) -m venv .venv-lock && .venv-lock/bin/python -m pip install -q "pip-tools>=7.4,<8"
+	CUSTOM_COMPILE_COMMAND="make lock" .venv-lock/bin/pip-compile -q --all-extras --strip-extras --allow-unsafe \
+	  --no-emit-index-url --no-emit-find-links $(if $(UPGRADE),--upgrade) -o constraints.txt pyproject.toml constraints.in
+	sed -i '/^bayescrl @ /d' constraints.txt  # the package itself (its own extras refer to it)
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache site
+	rm -rf $(VENV) .venv-lock runs .pytest_cache site
