@@ -27,10 +27,12 @@ from bayescrl.inference.bootstrap_generic import generic_perturbed_map
 from bayescrl.inference.exact import DirichletPosterior, GaussianLinearPosterior
 from bayescrl.inference.laplace import laplace
 from bayescrl.inference.nuts import fit_nuts
+from bayescrl.inference.options import check_engine_options
 from bayescrl.inference.posterior import Posterior
 from bayescrl.inference.sites import check_vectorised, site_infos
 from bayescrl.inference.svi import fit_svi
 from bayescrl.models.spec import SpecModel, from_spec
+from bayescrl.utils.checks import positive_int
 from bayescrl.utils.errors import ConfigError
 
 ENGINES = ("exact", "laplace", "bootstrap", "svi", "nuts")
@@ -53,9 +55,16 @@ def fit(
       newton-cg);
     * svi: ``guide`` (normal | mvn | lowrank), ``lr``, ``max_steps``, ``num_particles``, ``rtol``;
     * nuts: ``num_samples`` (500), ``warmup`` (300), ``num_chains`` (2).
+
+    Every option is checked before any work (:data:`~bayescrl.inference.options.ENGINE_OPTIONS`): an
+    unknown name, or a count < 1 / a tolerance <= 0, raises :class:`~bayescrl.utils.ConfigError` naming
+    ``engine_options.<name>`` and, for a misspelt name, the closest valid one.
     """
     if engine not in ENGINES:
         raise ConfigError("engine", engine, f"must be one of {list(ENGINES)}")
+    options = check_engine_options(engine, options)
+    seed = positive_int(seed, "seed", minimum=0)
+    max_plate_nesting = positive_int(max_plate_nesting, "max_plate_nesting", minimum=0)
     if isinstance(model, (Mapping, str, Path)):
         model = from_spec(model)
     pyro.set_rng_seed(seed)

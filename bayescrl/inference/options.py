@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bayescrl.models.spec import SPEC_KEYS, check_spec_keys
 from bayescrl.utils.checks import finite_float, positive_int
-from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
 ENGINES = ("exact", "laplace", "bootstrap", "svi", "nuts")
+__all__ = ["ENGINES", "ENGINE_OPTIONS", "SPEC_KEYS", "check_engine_options", "check_spec_keys"]
 
 
 def _prob(v, f):
@@ -112,64 +114,8 @@ def check_engine_options(engine: str, options: Any, where: str = "engine_options
     if engine not in ENGINE_OPTIONS:
         raise ConfigError("engine", engine, f"must be one of {list(ENGINES)}")
     allowed = ENGINE_OPTIONS[engine]
+    if options and not allowed:
+        key = next(iter(options))
+        raise ConfigError(f"{where}.{key}", options[key], f"the {engine} engine takes no options")
     check_keys(options, allowed, where)
     return {k: allowed[k](v, f"{where}.{k}") for k, v in options.items()}
-
-
-# ---------------------------------------------------------------------------- spec keys
-SPEC_KEYS = (
-    "dim",
-    "prior",
-    "noise_sd",
-    "raters",
-    "preferences",
-    "rewards",
-    "transitions",
-    "heldout",
-    "truth",
-    "engine_options",
-    "name",
-    "description",
-)
-_PRIOR_PARAMS = ("prior", "loc", "scale", "concentration", "rate")
-_RECORDS = {
-    "preferences": frozenset(("x0", "x1", "y", "rater", "online")),
-    "heldout": frozenset(("x0", "x1", "y", "rater", "online")),
-    "rewards": frozenset(("x", "r")),
-}
-
-
-def _check_records(recs: Any, allowed: frozenset, where: str) -> None:
-    if not isinstance(recs, list):
-        return  # the parser names it
-    for i, rec in enumerate(recs):
-        if isinstance(rec, dict) and not allowed.issuperset(rec):
-            bad = {k: v for k, v in rec.items() if k not in allowed}
-            try:
-                check_keys(bad, sorted(allowed), where)
-            except ConfigError as exc:
-                raise DataError(exc.field, exc.value, exc.reason, index=i) from None
-
-
-def check_spec_keys(spec: Mapping[str, Any]) -> None:
-    """Refuse unknown keys anywhere in a model spec / data file, naming the closest valid one."""
-    check_keys(spec, SPEC_KEYS)
-    sub = {"prior": ("mean", "cov"), "truth": ("theta", "vartheta", "seed")}
-    for key, names in sub.items():
-        if isinstance(spec.get(key), dict):
-            check_keys(spec[key], names, key)
-    t = spec.get("transitions")
-    if isinstance(t, dict):
-        check_keys(t, ("num_states", "num_actions", "alpha0", "data"), "transitions")
-        _check_records(t.get("data"), frozenset(("s", "a", "next")), "transitions.data")
-    raters = spec.get("raters")
-    if isinstance(raters, list):
-        for i, r in enumerate(raters):
-            if not isinstance(r, dict):
-                continue
-            check_keys(r, ("id", "beta", "lam"), f"raters[{i}]")
-            for c in ("beta", "lam"):
-                if isinstance(r.get(c), dict):
-                    check_keys(r[c], _PRIOR_PARAMS, f"raters[{i}].{c}")
-    for key, allowed in _RECORDS.items():
-        _check_records(spec.get(key), allowed, key)

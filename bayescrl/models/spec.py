@@ -36,7 +36,7 @@ import torch
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import COMPETENCE_PRIORS, CompetencePrior, TransitionData, bt_linear_model
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import load_yaml
+from bayescrl.utils.io import check_keys, load_yaml
 
 DT = torch.float64
 _PRIOR_PARAMS = {"lognormal": ("loc", "scale"), "gamma": ("concentration", "rate"), "halfnormal": ("scale",)}
@@ -254,11 +254,75 @@ def _rewards(recs: list, d: int):
     return xs, rs
 
 
+# ---------------------------------------------------------------------------- keys
+#: every key a spec / data file may hold (``engine_options`` is read by ``infer`` / ``compare``)
+SPEC_KEYS = (
+    "dim",
+    "prior",
+    "noise_sd",
+    "raters",
+    "preferences",
+    "rewards",
+    "transitions",
+    "heldout",
+    "truth",
+    "engine_options",
+    "name",
+    "description",
+)
+_SECTION_KEYS = {
+    "prior": ("mean", "cov"),
+    "truth": ("theta", "vartheta", "seed"),
+    "transitions": ("num_states", "num_actions", "alpha0", "data"),
+}
+_RATER_KEYS = ("id", "beta", "lam")
+_RECORD_KEYS = {
+    "preferences": frozenset(("x0", "x1", "y", "rater", "online")),
+    "heldout": frozenset(("x0", "x1", "y", "rater", "online")),
+    "rewards": frozenset(("x", "r")),
+}
+
+
+def _check_record_keys(recs: Any, allowed: frozenset, where: str) -> None:
+    if not isinstance(recs, list):
+        return  # the parser names it
+    for i, rec in enumerate(recs):
+        if isinstance(rec, dict) and not allowed.issuperset(rec):  # a set test per record: cheap on big files
+            check_keys(rec, sorted(allowed), where, error=DataError, index=i)
+
+
+def check_spec_keys(spec: dict[str, Any]) -> None:
+    """Refuse unknown keys anywhere in a spec (top level, ``prior``, ``noise``, rater entries and their
+    competence priors, data records), naming the field path and the closest valid key."""
+    check_keys(spec, SPEC_KEYS)
+    for key, names in _SECTION_KEYS.items():
+        if isinstance(spec.get(key), dict):
+            check_keys(spec[key], names, key)
+    t = spec.get("transitions")
+    if isinstance(t, dict):
+        _check_record_keys(t.get("data"), frozenset(("s", "a", "next")), "transitions.data")
+    raters = spec.get("raters")
+    if isinstance(raters, list):
+        for i, r in enumerate(raters):
+            if not isinstance(r, dict):
+                continue
+            check_keys(r, _RATER_KEYS, f"raters[{i}]")
+            for c in ("beta", "lam"):
+                prior = r.get(c)
+                if isinstance(prior, dict):
+                    params = _PRIOR_PARAMS.get(prior.get("prior"), sorted({*_POSITIVE, "loc"}))
+                    check_keys(prior, ("prior", *params), f"raters[{i}].{c}")
+    for key, allowed in _RECORD_KEYS.items():
+        _check_record_keys(spec.get(key), allowed, key)
+
+
 # ---------------------------------------------------------------------------- entry point
 def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> SpecModel:
-    """Validate a spec mapping and build the :class:`SpecModel`."""
+    """Validate a spec mapping (unknown keys refused at every level, :func:`check_spec_keys`) and build
+    the :class:`SpecModel`."""
     if not isinstance(spec, dict):
         raise ConfigError("spec", spec, "must be a mapping")
+    check_spec_keys(spec)
     if "dim" not in spec:
         raise ConfigError("dim", None, "required (reward dimension d)")
     d = spec["dim"]

@@ -14,6 +14,7 @@ import numpy as np
 import yaml
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.hints import close_keys, did_you_mean, format_hint
 
 
 class YAMLLoader(yaml.SafeLoader):
@@ -194,24 +195,51 @@ def check_schema(mapping: Any, schema: Schema, where: str = "") -> None:
             check_schema(mapping[key], sub, f"{where}.{key}" if where else key)
 
 
-def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], where: str = "") -> None:
+def check_keys(
+    mapping: Mapping[str, Any],
+    allowed: Iterable[str] | Schema,
+    where: str = "",
+    *,
+    error: type[ConfigError] = ConfigError,
+    index: int | None = None,
+) -> None:
     """Refuse keys of ``mapping`` not in ``allowed``, naming the key and the closest valid one.
+
+    The hint comes from :func:`bayescrl.utils.hints.close_keys` (keys compared by the meaning of their
+    parts). When ``allowed`` is a schema (a mapping whose sections are mappings, see
+    :func:`apply_overrides`) and an unknown key holds a mapping, its sub-keys are also looked up in the
+    sections: ``raters: {lam: 10}`` against a schema with ``offline: {lam, ...}`` suggests ``offline.lam``.
+    ``error`` / ``index`` choose the error class and the record index of the message.
 
     >>> check_keys({"engin": "laplace"}, ["engine", "seed"], "spec")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     bayescrl.utils.errors.ConfigError: spec.engin = 'laplace': unknown key; did you mean 'engine'? ...
     """
-    import difflib
-
-    allowed = list(allowed)
+    sections = (
+        {str(k): v for k, v in allowed.items() if isinstance(v, Mapping) and "*" not in v}
+        if isinstance(allowed, Mapping)
+        else {}
+    )
+    names = [str(a) for a in allowed]
     for key in mapping:
-        if key in allowed:
+        if key in names:
             continue
-        close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(str(key), names)
+        if not hint and isinstance(mapping[key], Mapping):
+            hint = _section_hint(mapping[key], sections)
         name = f"{where}.{key}" if where else str(key)
-        raise ConfigError(name, mapping[key], f"unknown key{hint} (valid: {', '.join(map(str, allowed))})")
+        raise error(name, mapping[key], f"unknown key{hint} (valid: {', '.join(names)})", index=index)
+
+
+def _section_hint(value: Mapping[str, Any], sections: Mapping[str, Mapping]) -> str:
+    """``"; did you mean 'section.sub'?"`` when the sub-keys of a misplaced mapping belong to one section."""
+    found = []
+    for sub in value:
+        for sec, keys in sections.items():
+            found += [f"{sec}.{c}" for c in close_keys(str(sub), [str(k) for k in keys], n=1)]
+    found = list(dict.fromkeys(found))
+    return format_hint(found) if len(found) <= 3 else ""
 
 
 def import_object(spec: str, field: str) -> Any:
