@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from bayescrl.constrained.core.normalize import RunningMeanStd
+from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import ObsEncoder
-from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.errors import DataError
 
 
 class TrainedPolicy:
@@ -56,53 +57,32 @@ class TrainedPolicy:
             f"iteration={self.info.get('iteration')}, obs={self.observation_space}, act={self.action_space})"
         )
 
-    def _batch(self, obs: Any) -> tuple[np.ndarray, bool]:
-        space = self.observation_space
-        arr = np.asarray(obs)
-        if isinstance(space, gym.spaces.Discrete):
-            single = arr.ndim == 0
-            arr = arr.reshape(-1)
-            if arr.dtype.kind not in "iu" or np.any((arr < 0) | (arr >= space.n)):
-                raise DataError("obs", obs, f"must be integer state(s) in [0, {space.n})")
-            return arr, single
-        shape = tuple(space.shape)
-        if arr.shape == shape:
-            return arr.reshape(1, *shape), True
-        if arr.ndim == len(shape) + 1 and arr.shape[1:] == shape:
-            return arr, False
-        raise DataError("obs", list(arr.shape), f"must have shape {shape} or (N, *{shape})")
-
     def predict(
         self,
         obs: Any,
         deterministic: bool = True,
         step: int | np.ndarray | None = None,
     ) -> np.ndarray:
-        """Action(s) for ``obs`` (one observation, or a batch along the first axis).
+        """Action(s) for ``obs`` (one observation, or a batch along the first axis); see
+        :func:`~bayescrl.constrained.core.predict.predict_actions`.
 
         ``deterministic=True`` takes the mean (Gaussian) or the most likely action (Categorical);
         ``False`` samples with torch's global generator. ``step`` (time index within the episode) is
         needed only by policies trained with ``time_feature=True``.
         """
-        x, single = self._batch(obs)
-        enc = self.encoder(x)
-        if not np.all(np.isfinite(enc)):
-            raise DataError("obs", obs, "must be finite")
-        normed = enc.astype(np.float32) if self.rms is None else self.rms.normalize(enc)
-        inp = torch.as_tensor(normed, dtype=torch.float32, device=self.device)
-        if self.time_feature:
-            if step is None:
-                raise ConfigError("step", None, "this policy reads the time index; pass step= (0-based)")
-            h = np.broadcast_to(np.asarray(step, np.float32), (inp.shape[0],))
-            tf = torch.as_tensor(h / self.horizon, device=self.device).reshape(-1, 1)
-            inp = torch.cat([inp, tf], 1)
-        with torch.no_grad():
-            a, _ = self.policy.act(inp, deterministic=deterministic)
-        a_np = a.cpu().numpy()
-        if isinstance(self.action_space, gym.spaces.Box):
-            a_np = np.clip(a_np, self.action_space.low, self.action_space.high)
-            a_np = a_np.reshape(a_np.shape[0], *self.action_space.shape)
-        return a_np[0] if single else a_np
+        return predict_actions(
+            self.policy,
+            self.encoder,
+            self.rms,
+            self.observation_space,
+            self.action_space,
+            self.horizon,
+            self.time_feature,
+            obs,
+            deterministic,
+            step,
+            self.device,
+        )
 
 
 @contextmanager

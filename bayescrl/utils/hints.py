@@ -112,7 +112,27 @@ def part_score(key: str, candidate: str) -> float:
 
 
 def _typo_ratio(key: str, candidate: str) -> float:
-    return difflib.SequenceMatcher(None, str(key).lower(), str(candidate).lower()).ratio()
+    """Edit-distance ratio of the whole keys; one edit in a key of 2+ letters (``NN`` → ``N``) counts as
+    a typo whatever the ratio."""
+    a, b = str(key).lower(), str(candidate).lower()
+    ratio = difflib.SequenceMatcher(None, a, b).ratio()
+    return max(ratio, TYPO_RATIO) if max(len(a), len(b)) >= 2 and _one_edit(a, b) else ratio
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``b`` is ``a`` with one letter inserted, deleted, replaced, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        if len(diff) != 2 or diff[1] != diff[0] + 1:
+            return False
+        i, j = diff
+        return a[i] == b[j] and a[j] == b[i]
+    short, long_ = sorted((a, b), key=len)
+    return any(long_[:i] + long_[i + 1 :] == short for i in range(len(long_)))
 
 
 def close_keys(key: str, candidates: Iterable[str], n: int = 3) -> list[str]:

@@ -35,6 +35,7 @@ from bayescrl.constrained.core.envs import (
 )
 from bayescrl.constrained.core.networks import CategoricalPolicy, EnsembleMLP, GaussianPolicy
 from bayescrl.constrained.core.normalize import RunningMeanStd
+from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutCollector
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
@@ -43,6 +44,13 @@ from bayescrl.utils.safe_state import encodable, load_state, save_state
 
 CHECKPOINT = "checkpoint.pt"
 METRICS_LINES = "metrics.jsonl"
+
+
+def checkpoint_file(path: str | Path) -> Path:
+    """The checkpoint file of ``path``: ``path`` itself when it names a ``*.pt`` file (or an existing
+    file), else ``path/checkpoint.pt`` (a run folder)."""
+    path = Path(path)
+    return path if path.suffix == ".pt" or path.is_file() else path / CHECKPOINT
 
 
 class OnPolicyAlgorithm:
@@ -449,6 +457,36 @@ class OnPolicyAlgorithm:
         self.last_eval = res
         return res
 
+    # ------------------------------------------------------------------ prediction
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+        *,
+        step: int | np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Any]:
+        """Stable-Baselines3-style ``(action, state)`` for ``observation`` (one, or a batch along the first
+        axis); the policies are not recurrent, so ``state`` is returned unchanged and ``episode_start`` is
+        ignored. Same path as :meth:`evaluate` (encoder, frozen observation normalisation, Box actions
+        clipped): :func:`~bayescrl.constrained.core.predict.predict_actions`. ``step`` (0-based time index
+        in the episode) is needed by policies with ``time_feature=True`` (e-COP's default)."""
+        action = predict_actions(
+            self.policy,
+            self.encoder,
+            self.rms,
+            self.envs.single_observation_space,
+            self.envs.single_action_space,
+            self.horizon,
+            self.policy_time,
+            observation,
+            deterministic,
+            step,
+            self.device,
+        )
+        return action, state
+
     # ------------------------------------------------------------------ checkpointing
     def state_dict(self) -> dict:
         """Everything :meth:`load` needs, in types :mod:`bayescrl.utils.safe_state` can store (tensors,
@@ -482,8 +520,11 @@ class OnPolicyAlgorithm:
             "extra": self.extra_state(),
         }
 
-    def save(self, out_dir: str | Path) -> Path:
-        return save_state(self.state_dict(), Path(out_dir) / CHECKPOINT)
+    def save(self, path: str | Path) -> Path:
+        """Write the checkpoint (:meth:`state_dict`, loadable with ``weights_only=True``) to ``path``: a
+        ``*.pt`` file, or a run folder (``path/checkpoint.pt``, what ``bayescrl train`` writes and
+        ``--resume`` reads). Returns the file written."""
+        return save_state(self.state_dict(), checkpoint_file(path))
 
     def load_state_dict(self, st: dict) -> None:
         self.policy.load_state_dict(st["policy"])
@@ -506,37 +547,57 @@ class OnPolicyAlgorithm:
 
     @staticmethod
     def read_checkpoint(run_dir: str | Path) -> dict:
-        """The decoded ``run_dir/checkpoint.pt``, read with ``weights_only=True``: no code is run; a crafted
-        pickle, or a checkpoint of an earlier version that pickled objects, is refused with a
-        :class:`DataError` on field ``checkpoint``."""
-        path = Path(run_dir) / CHECKPOINT
+        """The decoded checkpoint (``run_dir/checkpoint.pt``, or ``run_dir`` itself when it is a file), read
+        with ``weights_only=True``: no code is run; a crafted pickle, or a checkpoint of an earlier version
+        that pickled objects, is refused with a :class:`DataError` on field ``checkpoint``."""
+        path = checkpoint_file(run_dir)
         if not path.exists():
-            raise ConfigError("resume", str(run_dir), f"no {CHECKPOINT} in this folder")
+            if path.name == CHECKPOINT:
+                raise ConfigError("resume", str(run_dir), f"no {CHECKPOINT} in this folder")
+            raise ConfigError("path", str(run_dir), "no such checkpoint file")
         st = load_state(path, field="checkpoint")
         if not isinstance(st, dict) or "algo" not in st or "policy" not in st:
             raise DataError("checkpoint", str(path), "not a bayescrl constrained-RL checkpoint")
         return st
 
     @classmethod
-    def load(cls, run_dir: str | Path, device: str = "cpu", **overrides) -> OnPolicyAlgorithm:
-        """Rebuild an algorithm from ``run_dir/checkpoint.pt`` (the env must be a string id)."""
-        st = cls.read_checkpoint(run_dir)
-        if st["env"] is None:
+    def load(
+        cls,
+        path: str | Path,
+        env: str | Callable[..., gym.Env] | None = None,
+        device: str | torch.device = "cpu",
+        **overrides: Any,
+    ) -> OnPolicyAlgorithm:
+        """Rebuild an algorithm from a checkpoint (a run folder or a ``*.pt`` file, see :meth:`save`),
+        ready to :meth:`predict` or to :meth:`learn` on (Stable-Baselines3's ``Algo.load(path, env)``).
+
+        ``env`` (a gymnasium id, ``module:Class`` or a factory) replaces the saved env id; it is required
+        when the run used an env object. ``ECOP.load`` refuses a checkpoint of another algorithm;
+        ``OnPolicyAlgorithm.load`` builds whichever algorithm the checkpoint names."""
+        st = cls.read_checkpoint(path)
+        if env is None and st["env"] is None:
             raise ConfigError(
-                "resume", str(run_dir), "the run used an env object, not an id; rebuild it by hand"
+                "env", None, f"the run in {path} used an env object, not an id: pass env= to load it"
             )
         algo_cls = cls
-        if cls is OnPolicyAlgorithm or cls.name != st["algo"]:
+        if cls is OnPolicyAlgorithm:
             from bayescrl.constrained.registry import get_algorithm
 
             algo_cls = get_algorithm(st["algo"])
+        elif cls.name != st["algo"]:
+            raise ConfigError(
+                "checkpoint",
+                str(checkpoint_file(path)),
+                f"is a checkpoint of {st['algo']!r}, not of {cls.name!r}; load it with "
+                f"OnPolicyAlgorithm.load (or get_algorithm({st['algo']!r}).load)",
+            )
         algo = algo_cls(
-            st["env"],
+            st["env"] if env is None else env,
             st["cost_limits"],
             st["seed"],
             st["config"],
             device=device,
-            env_kwargs=st["env_kwargs"],
+            env_kwargs=st["env_kwargs"] if env is None else None,
             **overrides,
         )
         algo.load_state_dict(st)
