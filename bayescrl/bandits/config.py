@@ -201,7 +201,8 @@ def normalise_agents(agents: Any) -> list[dict[str, Any]]:
 def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     """Merge ``config`` over :data:`DEFAULTS` and validate every field (raises :class:`ConfigError`)."""
     config = {k: v for k, v in dict(config or {}).items() if k != "sweep"}
-    check_keys(config, sorted(TOP_KEYS))
+    sections = {**{k: v for k, v in DEFAULTS.items() if isinstance(v, dict)}, "options": DEFAULT_OPTIONS}
+    check_keys(config, {k: sections.get(k) for k in sorted(TOP_KEYS)})  # a misplaced key: its section
     cfg = copy.deepcopy(DEFAULTS)
     cfg["seed"] = _int("seed", config.get("seed", 0), 0)
     cfg["device"] = check_device(config.get("device", "cpu"))

@@ -34,6 +34,7 @@ from bayescrl.inference.svi import fit_svi
 from bayescrl.models.spec import SpecModel, from_spec
 from bayescrl.utils.checks import positive_int
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import check_keys
 
 ENGINES = ("exact", "laplace", "bootstrap", "svi", "nuts")
 
@@ -240,10 +241,8 @@ _BOOT_KEYS = ("p_offline", "p_online", "online_reward_noise", "anchor_prior", "t
 
 
 def _bootstrap_fast(model: SpecModel, kw, options) -> Posterior:
-    opts = {k: v for k, v in options.items() if k in _BOOT_KEYS}
-    unknown = set(options) - set(_BOOT_KEYS)
-    if unknown:
-        raise ConfigError("bootstrap", sorted(unknown), f"unknown option(s); known: {list(_BOOT_KEYS)}")
+    check_keys(options, _BOOT_KEYS, "engine_options")  # p_obs is an option of user Pyro models only
+    opts = dict(options)
     eta = _dirichlet(model)
     diag: dict[str, Any] = {"options": opts}
 

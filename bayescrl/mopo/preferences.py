@@ -45,6 +45,7 @@ import torch
 from torch import Tensor
 
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.io import check_keys
 
 PREFERENCE_MODELS = ("empirical", "bradley-terry")
 ESTIMATORS = ("win_rate", "score")
@@ -153,9 +154,7 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
     from bayescrl.inference.options import check_engine_options
 
     opts = dict(opts or {})
-    for key in opts:
-        if key not in BT_KEYS:
-            raise ConfigError(f"bradley_terry.{key}", opts[key], f"unknown key (valid: {', '.join(BT_KEYS)})")
+    check_keys(opts, BT_KEYS, "bradley_terry")
     out = {
         "engine": opts.get("engine", "laplace"),
         "engine_options": None,  # checked below, once the engine is known

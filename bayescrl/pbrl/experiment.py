@@ -102,7 +102,8 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
     """Merge ``cfg`` into :data:`DEFAULTS` and check every field; raises :class:`ConfigError`."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", cfg, "must be a mapping")
-    check_keys(cfg, sorted(TOP_KEYS))
+    # the sections' keys let a misplaced section be pointed at (``raters: {lam: 3}`` -> ``offline.lam``)
+    check_keys(cfg, {k: DEFAULTS[k] if isinstance(DEFAULTS.get(k), dict) else None for k in sorted(TOP_KEYS)})
     out = copy.deepcopy(DEFAULTS)
     for k, v in cfg.items():
         if isinstance(out.get(k), dict) and k != "agent_params":

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from bayescrl.utils.errors import DataError
-from bayescrl.utils.io import to_jsonable, write_json
+from bayescrl.utils.io import check_keys, to_jsonable, write_json
 
 PENDING_FILE = "pending.json"
 ANSWERS_FILE = "answers.json"
@@ -223,9 +223,7 @@ def parse_labels(obj: Any, pending: dict) -> dict[str, dict]:
     """Check a labels.json mapping against the pending queries; returns query id -> answer (last wins)."""
     if not isinstance(obj, dict):
         raise DataError("labels.json", type(obj).__name__, "top level must be a mapping {round, labels}")
-    for key in obj:
-        if key not in LABELS_KEYS:
-            raise DataError("labels.json", key, f"unknown key (allowed: {', '.join(LABELS_KEYS)})")
+    check_keys(obj, LABELS_KEYS, "labels.json", error=DataError)
     want = _round(pending["round"], "pending.round")
     if "round" not in obj:
         raise DataError("round", None, f"missing (the pending queries are round {want})")
@@ -244,9 +242,7 @@ def parse_labels(obj: Any, pending: dict) -> dict[str, dict]:
     for i, entry in enumerate(labels):
         if not isinstance(entry, dict):
             raise DataError("labels", entry, "each label must be a mapping {query, choice, rater}", index=i)
-        for key in entry:
-            if key not in LABEL_KEYS:
-                raise DataError("labels", key, f"unknown key (allowed: {', '.join(LABEL_KEYS)})", index=i)
+        check_keys(entry, LABEL_KEYS, "labels", error=DataError, index=i)
         query = entry.get("query")
         if not isinstance(query, str) or query not in ids:
             raise DataError("labels.query", query, f"not a pending query of round {want}", index=i)

@@ -39,7 +39,7 @@ from bayescrl.prefrl.reward_model import CostPosterior, LinearRewardPosterior
 from bayescrl.prefrl.segments import SegmentBuffer, cut_segments
 from bayescrl.prefrl.spec import PreferenceSpec, parse_preference_spec
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import load_yaml, to_jsonable, write_json
+from bayescrl.utils.io import check_keys, load_yaml, to_jsonable, write_json
 
 PREFS_STATE = "prefs_state.pt"
 
@@ -559,9 +559,7 @@ def _load_offline(path: str, d: int, rater_ids: list[str]) -> dict:
     raw = load_yaml(path) if not str(path).endswith(".json") else json.loads(Path(path).read_text())
     if not isinstance(raw, dict):
         raise DataError("offline", path, "must be a mapping with 'rater' and 'records'")
-    unknown = set(raw) - {"rater", "records"}
-    if unknown:
-        raise DataError("offline", sorted(unknown)[0], "unknown key (valid: rater, records)")
+    check_keys(raw, ("rater", "records"), "offline", error=DataError)
     rater = raw.get("rater") or {}
     if not isinstance(rater, dict):
         raise DataError("offline.rater", rater, "must be a mapping like {id: offline}")

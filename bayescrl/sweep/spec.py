@@ -385,6 +385,21 @@ def _options(cmd) -> dict[str, Any]:
     return names
 
 
+def _user_keys(cmd, adapter: Adapter) -> list[str]:
+    """The keys a sweep file may give for ``cmd``, each once, by the name the user knows: the long option
+    (``env``, ``cost-limit``, not the parameter names ``env_id``, ``cost_limits``), ``config`` for the
+    positional file, ``seed`` and the adapter's aliases; options the sweep sets itself are left out."""
+    import click
+
+    names = {"seed", *adapter.aliases}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            names.add(next((o[2:] for o in p.opts if o.startswith("--")), p.name.replace("_", "-")))
+        else:
+            names.add("config")
+    return sorted(names - set(RESERVED) - {"seeds"})
+
+
 def _yaml_value(value: Any) -> str:
     """A value as YAML flow text for ``--set KEY=VALUE`` (parsed back by the one override parser)."""
     if isinstance(value, str):
@@ -515,8 +530,7 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
                 sets.append(adapter.aliases[key](value))
                 continue
             if key not in opts:
-                valid = sorted({p.name.replace("_", "-") for p in cmd.params} - set(RESERVED) - {"seeds"})
-                check_keys({key: value}, [*valid, "seed", *adapter.aliases], where.rsplit(".", 1)[0])
+                check_keys({key: value}, _user_keys(cmd, adapter), where.rsplit(".", 1)[0])
             param = opts[key]
             if param.name in ("out", "out_dir", "resume_dir", "overrides", "progress", "no_progress"):
                 raise ConfigError(where, value, "is set by the sweep for every run")

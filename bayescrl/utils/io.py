@@ -233,12 +233,17 @@ def check_keys(
 
 
 def _section_hint(value: Mapping[str, Any], sections: Mapping[str, Mapping]) -> str:
-    """``"; did you mean 'section.sub'?"`` when the sub-keys of a misplaced mapping belong to one section."""
-    found = []
+    """``"; did you mean 'section.sub'?"`` when the sub-keys of a misplaced mapping belong to a section
+    (sections holding a sub-key exactly are preferred to close matches)."""
+    exact, close = [], []
     for sub in value:
         for sec, keys in sections.items():
-            found += [f"{sec}.{c}" for c in close_keys(str(sub), [str(k) for k in keys], n=1)]
-    found = list(dict.fromkeys(found))
+            names = [str(k) for k in keys]
+            if str(sub) in names:
+                exact.append(f"{sec}.{sub}")
+            else:
+                close += [f"{sec}.{c}" for c in close_keys(str(sub), names, n=1)]
+    found = list(dict.fromkeys(exact or close))
     return format_hint(found) if len(found) <= 3 else ""
 
 
