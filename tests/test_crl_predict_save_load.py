@@ -1,4 +1,4 @@
-"""Stable-Baselines3-style ``predict`` / ``save`` / ``load`` on every constrained algorithm (the shared base)."""
+"""Stable-Baselines3-style ``predict`` / ``save`` / ``load`` on every constrained algorithm (shared base)."""
 
 import numpy as np
 import pytest
