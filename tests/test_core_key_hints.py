@@ -42,6 +42,7 @@ TABLE = [
     ("colour", ECOP_KEYS, []),
     ("foo", SVI, []),
     ("lr", ["id", "beta", "lam"], []),
+    ("episodes", ["eps", "tol"], []),  # 'ep' (episode) is not 'eps' (epsilon): short words match exactly
     ("raters", ["K", "agents", "env", "model", "offline", "prior", "seed"], []),  # not 'agents'
 ]
 
