@@ -3,6 +3,7 @@ suggested rather than something wrong; and the places that use it (constrained c
 options, pspl/bandit sections, sweep keys)."""
 
 import dataclasses
+import json
 
 import pytest
 
@@ -87,3 +88,17 @@ def test_pspl_misplaced_rater_section_points_at_the_competence_field():
 def test_sweep_lists_each_user_facing_key_once(command, want):
     keys = _user_keys(get_command(command), ADAPTERS[command])
     assert keys == want  # no env-id / out-dir / resume-dir / config-file, seed once
+
+
+def test_prefrl_offline_file_refuses_a_misspelt_rater_competence(tmp_path):
+    from bayescrl.prefrl.loop import _load_offline
+    from bayescrl.utils.errors import DataError
+
+    rec = {"x0": [0.0, 1.0], "x1": [1.0, 0.0], "y": 0}
+    path = tmp_path / "off.json"
+    path.write_text(json.dumps({"rater": {"id": "log", "lamda": 300}, "records": [rec]}))
+    with pytest.raises(DataError, match=r"offline\.rater\.lamda = 300: unknown key; did you mean 'lam'\?"):
+        _load_offline(str(path), 2, ["a"])
+    path.write_text(json.dumps({"rater": {"id": "log"}, "records": [rec, {**rec, "why": 1}]}))
+    with pytest.raises(DataError, match=r"offline\.records\.why\[1\] = 1: unknown key"):
+        _load_offline(str(path), 2, ["a"])
