@@ -5,6 +5,10 @@ subclass), and implement :meth:`update_policy`. Optional hooks: :meth:`setup` (a
 optimisers exist), :meth:`update` (default: policy, then critics), :meth:`extra_state` /
 :meth:`load_extra_state` (anything to checkpoint), :meth:`multipliers` (logged per iteration).
 See ``docs/ecop.md`` ("Plugging in an algorithm").
+
+Every algorithm inherits Stable-Baselines3's interface: :meth:`~OnPolicyAlgorithm.predict` ``(obs) ->
+(action, state)``, :meth:`~OnPolicyAlgorithm.save` ``(path)`` and :meth:`~OnPolicyAlgorithm.load`
+``(path, env=None)``, on the checkpoint format of ``bayescrl train`` / ``--resume``.
 """
 
 from __future__ import annotations
