@@ -17,6 +17,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
 
+from bayescrl.envs.pickling import CopyByArgs
 from bayescrl.envs.tasks import CircleTask, GatherTask, ReachTask, Task
 from bayescrl.utils.errors import ConfigError
 
@@ -27,7 +28,7 @@ def quat_to_yaw(q: np.ndarray) -> float:
     return float(np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
 
 
-class AntTaskEnv(AntEnv):
+class AntTaskEnv(CopyByArgs, AntEnv):
     """A :class:`~bayescrl.envs.tasks.Task` solved by gymnasium's Ant (``Ant-v5`` model, ``dt = 0.05`` s)."""
 
     def __init__(self, task: Task, **kwargs):

@@ -19,6 +19,7 @@ import numpy as np
 from gymnasium import spaces, utils
 from gymnasium.envs.mujoco.mujoco_env import MujocoEnv
 
+from bayescrl.envs.pickling import CopyByArgs
 from bayescrl.envs.tasks import CircleTask, GatherTask, Marker, NavigationTask, ReachTask, Task
 from bayescrl.utils.errors import ConfigError
 
@@ -26,7 +27,7 @@ POINT_XML = Path(__file__).parent / "assets" / "point.xml"
 _HIDDEN = np.array([0.0, 0.0, -10.0])
 
 
-class PointTaskEnv(MujocoEnv, utils.EzPickle):
+class PointTaskEnv(CopyByArgs, MujocoEnv, utils.EzPickle):
     """A :class:`~bayescrl.envs.tasks.Task` solved by the point robot.
 
     ``info["cost"]`` is a float (one cost) or an array of length ``num_costs``; ``info["costs"]`` names each

@@ -26,6 +26,7 @@ import numpy as np
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
 from gymnasium.envs.mujoco.humanoid_v5 import HumanoidEnv
 
+from bayescrl.envs.pickling import CopyByArgs
 from bayescrl.utils.errors import ConfigError
 
 COST_TYPES = ("speed", "indicator")
@@ -81,7 +82,7 @@ class _RunMixin:
         return obs, reward, terminated, truncated, info
 
 
-class AntRunEnv(_RunMixin, AntEnv):
+class AntRunEnv(CopyByArgs, _RunMixin, AntEnv):
     """Ant-Run: ``Ant-v5`` with the velocity cost; limit 20 per 200-step episode (the thesis gives a limit
     only for Humanoid; the same value is used here)."""
 
@@ -103,7 +104,7 @@ class AntRunEnv(_RunMixin, AntEnv):
         return self._add_cost(super().step(action))
 
 
-class HumanoidRunEnv(_RunMixin, HumanoidEnv):
+class HumanoidRunEnv(CopyByArgs, _RunMixin, HumanoidEnv):
     """Humanoid-Run: ``Humanoid-v5`` with the velocity cost; limit 20 per 200-step episode (thesis table)."""
 
     def __init__(

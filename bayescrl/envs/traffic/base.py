@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from bayescrl.envs.pickling import CopyByArgs
 from bayescrl.envs.traffic.sim import SumoSim
 from bayescrl.utils.errors import ConfigError
 
@@ -38,7 +39,7 @@ def read_net(path: str):
     return sumolib.net.readNet(path, withPrograms=True)
 
 
-class SumoTaskEnv(gym.Env):
+class SumoTaskEnv(CopyByArgs, gym.Env):
     """Base class; subclasses define the scenario files and the per-sub-step reward and cost."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}

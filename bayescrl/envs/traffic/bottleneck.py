@@ -213,7 +213,8 @@ class BottleneckEnv(SumoTaskEnv):
 
         n = len(self.obs_cells)
         count, speed = np.zeros(n), np.zeros(n)
-        for r in self.vehicles.values():
+        # sorted by vehicle id: the sums do not depend on the backend's (libsumo, traci) dict order
+        for _, r in sorted(self.vehicles.items()):
             c = self.obs_cells.cell(r[tc.VAR_LANE_ID], r[tc.VAR_LANEPOSITION])
             if c is not None:
                 count[c] += 1

@@ -2,10 +2,11 @@
 
 * SUMO comes from the ``eclipse-sumo`` wheel (``pip install 'bayescrl[traffic]'``); ``SUMO_HOME`` is set
   from it when unset. A missing SUMO raises one :class:`ConfigError` naming the extra.
-* :class:`SumoSim` runs one simulation through ``libsumo`` (in-process, no sockets) when the process's
-  single libsumo slot is free, else through ``traci`` (a ``sumo`` child process on a free port). libsumo
-  allows one simulation per process, so the second env of a ``SyncVectorEnv`` falls back to traci;
-  ``AsyncVectorEnv`` gives every env its own process and thus libsumo. Every simulation is closed by
+* :class:`SumoSim` runs one simulation through ``libsumo`` (in-process, no sockets) or ``traci`` (a
+  ``sumo`` child process on a free port). libsumo allows one simulation per process, so ``"auto"`` gives it
+  to a traffic env only when it is the only open one in its process; when several are open (the copies of
+  a ``SyncVectorEnv``, a ``deepcopy``), every one of them runs on traci, so copies of one env share a
+  backend. ``AsyncVectorEnv`` gives every env its own process and thus libsumo. Every simulation is closed by
   ``close()``, by garbage collection (``weakref.finalize``) and at interpreter exit: no ``sumo`` process
   outlives its env.
 * :class:`OverTimeCounter` is the cost of both tasks: for each key (an approach of a light, a human
@@ -30,6 +31,7 @@ from bayescrl.utils.errors import ConfigError
 
 EXTRA_HINT = "SUMO is not installed: pip install 'bayescrl[traffic]' (eclipse-sumo, libsumo, traci, sumolib)"
 _libsumo_owner: int | None = None  # id() of the SumoSim holding this process's libsumo slot
+_open: weakref.WeakSet[SumoSim] = weakref.WeakSet()  # constructed and not closed, in this process
 _labels = itertools.count()
 
 
@@ -155,8 +157,9 @@ def _start_traci(cmd: list[str], attempts: int = 3):
 class SumoSim:
     """One running SUMO simulation; ``api`` exposes the TraCI domains (``api.vehicle``, ``api.lane``, ...).
 
-    ``backend``: ``"auto"`` (libsumo when this process's slot is free, else traci), ``"libsumo"`` or
-    ``"traci"``. ``load(args)`` (re)starts the scenario in the same simulation (cheap reset).
+    ``backend``: ``"auto"`` (libsumo when this is the only open simulation of the process and libsumo is
+    installed, else traci), ``"libsumo"`` or ``"traci"``. ``load(args)`` (re)starts the scenario in the
+    same simulation (cheap reset). Both backends give bit-identical episodes.
     """
 
     def __init__(self, backend: str = "auto", env_id: str = "traffic"):
@@ -167,6 +170,7 @@ class SumoSim:
         self.backend: str | None = None
         self._finalizer: weakref.finalize | None = None
         sumo_home(env_id)
+        _open.add(self)
 
     @property
     def running(self) -> bool:
@@ -187,12 +191,15 @@ class SumoSim:
     def _start(self, args: list[str]) -> None:
         global _libsumo_owner
         cmd = [binary("sumo", self.env_id), *args]
+        _open.add(self)
         libsumo = None if self.backend_request == "traci" else _import_libsumo()
         if self.backend_request == "libsumo" and (libsumo is None or _libsumo_owner is not None):
             why = "is not installed" if libsumo is None else "already runs a simulation in this process"
             raise ConfigError("backend", "libsumo", f"libsumo {why}; use backend='traci' or 'auto'")
+        # "auto": libsumo only for a lone simulation, so that the copies of a vector env share one backend
+        alone = all(s is self for s in _open)
         token = id(self)
-        if libsumo is not None and _libsumo_owner is None:
+        if libsumo is not None and _libsumo_owner is None and (self.backend_request == "libsumo" or alone):
             _libsumo_owner = token
             try:
                 libsumo.start(cmd)
@@ -206,6 +213,7 @@ class SumoSim:
 
     def close(self) -> None:
         """End the simulation (idempotent); the sumo child process of the traci backend exits with it."""
+        _open.discard(self)
         if self._finalizer is not None:
             self._finalizer()
             self._finalizer = None
