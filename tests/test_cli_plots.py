@@ -100,3 +100,47 @@ def test_bandit_regret_plot_has_units_and_bands(tmp_path, saved):
     (ax,) = saved["regret.png"].axes
     _labelled(ax)
     assert "units" in ax.get_ylabel() and len(_bands(ax)) == 2
+
+
+PREFS = {
+    "features": "onehot",
+    "segment_length": 5,
+    "raters": [{"id": "a", "beta": 5.0}],
+    "queries": {"total": 20, "per_round": 10},
+    "reward": "mean",
+}
+
+
+def test_acpo_and_preference_curves_use_env_steps_and_per_episode_limits(tmp_path, saved, monkeypatch):
+    # ACPO's limit is per step (l = 0.01); the plotted costs are sums per episode, so the dashed line is l·H
+    from bayescrl.constrained.acpo import ACPO
+    from bayescrl.prefrl.loop import train_with_preferences
+
+    monkeypatch.setattr(ACPO, "protocol_traj", 2)  # a short final protocol evaluation
+    monkeypatch.setattr(ACPO, "protocol_steps", 20)
+    cfg = {"n_envs": 2, "rollout_steps": 50, "horizon": 100, "eval_episodes": 1}
+    m = train_with_preferences(
+        "acpo",
+        "bayescrl/ErgodicCMDP-v0",
+        PREFS,
+        total_steps=400,
+        cost_limits=[0.01],
+        config=cfg,
+        out_dir=tmp_path,
+    )
+    steps = [c["env_steps"] for c in m["_learner"].curve]
+    assert steps == [100, 200, 300, 400]  # one point per iteration, in env steps
+    ret, cost, corr = saved["preference_curves.png"].axes
+    for ax in (ret, cost, corr):
+        _labelled(ax)
+        assert ax.get_xlabel() == "env steps"
+    assert "per episode" in ret.get_ylabel() and "per episode" in cost.get_ylabel()
+    assert list(ret.get_lines()[0].get_xdata()) == steps
+    dashed = [ln.get_ydata()[0] for ln in cost.get_lines() if ln.get_linestyle() == "--"]
+    assert dashed == pytest.approx([0.01 * 100])
+    axes = saved["curves.png"].axes
+    for ax in axes:
+        _labelled(ax)
+    dashed = [ln.get_ydata()[0] for ln in axes[1].get_lines() if ln.get_linestyle() == "--"]
+    assert dashed == pytest.approx([0.01 * 100])
+    assert "l·H" in axes[1].get_legend().get_texts()[1].get_text()

@@ -268,6 +268,7 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
 
     name = "acpo"
     config_class = ACPOConfig
+    limits_per_step = True  # the constraint J_C <= l of the chapter is on the average cost per step
 
     def setup(self) -> None:
         self._last: dict[str, float] = {}

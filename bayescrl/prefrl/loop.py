@@ -472,17 +472,23 @@ class PreferenceLearner:
         if self.curve:
             p = plt()
             fig, axes = p.subplots(1, 3, figsize=(12, 3.2))
-            q = [c["num_queries"] for c in self.curve]
-            axes[0].plot(q, [c["true_return"] for c in self.curve])
+            x = [c["env_steps"] for c in self.curve]
+            axes[0].plot(x, [c["true_return"] for c in self.curve])
             axes[0].set_title("true episodic return")
-            for i, lim in enumerate(metrics["cost_limits"]):
-                axes[1].plot(q, [c["true_costs"][i] for c in self.curve], label=f"cost {i}")
-                axes[1].axhline(lim, ls="--", color="k", lw=1)
+            axes[0].set_ylabel("return (sum of true rewards per episode)")
+            limits, labels = self.algo.episode_cost_limits(), self.algo.episode_limit_labels()
+            for i, (lim, label) in enumerate(zip(limits, labels, strict=True)):
+                (line,) = axes[1].plot(x, [c["true_costs"][i] for c in self.curve], label=f"cost {i}")
+                axes[1].axhline(lim, ls="--", color=line.get_color(), lw=1, label=f"cost {i} {label}")
             axes[1].set_title("true episodic cost (limit dashed)")
-            axes[2].plot(q, [c["reward_correlation"] for c in self.curve])
+            axes[1].set_ylabel("cost (sum per episode)")
+            if len(limits):
+                axes[1].legend(fontsize=7)
+            axes[2].plot(x, [c["reward_correlation"] for c in self.curve])
             axes[2].set_title("corr(learned, true reward)")
+            axes[2].set_ylabel("Pearson correlation (-1 to 1)")
             for ax in axes:
-                ax.set_xlabel("preference queries")
+                ax.set_xlabel("env steps")
                 ax.grid(alpha=0.3)
             fig.tight_layout()
             fig.savefig(out / "preference_curves.png", dpi=90)

@@ -64,6 +64,8 @@ class OnPolicyAlgorithm:
     config_class: ClassVar[type[TrainConfig]] = TrainConfig
     #: algorithms that only support a single constraint (as in their papers) set this to 1
     max_constraints: ClassVar[int | None] = None
+    #: ``cost_limits`` are average costs per step (ACPO), not budgets per episode; plots scale them by ``H``
+    limits_per_step: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -659,10 +661,12 @@ class OnPolicyAlgorithm:
         axes[0].set_title("episodic return")
         axes[0].set_ylabel("return (sum of rewards per episode)")
         for i in range(self.m):
-            axes[1 + i].plot(curves["env_steps"], [c[i] for c in curves["ep_costs"]])
-            axes[1 + i].axhline(float(self.cost_limits[i]), ls="--", color="k", lw=1)
+            axes[1 + i].plot(curves["env_steps"], [c[i] for c in curves["ep_costs"]], label="cost")
+            lim, label = self.episode_cost_limits()[i], self.episode_limit_labels()[i]
+            axes[1 + i].axhline(lim, ls="--", color="k", lw=1, label=label)
             axes[1 + i].set_title(f"episodic cost {i} (limit dashed)")
             axes[1 + i].set_ylabel(f"cost {i} (sum per episode)")
+            axes[1 + i].legend(fontsize=7)
         for ax in axes:
             ax.set_xlabel("env steps")
             ax.grid(alpha=0.3)
@@ -670,6 +674,19 @@ class OnPolicyAlgorithm:
         fig.savefig(out / "curves.png", dpi=90)
         p.close(fig)
         return metrics
+
+    def episode_cost_limits(self) -> list[float]:
+        """The limits on the scale of the episodic costs ``ep_costs`` (sums over an episode): ``l_i`` itself,
+        or ``l_i · H`` when the limits are per step (:attr:`limits_per_step`)."""
+        scale = self.horizon if self.limits_per_step else 1
+        return [float(lim) * scale for lim in self.cost_limits]
+
+    def episode_limit_labels(self) -> list[str]:
+        """Legend text of each limit of :meth:`episode_cost_limits` (``"limit l·H = 0.05 x 200 = 10"``)."""
+        limits = [float(lim) for lim in self.cost_limits]
+        if self.limits_per_step:
+            return [f"limit l·H = {lim:g} x {self.horizon} = {lim * self.horizon:g}" for lim in limits]
+        return [f"limit = {lim:g}" for lim in limits]
 
     def close(self) -> None:
         self.envs.close()
