@@ -150,15 +150,15 @@ def test_arviz_round_trip(tmp_path):
 
     m = from_spec(gaussian_spec(with_prefs=True))
     post = fit(m, engine="laplace")
-    idata = post.to_arviz(50, seed=0, log_likelihood="sites")
+    idata = post.to_arviz(52, seed=0, log_likelihood="sites")
     assert idata.posterior["theta"].dims == ("chain", "draw", "theta_dim")
-    assert idata.posterior["theta"].shape == (1, 50, 2)
-    assert idata.log_likelihood["reward"].shape == (1, 50, 20)
-    assert idata.log_likelihood["pref"].shape == (1, 50, 1)
+    assert idata.posterior["theta"].shape == (4, 13, 2)  # independent draws split into 4 chains
+    assert idata.log_likelihood["reward"].shape == (4, 13, 20)
+    assert idata.log_likelihood["pref"].shape == (4, 13, 1)
     # pointwise log-likelihood equals the closed form at one draw
-    th = torch.tensor(idata.posterior["theta"].values[0, 7])
+    th = torch.tensor(idata.posterior["theta"].values[2, 7])
     want = torch.distributions.Normal(X @ th, 0.5).log_prob(R)
-    torch.testing.assert_close(torch.tensor(idata.log_likelihood["reward"].values[0, 7]), want)
+    torch.testing.assert_close(torch.tensor(idata.log_likelihood["reward"].values[2, 7]), want)
     path = tmp_path / "post.nc"
     idata.to_netcdf(str(path), engine="h5netcdf")
     back = az.from_netcdf(str(path))

@@ -112,7 +112,7 @@ def test_arviz_joint_log_likelihood_makes_loo_work():
     post = fit(from_spec(gaussian_spec(with_prefs=True)), engine="laplace")
     idata = post.to_arviz(200, seed=0)
     assert list(idata.log_likelihood.data_vars) == ["joint"]
-    assert idata.log_likelihood["joint"].shape == (1, 200, 21)
+    assert idata.log_likelihood["joint"].shape == (4, 50, 21)  # 200 draws in 4 chains
     both = post.to_arviz(200, seed=0, log_likelihood="both")
     cat = torch.cat(
         [torch.tensor(both.log_likelihood[k].values) for k in ("pref", "reward")], -1

@@ -127,9 +127,9 @@ def test_cli_simulate_infer_and_errors(tmp_path, capsys):
     )
     idata = az.from_netcdf(str(out))
     assert idata.posterior["theta"].dims == ("chain", "draw", "theta_dim")
-    assert idata.posterior["theta"].shape == (1, 64, 2)
+    assert idata.posterior["theta"].shape == (4, 16, 2)  # independent draws in 4 chains
     ll = idata.log_likelihood["joint"]  # prefs and rewards: one joint variable, so az.loo works
-    assert ll.shape[:2] == (1, 64) and sum(str(o).startswith("pref[") for o in ll["observation"].values) == 30
+    assert ll.shape[:2] == (4, 16) and sum(str(o).startswith("pref[") for o in ll["observation"].values) == 30
     summary = json.loads(out.with_suffix(".json").read_text())
     assert summary["diagnostics"]["converged_fraction"] == 1.0
     assert summary["diagnostics"]["options"]["p_offline"] == 0.6  # --set engine_options reached the engine

@@ -103,7 +103,8 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
     if post.chains is None:  # the draws just written are post.sample(num_samples, seed): do not redraw them
         import torch
 
-        th = torch.as_tensor(idata.posterior["theta"].values).reshape(num_samples, -1).double()
+        th = torch.as_tensor(idata.posterior["theta"].values).double()
+        th = th.reshape(-1, th.shape[-1])  # (chain, draw) -> draws
         mean, cov = th.mean(0), torch.cov(th.T).reshape(th.shape[1], th.shape[1])
     else:
         mean, cov = post.mean_cov("theta", num_samples, seed)

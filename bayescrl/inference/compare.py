@@ -28,6 +28,7 @@ from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.spec import SpecModel
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import write_json
+from bayescrl.utils.runlog import progress_enabled
 
 DT = torch.float64
 
@@ -154,6 +155,7 @@ def coverage(
     num_samples: int = 400,
     seed: int = 0,
     options: dict | None = None,
+    progress: bool = True,
 ) -> float | None:
     """Fraction of θ* coordinates inside the engine's central ``level`` credible interval (batched reps)."""
     if reps <= 0 or not model.fixed_competence:
@@ -174,7 +176,10 @@ def coverage(
         samples = perturbed_map(prob, num_samples, generator=gen, **options).theta
     else:  # svi / nuts: one fit per repetition
         rows = []
-        for b in tqdm(range(reps), desc=f"coverage[{engine}]", leave=False):
+        bar = tqdm(
+            range(reps), desc=f"coverage[{engine}]", leave=False, disable=not progress_enabled(progress)
+        )
+        for b in bar:
             one = BTLinearProblem.from_data(
                 prob.mu0,
                 prob.cov0,
@@ -210,7 +215,10 @@ def compare_engines(
     out_dir: str | Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Run every applicable engine; return (and write, if ``out_dir``) the comparison report."""
+    """Run every applicable engine; return (and write, if ``out_dir``) the comparison report.
+
+    ``progress``: a bar over the engines and, inside it, each engine's own (NUTS: warm-up and draws of every
+    chain; SVI: steps), hidden when the ``bayescrl`` logger is quiet (``bayescrl -q``)."""
     engine_options = engine_options or {}
     p = model.problem
     if not bool(p.pref_mask.any()) and not bool(p.reward_mask.any()):
@@ -224,10 +232,10 @@ def compare_engines(
     order = [reference] + [e for e in engines if e != reference]
     rows: dict[str, dict[str, Any]] = {}
     samples_by: dict[str, torch.Tensor] = {}
-    for e in tqdm(order, desc="engines", disable=not progress):
+    for e in tqdm(order, desc="engines", disable=not progress_enabled(progress)):
         opts = engine_options.get(e, {})
         t0 = time.perf_counter()
-        post = fit(model, engine=e, seed=seed, **opts)
+        post = fit(model, engine=e, seed=seed, progress=progress, **opts)
         t1 = time.perf_counter()
         s = post.sample(num_samples, seed)
         t2 = time.perf_counter()
@@ -245,7 +253,12 @@ def compare_engines(
         }
         slow = e in ("svi", "nuts")
         row["coverage90"] = coverage(
-            model, e, reps=coverage_reps_slow if slow else coverage_reps, seed=seed, options=opts
+            model,
+            e,
+            reps=coverage_reps_slow if slow else coverage_reps,
+            seed=seed,
+            options=opts,
+            progress=progress,
         )
         diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
         if e == "nuts":

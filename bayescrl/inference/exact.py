@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from bayescrl.inference.arviz import draws_to_arviz, num_draws
 from bayescrl.utils.errors import DataError
 from bayescrl.utils.seeding import draw, per_run
 
@@ -104,6 +105,14 @@ class GaussianLinearPosterior:
     def log_prob(self, theta: torch.Tensor) -> torch.Tensor:
         return torch.distributions.MultivariateNormal(self.mean, self.cov).log_prob(theta)
 
+    def to_arviz(self, n: int = 1000, seed: int = 0, var_name: str = "theta"):
+        """``arviz.InferenceData`` of ``n`` exact draws (4 chains, :mod:`bayescrl.inference.arviz`), dims
+        ``(chain, draw, batch_dim_0.., <var_name>_dim)``."""
+        x = self.sample(num_draws(n), torch.Generator(device=self.mean.device).manual_seed(int(seed)))
+        x = x.movedim(-2, 0)  # [n, *batch, d]
+        dims = [f"batch_dim_{i}" for i in range(x.dim() - 2)] + [f"{var_name}_dim"]
+        return draws_to_arviz({var_name: x}, dims={var_name: dims}, attrs={"engine": "exact"})
+
 
 class DirichletPosterior:
     """Batched Dirichlet–categorical posterior: ``alpha [*batch, K]`` = α0 + counts."""
@@ -156,6 +165,13 @@ class DirichletPosterior:
 
     def log_prob(self, eta: torch.Tensor) -> torch.Tensor:
         return torch.distributions.Dirichlet(self.alpha).log_prob(eta)
+
+    def to_arviz(self, n: int = 1000, seed: int = 0, var_name: str = "eta"):
+        """``arviz.InferenceData`` of ``n`` exact draws (4 chains, :mod:`bayescrl.inference.arviz`), dims
+        ``(chain, draw, batch_dim_0.., category)``."""
+        x = self.sample(num_draws(n), torch.Generator(device=self.alpha.device).manual_seed(int(seed)))
+        dims = [f"batch_dim_{i}" for i in range(x.dim() - 2)] + ["category"]
+        return draws_to_arviz({var_name: x}, dims={var_name: dims}, attrs={"engine": "exact"})
 
 
 def _gamma(alpha: torch.Tensor, generator: torch.Generator, max_rounds: int = 64) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""NUTS (Pyro) with several chains run one after another, R-hat and ESS from ArviZ."""
+"""NUTS (Pyro) with several chains run one after another, R-hat and ESS from ArviZ, the per-draw energy
+for ``az.bfmi`` and one progress bar over every chain's warm-up and draws."""
 
 from __future__ import annotations
 
@@ -10,8 +11,39 @@ import numpy as np
 import pyro
 import torch
 from pyro.infer import MCMC, NUTS
+from tqdm.auto import tqdm
 
 from bayescrl.inference.sites import SiteInfo, noncentred, recover_sites
+from bayescrl.utils.runlog import progress_enabled
+
+
+class EnergyNUTS(NUTS):
+    """Pyro's NUTS that records the Hamiltonian ``H = U(z) + K(r)`` at the start of every trajectory (the
+    position of the previous draw with the freshly drawn momentum) in ``energies``: the ``energy`` sample
+    statistic of Stan and ArviZ (``az.bfmi``). Along a trajectory ``H`` is conserved up to the integrator's
+    error, so this is, to that error, the energy of the draw the trajectory selects."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.energies: list[float] = []
+        self._energy: float | None = None  # of the current iteration; None outside sample()
+
+    def sample(self, params):
+        self._energy = float("nan")
+        try:
+            return super().sample(params)
+        finally:
+            self.energies.append(self._energy)
+            self._energy = None
+
+    def _sample_r(self, name):
+        r, r_unscaled = super()._sample_r(name)
+        # the first momentum of an iteration starts its trajectory; later ones (step-size searches of the
+        # adaptation, and the setup's) are not draws
+        if self._energy is not None and self._energy != self._energy:
+            _, potential, _ = self._fetch_from_cache()  # cached by sample() just before drawing r
+            self._energy = float(self._kinetic_energy(r_unscaled) + potential)
+        return r, r_unscaled
 
 
 def fit_nuts(
@@ -35,7 +67,10 @@ def fit_nuts(
     narrow ridge on which NUTS hits its maximum tree depth; the original sites are recomputed from the
     draws, so the returned samples are the same variables.
 
-    Returns ``chains {site: [C, D, *shape]}``, ``sample_stats {diverging: [C, D]}`` and diagnostics
+    ``progress`` shows one bar over all chains' warm-up and draws (its ETA counts the warm-up iterations,
+    which are slower than draws); it stays hidden when the ``bayescrl`` logger is quiet (``-q``).
+
+    Returns ``chains {site: [C, D, *shape]}``, ``sample_stats {diverging, energy: [C, D]}`` and diagnostics
     (max R-hat and min bulk ESS over all scalar components of every latent site, divergences,
     ``converged`` and ``warnings``: R-hat > 1.01, bulk ESS < 100 per chain, any divergence; ``fit``
     raises each as a ``RuntimeWarning``). With one chain R-hat is not computed.
@@ -43,17 +78,29 @@ def fit_nuts(
     latents = [k for k, i in infos.items() if not i.observed]
     run_model, rinfos = noncentred(model, infos) if reparam else (model, infos)
     per_chain: list[dict[str, torch.Tensor]] = []
-    diverging = []
+    diverging, energy = [], []
     clock = {"warmup": 0.0, "sampling": 0.0}
+    bar = tqdm(
+        total=num_chains * (warmup + num_samples),
+        desc="nuts",
+        unit="it",
+        leave=False,
+        smoothing=0.1,
+        disable=not progress_enabled(progress),
+    )
     for c in range(num_chains):
         marks = [time.perf_counter()]  # start, end of warmup (set by the hook), end of sampling
 
-        def hook(_kernel, _params, stage, i, marks=marks):
+        def hook(_kernel, _params, stage, i, marks=marks, c=c):
             if stage.startswith("Warmup") and i == warmup - 1:
                 marks.append(time.perf_counter())
+            if i == 0:
+                phase = "warm-up" if stage.startswith("Warmup") else "sampling"
+                bar.set_description(f"nuts chain {c + 1}/{num_chains} {phase}", refresh=False)
+            bar.update(1)
 
         pyro.set_rng_seed(seed + c)
-        kernel = NUTS(
+        kernel = EnergyNUTS(
             run_model,
             target_accept_prob=target_accept,
             max_plate_nesting=max_plate_nesting,
@@ -65,7 +112,7 @@ def fit_nuts(
             num_samples=num_samples,
             warmup_steps=warmup,
             num_chains=1,
-            disable_progbar=not progress,
+            disable_progbar=True,  # our bar covers every chain (Pyro's restarts per chain)
             hook_fn=hook,
         )
         mcmc.run()
@@ -81,8 +128,13 @@ def fit_nuts(
         idx = mcmc.diagnostics().get("divergences", {}).get("chain 0", [])
         div[torch.as_tensor(list(idx), dtype=torch.long)] = True
         diverging.append(div)
+        if len(kernel.energies) == warmup + num_samples:  # (a model without latents draws no momentum)
+            energy.append(torch.tensor(kernel.energies[warmup:], dtype=torch.float64))
+    bar.close()
     chains = {k: torch.stack([pc[k] for pc in per_chain]) for k in latents}
     stats = {"diverging": torch.stack(diverging).bool()}
+    if len(energy) == num_chains:
+        stats["energy"] = torch.stack(energy)
     diag = {"num_chains": num_chains, "num_samples": num_samples, "warmup": warmup}
     # wall-clock split: warmup (with JIT compilation) and the post-warmup draws (steady-state speed)
     diag["warmup_seconds"], diag["sampling_seconds"] = clock["warmup"], clock["sampling"]

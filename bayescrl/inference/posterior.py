@@ -6,23 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
+from bayescrl.inference.arviz import import_arviz, num_draws, split_chains, to_inference_data
 from bayescrl.inference.sites import SiteInfo, pointwise_log_lik
 from bayescrl.utils.errors import DataError
 
-
-def import_arviz():
-    """Import arviz without its 0.x-line "major refactor" FutureWarning banner."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz
-
-    return arviz
-
+__all__ = ["DIMS", "Posterior", "import_arviz"]
 
 # ArviZ dimension names of the standard model's sites (others get <site>_dim_k)
 DIMS = {
@@ -84,7 +74,11 @@ class Posterior:
 
     def to_arviz(self, n: int = 1000, seed: int = 0, log_likelihood: bool | str = True):
         """``arviz.InferenceData`` with posterior (chain, draw, named dims), observed data, sample stats
-        (MCMC) and a shape-checked pointwise log_likelihood group.
+        (MCMC: ``diverging``, ``energy``) and a shape-checked pointwise log_likelihood group.
+
+        MCMC posteriors keep their chains. The other engines' independent draws are split into 4 chains
+        (:func:`bayescrl.inference.arviz.draws_to_arviz`), ``n`` rounded up to a multiple of 4, so that
+        ``az.rhat`` and ``az.summary`` work without warnings.
 
         ``log_likelihood``: ``True`` / ``"joint"`` (default) gives ArviZ one variable, so that
         ``az.loo(idata)`` and ``az.compare`` work without ``var_name``: the observed site's own name when
@@ -97,11 +91,10 @@ class Posterior:
             raise DataError(
                 "log_likelihood", log_likelihood, "must be True, False, 'joint', 'sites' or 'both'"
             )
-        az = import_arviz()
         if self.chains is not None:
             post = {k: v for k, v in self.chains.items()}
         else:
-            post = {k: v.unsqueeze(0) for k, v in self.sample(n, seed).items()}
+            post = {k: torch.as_tensor(split_chains(v)) for k, v in self.sample(num_draws(n), seed).items()}
         post = {k: v for k, v in post.items() if k in self.infos and not self.infos[k].observed}
         C, D = next(iter(post.values())).shape[:2]
         dims = {k: _dims(k, v.dim() - 2) for k, v in post.items()}
@@ -120,28 +113,23 @@ class Posterior:
             ll = {}
             if mode in ("sites", "both") or (mode == "joint" and len(sites) == 1):
                 for k, v in sites.items():
-                    ll[k] = _np(v)
+                    ll[k] = v
                     dims[k] = _dims(k, v.dim() - 2)
             if mode == "both" or (mode == "joint" and len(sites) > 1):
-                ll["joint"] = _np(torch.cat([v.reshape(C, D, -1) for v in sites.values()], -1))
+                ll["joint"] = torch.cat([v.reshape(C, D, -1) for v in sites.values()], -1)
                 dims["joint"] = ["observation"]
                 coords["observation"] = [
                     f"{k}[{i}]" for k, v in sites.items() for i in range(v[0, 0].numel())
                 ]
-        obs = {k: _np(v) for k, v in self.observed.items()}
-        kw: dict[str, Any] = {
-            "posterior": {k: _np(v) for k, v in post.items()},
-            "observed_data": obs or None,
-            "log_likelihood": ll,
-            "dims": dims,
-            "coords": coords or None,
-        }
-        if self.sample_stats:
-            kw["sample_stats"] = {k: _np(v) for k, v in self.sample_stats.items()}
-        idata = az.from_dict(**{k: v for k, v in kw.items() if v is not None})
-        idata.posterior.attrs["engine"] = self.engine
-        idata.posterior.attrs["approximate"] = int(self.approximate)
-        return idata
+        return to_inference_data(
+            post,
+            dims=dims,
+            coords=coords,
+            attrs={"engine": self.engine, "approximate": int(self.approximate)},
+            observed_data=dict(self.observed),
+            log_likelihood=ll,
+            sample_stats=self.sample_stats,
+        )
 
 
 def _dims(site: str, ndim: int) -> list[str]:
@@ -149,7 +137,3 @@ def _dims(site: str, ndim: int) -> list[str]:
     if len(names) == ndim:
         return list(names)
     return [f"{site}_dim_{i}" for i in range(ndim)]
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy()

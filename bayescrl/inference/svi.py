@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 
 from bayescrl.inference.sites import SiteInfo, from_particles, noncentred, recover_sites
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.runlog import progress_enabled
 
 GUIDES = {
     "normal": ag.AutoNormal,
@@ -81,7 +82,7 @@ def fit_svi(
     svi = SVI(run_model, g, optim, elbo)
     losses: list[float] = []
     converged = False
-    bar = tqdm(range(max_steps), desc=f"svi[{guide}]", disable=not progress, leave=False)
+    bar = tqdm(range(max_steps), desc=f"svi[{guide}]", disable=not progress_enabled(progress), leave=False)
     for step in bar:
         losses.append(float(svi.step()))
         if step + 1 >= max(min_steps, 2 * window) and (step + 1) % window == 0:

@@ -44,6 +44,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from bayescrl.inference.arviz import draws_to_arviz
 from bayescrl.utils import ConfigError, DataError
 from bayescrl.utils.io import check_keys
 
@@ -322,6 +323,11 @@ class RewardPosterior:
     theta: Tensor
     beta: dict[str, list[float]]
     diagnostics: dict[str, Any]
+
+    def to_arviz(self):
+        """``arviz.InferenceData`` of the draws ``theta`` (dims ``(chain, draw, objective, theta_dim)``; the
+        ``S`` independent draws split into 4 chains, :mod:`bayescrl.inference.arviz`)."""
+        return draws_to_arviz({"theta": self.theta}, dims={"theta": ["objective", "theta_dim"]})
 
 
 def fit_bt_rewards(

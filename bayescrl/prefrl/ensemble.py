@@ -29,6 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from bayescrl.inference.arviz import draws_to_arviz
 from bayescrl.utils.errors import ConfigError
 
 
@@ -209,6 +210,14 @@ class EnsembleRewardPosterior:
     def returns(self, segs, n: int) -> torch.Tensor:
         """The members' returns of the segments: (M, K) (``n`` is ignored: every member is a draw)."""
         return self._segment_returns(torch.as_tensor(segs.phi_steps)).double()
+
+    @torch.no_grad()
+    def to_arviz(self, phi: torch.Tensor):
+        """``arviz.InferenceData`` of the members' rewards at features ``phi (N, d)`` (variable ``reward``,
+        dims ``(chain, draw, point)``): every member is one draw, split into up to 4 chains of equal length
+        (:func:`bayescrl.inference.arviz.split_chains`; one chain when no 2..4 divides the member count)."""
+        r = self.member_rewards(torch.as_tensor(phi)).double()
+        return draws_to_arviz({"reward": r}, dims={"reward": ["point"]}, attrs={"engine": "ensemble"})
 
     def summary(self, k: int = 8) -> dict:
         return {

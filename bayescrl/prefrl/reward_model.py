@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import torch
 
+from bayescrl.inference.arviz import draws_to_arviz, import_arviz, num_draws
 from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.laplace import laplace
 from bayescrl.models.linear import BTLinearProblem
@@ -183,14 +184,24 @@ class LinearRewardPosterior:
     def cov(self) -> torch.Tensor:
         return self._cov
 
-    def sample(self, n: int) -> torch.Tensor:
-        """``n`` posterior draws of θ, shape (n, d): from the Gaussian (laplace) or the pool of draws."""
+    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``n`` posterior draws of θ, shape (n, d): from the Gaussian (laplace) or the pool of draws;
+        on ``generator`` when given, else on the learner's own stream."""
+        gen = self.gen if generator is None else generator
         if self._pool is not None:
-            idx = torch.randint(self._pool.shape[0], (n,), generator=self.gen)
+            idx = torch.randint(self._pool.shape[0], (n,), generator=gen)
             return self._pool[idx]
         chol = torch.linalg.cholesky(self._cov + 1e-12 * torch.eye(self.dim, dtype=self._cov.dtype))
-        z = torch.randn(n, self.dim, generator=self.gen, dtype=torch.float64)
+        z = torch.randn(n, self.dim, generator=gen, dtype=torch.float64)
         return self._mean + z @ chol.mT
+
+    def to_arviz(self, n: int = 1000, seed: int = 0, var_name: str = "theta"):
+        """``arviz.InferenceData`` of ``n`` draws of θ (4 chains, :mod:`bayescrl.inference.arviz`); drawn on
+        a generator seeded by ``seed``, so the learner's own stream does not move."""
+        th = self.sample(num_draws(n), torch.Generator().manual_seed(int(seed)))
+        return draws_to_arviz(
+            {var_name: th}, dims={var_name: [f"{var_name}_dim"]}, attrs={"engine": self.engine}
+        )
 
     def draw(self) -> torch.Tensor:
         """One posterior draw θ̃ (Thompson sampling)."""
@@ -241,11 +252,8 @@ class LinearRewardPosterior:
 
     def arviz_summary(self, n: int = 200, k: int = 8):
         """``arviz.summary`` of ``n`` draws of θ_1..θ_k (a DataFrame)."""
-        from bayescrl.inference.posterior import import_arviz
-
-        az = import_arviz()
-        th = self.sample(n)[:, :k].numpy()[None]
-        return az.summary(az.from_dict(posterior={"theta": th}), kind="stats")
+        th = self.sample(n)[:, :k]
+        return import_arviz().summary(draws_to_arviz({"theta": th}), kind="stats")
 
     # ------------------------------------------------------------------ checkpoint
     def state_dict(self) -> dict:
@@ -328,6 +336,13 @@ class CostPosterior:
 
     def quantile_cost(self, phi: torch.Tensor, quantile: float) -> torch.Tensor:
         return self.inner.quantile_reward(self._aug(phi), quantile)
+
+    def to_arviz(self, n: int = 1000, seed: int = 0):
+        """``arviz.InferenceData`` of ``n`` draws of the cost weights κ (variable ``kappa``, 4 chains)."""
+        kappa = self.inner.sample(num_draws(n), torch.Generator().manual_seed(int(seed)))[:, : self.dim]
+        return draws_to_arviz(
+            {"kappa": kappa}, dims={"kappa": ["kappa_dim"]}, attrs={"engine": self.inner.engine}
+        )
 
     def returns(self, segs, n: int) -> torch.Tensor:
         return self.inner.sample(n)[:, : self.dim] @ torch.as_tensor(segs.phi, dtype=torch.float64).T

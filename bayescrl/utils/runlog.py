@@ -64,6 +64,13 @@ def setup_logging(verbosity: int = 0) -> logging.Logger:
     return log
 
 
+def progress_enabled(progress: bool = True) -> bool:
+    """Whether to draw a progress bar: ``progress`` asked for, and the ``bayescrl`` logger not set above
+    INFO (``bayescrl -q``; a library user who never set its level gets what ``progress`` says)."""
+    level = logging.getLogger(LOGGER_NAME).level
+    return bool(progress) and (level == logging.NOTSET or level <= logging.INFO)
+
+
 def _wandb_requested(flag: bool | None) -> bool:
     if flag is not None:
         return bool(flag)
