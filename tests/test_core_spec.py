@@ -3,6 +3,7 @@
 import copy
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -243,3 +244,19 @@ def test_load_spec_reads_json_strictly_and_yaml(tmp_path):
     assert out["noise_sd"] == 0.25 and out["prior"] == {"cov": 2.0} and "noise_sd" not in spec
     assert out["preferences"] == spec["preferences"] and out["rewards"] == spec["rewards"]
     assert _load(str(data), ("rewards=[]",))["rewards"] == []
+
+
+def test_simulate_never_compares_an_arm_with_itself():
+    from bayescrl.models.simulate import simulate
+
+    base = {"dim": 2, "raters": [{"id": "a", "beta": 2.0}]}
+    data = simulate(base, num_prefs=400, num_arms=2, heldout=100, seed=0)  # i.i.d. draws: half collide
+    for rec in data["preferences"] + data["heldout"]:
+        assert rec["x0"] != rec["x1"]
+    first = [tuple(r["x0"]) for r in data["preferences"]]
+    assert 160 < first.count(first[0]) < 240  # both orders of the one pair, about equally often
+    three = simulate(base, num_prefs=3000, num_arms=3, seed=1)["preferences"]
+    pairs = {(tuple(r["x0"]), tuple(r["x1"])) for r in three}
+    assert len(pairs) == 6  # every ordered pair of distinct arms, none of an arm with itself
+    counts = np.array([sum((tuple(r["x0"]), tuple(r["x1"])) == p for r in three) for p in pairs])
+    assert (abs(counts / 3000 - 1 / 6) < 0.03).all()  # uniform over the ordered pairs

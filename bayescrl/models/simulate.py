@@ -1,9 +1,15 @@
 """Synthetic data from the standard model: offline preferences (and optional online rewards).
 
 The warmPref-PS protocol (Section `sec:chapter3_empirical`): K arms with features drawn once, the two
-compared actions i.i.d. uniform over the arms (μ = Unif), θ ~ ν0, each rater's belief
-ϑ_i ~ N(θ, I/λ_i²) and labels from the Bradley–Terry model of Eq. `rater_preference_dist`. The result is
-a data-file mapping (see ``docs/core.md``) that also records the true θ and ϑ under ``truth``.
+compared actions uniform over the arms (μ = Unif), θ ~ ν0, each rater's belief ϑ_i ~ N(θ, I/λ_i²) and
+labels from the Bradley–Terry model of Eq. `rater_preference_dist`. The result is a data-file mapping (see
+``docs/core.md``) that also records the true θ and ϑ under ``truth``.
+
+Departure: the two actions of a comparison are always *different* arms, uniform over the ordered pairs
+``x0 ≠ x1`` (the text draws them i.i.d., so with few arms many comparisons would be an arm against itself,
+whose label is a coin flip that carries no information). A drawn pair that collides gets its second arm
+redrawn among the other ``K - 1`` on a separate stream, so every pair that did not collide, and every
+label, is the same as with i.i.d. draws.
 """
 
 from __future__ import annotations
@@ -45,14 +51,27 @@ def simulate(
     theta = p.mu0 + torch.randn(d, generator=gen, dtype=DT) @ torch.linalg.cholesky(p.cov0).T
     vt = theta + torch.randn(R, d, generator=gen, dtype=DT) / p.lam[:, None]
     arms = torch.randn(num_arms, d, generator=gen, dtype=DT) if num_arms else None
+    redraw = torch.Generator().manual_seed(seed + 0x5EED)  # second arms of colliding pairs only
+
+    def index(n):
+        return torch.randint(0, num_arms, (n,), generator=gen)
 
     def items(n):
         if arms is None:
             return torch.randn(n, d, generator=gen, dtype=DT)
-        return arms[torch.randint(0, num_arms, (n,), generator=gen)]
+        return arms[index(n)]
+
+    def pairs(n):
+        if arms is None:  # Gaussian items: distinct with probability 1
+            return items(n), items(n)
+        i0, i1 = index(n), index(n)
+        same = i0 == i1
+        shift = 1 + torch.randint(0, num_arms - 1, (int(same.sum()),), generator=redraw)
+        i1[same] = (i0[same] + shift) % num_arms  # uniform over the K - 1 other arms
+        return arms[i0], arms[i1]
 
     def prefs(n):
-        x0, x1 = items(n), items(n)
+        x0, x1 = pairs(n)
         rater = torch.arange(n) % R
         z = p.beta[rater] * ((x1 - x0) * vt[rater]).sum(-1)
         y = (z > 0).double() if greedy else torch.bernoulli(torch.sigmoid(z), generator=gen)
