@@ -14,7 +14,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 
 def _scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
-    ea = EventAccumulator(str(log_dir))
+    """The scalars of the one run under ``log_dir`` (each run writes its own ``<name>_<n>`` folder)."""
+    (run,) = [p for p in log_dir.iterdir() if p.is_dir()]
+    ea = EventAccumulator(str(run))
     ea.Reload()
     return {t: [(e.step, e.value) for e in ea.Scalars(t)] for t in ea.Tags()["scalars"]}
 
@@ -112,6 +114,18 @@ def test_train_log_dir_writes_each_iteration_at_its_env_step(tmp_path, capsys):
     assert [v for _, v in sc["train/ep_costs/0"]] == pytest.approx([r["ep_costs"][0] for r in recs])
     metrics = json.loads((out / "metrics.json").read_text())
     assert sc["final/final_return"] == [(96, pytest.approx(metrics["final_return"], rel=1e-6))]
+
+
+def test_runs_sharing_a_log_dir_get_one_folder_each(tmp_path):
+    tb = tmp_path / "tb"
+    main([*BANDIT, "--out", str(tmp_path / "a" / "out"), "--log-dir", str(tb)])
+    main([*BANDIT, "--out", str(tmp_path / "b" / "out"), "--log-dir", str(tb)])
+    main([*BANDIT, "--out", str(tmp_path / "other"), "--log-dir", str(tb)])
+    assert sorted(p.name for p in tb.iterdir()) == ["other_1", "out_1", "out_2"]  # as SB3's <name>_<n>
+    for run in tb.iterdir():  # each a run of its own: one regret curve of T = 15 points
+        ea = EventAccumulator(str(run))
+        ea.Reload()
+        assert len(ea.Scalars("agents/ps/regret_curve_mean")) == 15
 
 
 def test_log_dir_without_tensorboard_names_the_extra(tmp_path, capsys, monkeypatch):

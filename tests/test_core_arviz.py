@@ -125,6 +125,8 @@ def test_nuts_progress_bar_covers_warmup_and_draws_and_respects_quiet(monkeypatc
     import bayescrl.inference.nuts as nuts_mod
 
     monkeypatch.setattr(nuts_mod, "tqdm", _Bar)
+    log = logging.getLogger("bayescrl")
+    monkeypatch.setattr(log, "level", logging.NOTSET)  # a library user who never set it
     _Bar.made = []
     fit(_gauss, engine="nuts", num_samples=20, warmup=10, num_chains=2, seed=0, progress=True)
     (bar,) = _Bar.made
@@ -135,7 +137,6 @@ def test_nuts_progress_bar_covers_warmup_and_draws_and_respects_quiet(monkeypatc
         "nuts chain 2/2 warm-up",
         "nuts chain 2/2 sampling",
     ]
-    log = logging.getLogger("bayescrl")
     monkeypatch.setattr(log, "level", logging.WARNING)  # bayescrl -q
     fit(_gauss, engine="nuts", num_samples=5, warmup=5, num_chains=1, seed=0, progress=True)
     assert _Bar.made[-1].disable

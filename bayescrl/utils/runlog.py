@@ -2,12 +2,15 @@
 
 ``setup_logging(verbosity)`` points the ``bayescrl`` logger at stderr (INFO by default; ``-v`` DEBUG, ``-q``
 WARNING, ``-qq`` ERROR). Final one-line results stay on stdout (``click.echo``); status lines go through
-``logging.getLogger(__name__)`` in each module; progress bars (tqdm, stderr) are independent of the level.
+``logging.getLogger(__name__)`` in each module; progress bars (tqdm, stderr) follow ``--progress``, and those
+drawn through :func:`progress_enabled` (the inference engines' bars) also hide under ``-q``.
 
 :class:`RunLogger` writes TensorBoard scalars (``torch.utils.tensorboard.SummaryWriter``, needs the
 ``tensorboard`` package: ``pip install 'bayescrl[log]'``) and, when asked (``--wandb`` or
-``$BAYESCRL_WANDB=1``) and ``wandb`` is importable, the same scalars to Weights & Biases. Without a log
-directory it does nothing, so callers need no ``if``.
+``$BAYESCRL_WANDB=1``) and ``wandb`` is importable, the same scalars to Weights & Biases. Every run gets
+its own subfolder ``<log-dir>/<run name>_<n>`` (``n`` one above the highest of that name there, as
+Stable-Baselines3 numbers its runs), so runs sharing ``--log-dir`` stay separate runs in TensorBoard.
+Without a log directory it does nothing, so callers need no ``if``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -77,8 +81,30 @@ def _wandb_requested(flag: bool | None) -> bool:
     return os.environ.get("BAYESCRL_WANDB", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def next_run_dir(root: str | Path, run_name: str) -> Path:
+    """Create and return ``root/<run_name>_<n>``, ``n`` one above the highest existing ``<run_name>_<k>``
+    (1 for the first; Stable-Baselines3's numbering). The folder is claimed with an exclusive ``mkdir``,
+    so two runs starting together never share one."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", str(run_name)).strip("-.") or "run"
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    pat = re.compile(re.escape(name) + r"_(\d+)")
+    taken = [int(m.group(1)) for p in root.iterdir() if (m := pat.fullmatch(p.name))]
+    n = max(taken, default=0) + 1
+    while True:
+        try:
+            (root / f"{name}_{n}").mkdir()
+            return root / f"{name}_{n}"
+        except FileExistsError:
+            n += 1
+
+
 class RunLogger:
-    """TensorBoard (and optional W&B) scalars under ``log_dir``; a no-op when ``log_dir`` is None.
+    """TensorBoard (and optional W&B) scalars in a new run folder under ``log_dir``
+    (:func:`next_run_dir`, ``run_dir``); a no-op when ``log_dir`` is None.
+
+    ``run_name`` names the run folder; by default the output folder's name, taken from ``name``
+    (``"family:<out folder>"``, the W&B run name the commands pass).
 
     ``scalar(tag, value, step)``, ``scalars({tag: value}, step, prefix=)`` and ``curve(tag, values,
     steps=)`` write; ``log_results(results)`` writes every number (step 0) and number list (one point per
@@ -91,8 +117,10 @@ class RunLogger:
         wandb: bool | None = None,
         config: Mapping[str, Any] | None = None,
         name: str | None = None,
+        run_name: str | None = None,
     ):
         self.log_dir = None if log_dir is None else Path(log_dir)
+        self.run_dir: Path | None = None
         self.writer = None
         self.wandb_run = None
         if self.log_dir is None:
@@ -109,8 +137,10 @@ class RunLogger:
             ) from None
         if self.log_dir.exists() and not self.log_dir.is_dir():
             raise ConfigError("--log-dir", str(self.log_dir), "exists and is not a folder")
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.writer = SummaryWriter(log_dir=str(self.log_dir))
+        if run_name is None:
+            run_name = Path(name.split(":", 1)[-1]).name if name else "run"
+        self.run_dir = next_run_dir(self.log_dir, run_name)
+        self.writer = SummaryWriter(log_dir=str(self.run_dir))
         if _wandb_requested(wandb):
             try:
                 import wandb as _wandb
@@ -122,11 +152,13 @@ class RunLogger:
                 self.wandb_run = _wandb.init(
                     project=os.environ.get("WANDB_PROJECT", "bayescrl"),
                     name=name,
-                    dir=str(self.log_dir),
+                    dir=str(self.run_dir),
                     config=dict(config or {}),
                     reinit=True,
                 )
-        logging.getLogger(__name__).info("logging scalars to %s (tensorboard --logdir %s)", log_dir, log_dir)
+        logging.getLogger(__name__).info(
+            "logging scalars to %s (tensorboard --logdir %s)", self.run_dir, self.log_dir
+        )
 
     @property
     def active(self) -> bool:
