@@ -221,7 +221,7 @@ def plot_group(agg: dict[str, dict[str, Any]], limit: float, out_prefix: Path, t
         {k: (v["reward_mean"], v["reward_sd"]) for k, v in agg.items()},
         out_prefix.with_name(out_prefix.name + "_rewards.png"),
         "env steps",
-        "average reward (protocol)",
+        "average reward per step (protocol)",
         f"{title}: average reward",
         x=x,
     )
@@ -229,10 +229,10 @@ def plot_group(agg: dict[str, dict[str, Any]], limit: float, out_prefix: Path, t
         {k: (v["cost_mean"], v["cost_sd"]) for k, v in agg.items()},
         out_prefix.with_name(out_prefix.name + "_costs.png"),
         "env steps",
-        "average cost (protocol)",
+        "average cost per step (protocol)",
         f"{title}: average cost",
         x=x,
         hline=limit,
-        hline_label=f"limit l = {limit:g}",
+        hline_label=f"limit l = {limit:g} per step",
     )
     return [p1, p2]

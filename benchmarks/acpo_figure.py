@@ -127,9 +127,10 @@ def figure(data: dict[str, dict], path: Path) -> Path:
                 m, s = np.asarray(a[f"{key}_mean"]), np.asarray(a[f"{key}_sd"])
                 ax.plot(x, m, label=label, lw=1.3)
                 ax.fill_between(x, m - s, m + s, alpha=0.15)
-            if key == "cost":
-                ax.axhline(d["limit"], color="k", ls="--", lw=1, label=f"limit l = {d['limit']:g}")
+            if key == "cost":  # the protocol's costs are averages per step, as is the limit l
+                ax.axhline(d["limit"], color="k", ls="--", lw=1, label=f"limit l = {d['limit']:g} per step")
             ax.set_title(f"{task}: average {key} (protocol)", fontsize=10)
+            ax.set_ylabel(f"average {key} per step")
             ax.set_xlabel("env steps")
             ax.grid(alpha=0.3)
         axes[row, 1].legend(fontsize=7, loc="upper right")

@@ -144,3 +144,22 @@ def test_acpo_and_preference_curves_use_env_steps_and_per_episode_limits(tmp_pat
     dashed = [ln.get_ydata()[0] for ln in axes[1].get_lines() if ln.get_linestyle() == "--"]
     assert dashed == pytest.approx([0.01 * 100])
     assert "l·H" in axes[1].get_legend().get_texts()[1].get_text()
+
+
+def test_acpo_benchmark_figure_draws_a_per_step_limit_over_per_step_costs(tmp_path, saved):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "acpo_figure.py"
+    spec = importlib.util.spec_from_file_location("acpo_figure", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    agg = {"env_steps": [1000, 2000], "reward_mean": [0.1, 0.2], "reward_sd": [0.0, 0.0]}
+    agg |= {"cost_mean": [0.03, 0.02], "cost_sd": [0.01, 0.01]}
+    mod.figure({"PointCircle": {"limit": 0.025, "series": [("ACPO", agg)]}}, tmp_path / "fig.png")
+    reward, cost = saved["fig.png"].axes
+    for ax in (reward, cost):
+        _labelled(ax)
+        assert "per step" in ax.get_ylabel()
+    (dashed,) = [ln for ln in cost.get_lines() if ln.get_linestyle() == "--"]
+    assert dashed.get_ydata()[0] == 0.025 and "per step" in dashed.get_label()
