@@ -232,7 +232,10 @@ def compare_engines(
     order = [reference] + [e for e in engines if e != reference]
     rows: dict[str, dict[str, Any]] = {}
     samples_by: dict[str, torch.Tensor] = {}
-    for e in tqdm(order, desc="engines", disable=not progress_enabled(progress)):
+    # engines take from milliseconds (exact) to minutes (NUTS): no ETA from their average (the inner
+    # bars of NUTS and SVI carry one)
+    bar_format = "{l_bar}{bar}| {n_fmt}/{total_fmt} engines [{elapsed}]"
+    for e in tqdm(order, desc="compare", bar_format=bar_format, disable=not progress_enabled(progress)):
         opts = engine_options.get(e, {})
         t0 = time.perf_counter()
         post = fit(model, engine=e, seed=seed, progress=progress, **opts)
