@@ -44,7 +44,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from bayescrl.inference.arviz import draws_to_arviz
 from bayescrl.utils import ConfigError, DataError
 from bayescrl.utils.io import check_keys
 
@@ -327,6 +326,8 @@ class RewardPosterior:
     def to_arviz(self):
         """``arviz.InferenceData`` of the draws ``theta`` (dims ``(chain, draw, objective, theta_dim)``; the
         ``S`` independent draws split into 4 chains, :mod:`bayescrl.inference.arviz`)."""
+        from bayescrl.inference.arviz import draws_to_arviz  # deferred: the inference package loads Pyro
+
         return draws_to_arviz({"theta": self.theta}, dims={"theta": ["objective", "theta_dim"]})
 
 
