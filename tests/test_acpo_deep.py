@@ -201,3 +201,16 @@ def test_ppo_with_fixed_balanced_lagrangian():
     for bad in (1.5, -0.1, "tabel", True):
         with pytest.raises(ConfigError, match="ell"):
             PPOLagConfig(ell=bad)
+
+
+def test_acpo_default_limits_are_the_env_budgets_per_step():
+    # PointCircle's own limit is 10 per 200-step episode; ACPO's limit is an average per step: 10 / 200
+    algo = ACPO("bayescrl/PointCircle-v0", None, 0, {"n_envs": 1, "rollout_steps": 8})
+    try:
+        assert algo.horizon == 200 and algo.cost_limits.tolist() == [0.05]
+        assert algo.episode_cost_limits() == [pytest.approx(10.0)]  # what the curves draw
+    finally:
+        algo.close()
+    given = ACPO("bayescrl/PointCircle-v0", [0.02], 0, {"n_envs": 1, "rollout_steps": 8})
+    assert given.cost_limits.tolist() == [0.02]  # explicit limits are taken as they are (per step)
+    given.close()

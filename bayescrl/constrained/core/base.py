@@ -64,7 +64,8 @@ class OnPolicyAlgorithm:
     config_class: ClassVar[type[TrainConfig]] = TrainConfig
     #: algorithms that only support a single constraint (as in their papers) set this to 1
     max_constraints: ClassVar[int | None] = None
-    #: ``cost_limits`` are average costs per step (ACPO), not budgets per episode; plots scale them by ``H``
+    #: ``cost_limits`` are average costs per step (ACPO), not budgets per episode: plots scale them by ``H``,
+    #: and without explicit limits the env's per-episode ones are divided by ``H``
     limits_per_step: ClassVar[bool] = False
 
     def __init__(
@@ -100,15 +101,6 @@ class OnPolicyAlgorithm:
         self.rng = np.random.default_rng(seed)  # action sampling during rollouts
         self.factory = resolve_env_factory(env, env_kwargs)
         self.m = probe_num_costs(self.factory, cost_fn, seed)
-        if cost_limits is None and self.m > 0:
-            cost_limits = env_default_limits(self.factory)
-        self.cost_limits = self._check_limits(cost_limits)
-        if self.max_constraints is not None and self.m > self.max_constraints:
-            raise ConfigError(
-                "cost_limits",
-                self.cost_limits.tolist(),
-                f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper",
-            )
         horizon = cfg.horizon or env_horizon(self.factory)
         if horizon is None:
             if cfg.advantage == "finite_horizon":
@@ -117,6 +109,17 @@ class OnPolicyAlgorithm:
                 )
             horizon = 1000
         self.horizon = int(horizon)
+        if cost_limits is None and self.m > 0:
+            cost_limits = env_default_limits(self.factory)  # budgets per episode
+            if cost_limits is not None and self.limits_per_step:
+                cost_limits = [d / self.horizon for d in cost_limits]  # the same budget as a rate per step
+        self.cost_limits = self._check_limits(cost_limits)
+        if self.max_constraints is not None and self.m > self.max_constraints:
+            raise ConfigError(
+                "cost_limits",
+                self.cost_limits.tolist(),
+                f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper",
+            )
         self.envs = make_vector_env(self.factory, cfg.n_envs, self.m, cfg.async_envs, reward_fn, cost_fn)
         self.encoder = ObsEncoder(self.envs.single_observation_space)
         self.rms = (
