@@ -24,25 +24,9 @@ import pyro
 import pyro.distributions as dist
 import torch
 
-COMPETENCE_PRIORS = ("lognormal", "gamma", "halfnormal")
+from bayescrl.raters.rater import COMPETENCE_PRIORS, CompetencePrior
 
-
-@dataclass
-class CompetencePrior:
-    """Prior of an unknown competence parameter (β or λ) of one rater."""
-
-    family: str
-    params: dict[str, float]
-
-    def distribution(self, like: torch.Tensor) -> dist.Distribution:
-        p = {k: torch.as_tensor(v, dtype=like.dtype, device=like.device) for k, v in self.params.items()}
-        if self.family == "lognormal":
-            return dist.LogNormal(p["loc"], p["scale"])
-        if self.family == "gamma":
-            return dist.Gamma(p["concentration"], p["rate"])
-        if self.family == "halfnormal":
-            return dist.HalfNormal(p["scale"])
-        raise ValueError(self.family)
+__all__ = ["COMPETENCE_PRIORS", "CompetencePrior", "TransitionData", "bt_linear_model"]
 
 
 @dataclass
