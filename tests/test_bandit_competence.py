@@ -5,28 +5,29 @@ import math
 import pytest
 import torch
 
-from bayescrl.bandits.competence import (
+from bayescrl.bandits.env import LinearBandit
+from bayescrl.bandits.offline import sample_offline
+from bayescrl.raters import Rater
+from bayescrl.raters.competence import (
     beta_bayes,
     beta_entropy,
     beta_mle,
     log_marginal_likelihood,
 )
-from bayescrl.bandits.env import LinearBandit
-from bayescrl.bandits.offline import Rater, sample_offline
 from bayescrl.utils.errors import ConfigError
 
 
 def world(beta, N, seeds=3, lam=1e4, K=20, d=3):
     gens = [torch.Generator().manual_seed(s) for s in range(seeds)]
     env = LinearBandit.sample(seeds, K, d, 1, 1.0, 0.0, gens)
-    data = sample_offline(env.arms, env.theta, [Rater(N, beta, lam)], gens)
+    data = sample_offline(env.arms, env.theta, [Rater("r0", beta, lam)], gens, counts=[N])
     x0, x1 = data.features(env.arms)
     return env, data, x0, x1
 
 
 def test_entropy_rule_closed_form():
     winners = torch.tensor([[0, 0, 1, 1], [2, 2, 2, 2], [0, 1, 2, 3]])
-    b = beta_entropy(winners, K=5, c=2.0, beta_max=1e3)
+    b = beta_entropy(winners, 5, c=2.0, beta_max=1e3)
     assert b[0].item() == pytest.approx(2.0 / math.log(2))
     assert b[1].item() == 1e3  # H = 0: documented cap
     assert b[2].item() == pytest.approx(2.0 / math.log(4))

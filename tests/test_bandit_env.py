@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from bayescrl.bandits.env import LinearBandit, make_arms
-from bayescrl.bandits.offline import Rater, label, sample_offline
+from bayescrl.bandits.offline import sample_offline
+from bayescrl.raters import Rater, label
 from bayescrl.utils.errors import ConfigError
 
 
@@ -58,9 +59,9 @@ def test_bradley_terry_label_frequency_matches_eq_rater_preference_dist():
 
 def test_offline_data_shapes_raters_and_reproducibility():
     env = LinearBandit.sample(2, 6, 3, 5, 1.0, 0.3, gens(2))
-    raters = [Rater(4, 5.0, 10.0), Rater(3, 20.0, 1000.0, "greedy")]
-    d1 = sample_offline(env.arms, env.theta, raters, gens(2, 100))
-    d2 = sample_offline(env.arms, env.theta, raters, gens(2, 100))
+    raters = [Rater("a", 5.0, 10.0), Rater("b", 20.0, 1000.0, "greedy")]
+    d1 = sample_offline(env.arms, env.theta, raters, gens(2, 100), counts=[4, 3])
+    d2 = sample_offline(env.arms, env.theta, raters, gens(2, 100), counts=[4, 3])
     assert d1.i0.shape == (2, 7) and d1.vartheta.shape == (2, 2, 3)
     assert d1.rater[0].tolist() == [0] * 4 + [1] * 3
     assert torch.equal(d1.y, d2.y) and torch.equal(d1.i0, d2.i0)
@@ -73,7 +74,8 @@ def test_offline_data_shapes_raters_and_reproducibility():
 
 
 def test_invalid_rater_rejected():
+    env = LinearBandit.sample(1, 3, 2, 5, 1.0, 0.0, gens(1))
     with pytest.raises(ConfigError, match=r"offline.N = -1"):
-        Rater(-1, 1.0, 1.0).validate()
-    with pytest.raises(ConfigError, match=r"offline.beta = -2"):
-        Rater(1, -2.0, 1.0).validate()
+        sample_offline(env.arms, env.theta, [Rater()], gens(1), counts=[-1])
+    with pytest.raises(ConfigError, match=r"rater.beta = -2"):
+        Rater("r0", -2.0, 1.0)

@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from bayescrl.bandits.agents import GaussianPSAgent
-from bayescrl.bandits.competence import _signed_diff, competence_model, log_marginal_likelihood
+from bayescrl.raters.competence import competence_model, log_marginal_likelihood
+from bayescrl.raters.likelihood import signed_diff as _signed_diff
 
 D64 = torch.float64
 

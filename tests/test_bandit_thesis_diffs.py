@@ -7,6 +7,7 @@ import torch
 from bayescrl.bandits.config import resolve_config
 from bayescrl.bandits.experiment import make_agent, make_world
 from bayescrl.inference.bootstrap import sample_perturbation
+from bayescrl.raters.competence import beta_entropy
 
 
 def test_warmtsof_online_comparisons_get_bern_half_weights():
@@ -42,7 +43,6 @@ def test_warmtsof_online_comparisons_get_bern_half_weights():
 def test_entropy_beta_uses_the_configured_c_and_the_oracle_calibrates_it():
     """β̂ = c / H(winners): `entropy` with the configured c (default 1, no knowledge of β); the labelled
     `entropy-oracle` ablation sets c = β_true · mean_seeds H, so its seeds' β̂ average ≈ β_true."""
-    from bayescrl.bandits.competence import beta_entropy
     from bayescrl.bandits.experiment import assumed_competence
 
     cfg = resolve_config({"bandit": {"K": 8, "d": 3, "T": 5}, "offline": {"N": 10, "beta": 5.0, "lam": 10.0}})

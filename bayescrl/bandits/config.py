@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from bayescrl.bandits.offline import Rater
+from bayescrl.raters import Rater, parse_rater
 from bayescrl.utils.checks import check_device
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
@@ -126,32 +126,25 @@ def _vector(field: str, v: Any, d: int, positive: bool = False) -> list[float]:
     return [_num(f"{field}[{i}]", x, 0.0 if positive else None, strict=positive) for i, x in enumerate(vals)]
 
 
-def raters_of(offline: Mapping) -> list[Rater]:
-    """The raters of ``offline`` (one from ``N, beta, lam, expert`` unless ``raters`` is given)."""
+def raters_of(offline: Mapping) -> tuple[list[Rater], list[int]]:
+    """The raters of ``offline`` and their record counts: one rater from ``N, beta, lam, expert`` unless
+    ``raters`` is given (each item's missing keys default to ``offline``'s). Raters are declared with the
+    schema of :mod:`bayescrl.raters.spec`, plus ``N``."""
     if offline.get("raters"):
-        out = []
+        raters, counts = [], []
         for i, r in enumerate(offline["raters"]):
+            f = f"offline.raters[{i}]"
             if not isinstance(r, Mapping):
                 raise ConfigError("offline.raters", r, "each rater must be a mapping {N, beta, lam}", index=i)
-            check_keys(r, ("N", "beta", "lam", "expert"), f"offline.raters[{i}]")
-            f = f"offline.raters[{i}]"
-            rater = Rater(
-                N=_int(f"{f}.N", r.get("N", offline["N"]), 0),
-                beta=_num(f"{f}.beta", r.get("beta", offline["beta"]), 0.0),
-                lam=_num(f"{f}.lam", r.get("lam", offline["lam"]), 0.0, strict=True),
-                expert=r.get("expert", offline["expert"]),
-            )
-            rater.validate(f"offline.raters[{i}]")
-            out.append(rater)
-        return out
-    rater = Rater(
-        N=_int("offline.N", offline["N"], 0),
-        beta=_num("offline.beta", offline["beta"], 0.0),
-        lam=_num("offline.lam", offline["lam"], 0.0, strict=True),
-        expert=offline["expert"],
-    )
-    rater.validate("offline")
-    return [rater]
+            check_keys(r, ("id", "N", "beta", "lam", "expert"), f)
+            counts.append(_int(f"{f}.N", r.get("N", offline["N"]), 0))
+            decl = {k: v for k, v in r.items() if k != "N"}
+            defaults = {"id": f"r{i}", **{k: offline[k] for k in ("beta", "lam", "expert")}}
+            raters.append(parse_rater(decl, f, keys=("id", "beta", "lam", "expert"), defaults=defaults))
+        return raters, counts
+    n = _int("offline.N", offline["N"], 0)
+    decl = {k: offline[k] for k in ("beta", "lam", "expert")}
+    return [parse_rater(decl, "offline", keys=("beta", "lam", "expert"))], [n]
 
 
 def _norm_competence(v: Any) -> Any:
@@ -223,7 +216,7 @@ def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ConfigError("bandit.rho", rho, "must be in [0, 1)")
     b["prior_mean"] = _vector("bandit.prior_mean", b["prior_mean"], b["d"])
     b["prior_sd"] = _vector("bandit.prior_sd", b["prior_sd"], b["d"], positive=True)
-    raters = raters_of(cfg["offline"])
+    raters, _ = raters_of(cfg["offline"])
     for k in ("beta", "lam"):
         cfg["assumed"][k] = _norm_competence(cfg["assumed"][k])
     mu = cfg["offline"]["mu"]

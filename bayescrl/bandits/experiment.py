@@ -21,13 +21,13 @@ import torch
 from tqdm.auto import tqdm
 
 from bayescrl.bandits.agents import Agent, BootstrapAgent, GaussianPSAgent
-from bayescrl.bandits.competence import beta_bayes, beta_entropy, beta_mle
 from bayescrl.bandits.config import raters_of, resolve_config
 from bayescrl.bandits.dpo import HybridPreferenceAgent
 from bayescrl.bandits.env import LinearBandit
 from bayescrl.bandits.offline import OfflineData, sample_offline
 from bayescrl.bandits.prior import informed_prior
 from bayescrl.bandits.warmtsof import WarmTSOFAgent
+from bayescrl.raters.competence import beta_bayes, beta_entropy, beta_mle
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, write_json
 from bayescrl.utils.plotting import plot_mean_sd
@@ -45,7 +45,8 @@ def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, Offlin
     )
     mu = cfg["offline"]["mu"]
     mu = None if mu is None else torch.tensor(mu, dtype=torch.float64)
-    data = sample_offline(env.arms, env.theta, raters_of(cfg["offline"]), gens, mu=mu)
+    raters, counts = raters_of(cfg["offline"])
+    data = sample_offline(env.arms, env.theta, raters, gens, mu=mu, counts=counts)
     return env, data
 
 
@@ -63,7 +64,8 @@ def assumed_competence(
     dt, dev = env.arms.dtype, env.arms.device
     lam_items = spec_lam if isinstance(spec_lam, (list, tuple)) else [spec_lam] * R
     lam = torch.tensor(
-        [data.raters[r].lam if lam_items[r] == "true" else float(lam_items[r]) for r in range(R)], dtype=dt
+        [data.raters[r].lam_value() if lam_items[r] == "true" else float(lam_items[r]) for r in range(R)],
+        dtype=dt,
     ).to(dev)
     lam = lam.expand(S, R).clone()
     beta_items = spec_beta if isinstance(spec_beta, (list, tuple)) else [spec_beta] * R
@@ -76,7 +78,7 @@ def assumed_competence(
             return t[:, rows]
 
         if item == "true":
-            beta[:, r] = data.raters[r].beta
+            beta[:, r] = data.raters[r].beta_value()
         elif item == "mle":
             lam_r = float(lam[0, r])
             beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r)
@@ -84,7 +86,7 @@ def assumed_competence(
             beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=opts["entropy_c"])
         elif item == "entropy-oracle":  # labelled ablation: c calibrated to the true β on this data
             h = 1.0 / beta_entropy(sub(data.winners()), env.K, c=1.0)
-            c = float(data.raters[r].beta) * float(h.mean())
+            c = float(data.raters[r].beta_value()) * float(h.mean())
             beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=c)
         elif item == "bayes":
             beta[:, r] = beta_bayes(

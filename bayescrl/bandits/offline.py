@@ -9,48 +9,27 @@ with competence ``(β_i, λ_i)`` holds its own estimate ``ϑ_i ~ N(θ, I/λ_i²)
 * ``expert: greedy`` — by the deterministic "flawed" greedy expert of the sensitivity study,
   ``Y = argmax_i β⟨Ā⁽ⁱ⁾, ϑ⟩`` (ties go to ``Y = 0``).
 
-Several raters each contribute ``N_i`` records; the rater of every record is kept (``rater [S,N]``) so
-that agents can use each rater's own ``(β_i, λ_i)`` and ``ϑ_i``.
+Raters are :class:`bayescrl.raters.Rater` (``expert`` says how it labels); several raters each contribute
+``counts[i]`` records, and the rater of every record is kept (``rater [S,N]``) so that agents can use each
+rater's own ``(β_i, λ_i)`` and ``ϑ_i``. Labels are drawn by :func:`bayescrl.raters.label`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
+from bayescrl.raters import Rater, label
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.seeding import draw
-
-if TYPE_CHECKING:
-    from bayescrl.utils.seeding import Streams
-
-
-@dataclass
-class Rater:
-    """True competence of one rater: deliberateness ``beta``, knowledgeability ``lam``, ``N`` records."""
-
-    N: int
-    beta: float
-    lam: float
-    expert: str = "bt"
-
-    def validate(self, field: str = "offline") -> None:
-        if not isinstance(self.N, int) or isinstance(self.N, bool) or self.N < 0:
-            raise ConfigError(f"{field}.N", self.N, "must be an integer >= 0")
-        if not self.beta >= 0:  # also rejects NaN
-            raise ConfigError(f"{field}.beta", self.beta, "deliberateness must be >= 0")
-        if not self.lam > 0:
-            raise ConfigError(f"{field}.lam", self.lam, "knowledgeability must be > 0")
-        if self.expert not in ("bt", "greedy"):
-            raise ConfigError(f"{field}.expert", self.expert, "must be 'bt' or 'greedy'")
 
 
 @dataclass
 class OfflineData:
     """``D0`` for ``S`` seeds: arm indices ``i0, i1 [S,N]``, labels ``y [S,N]`` (0: ``i0`` preferred),
-    ``rater [S,N]`` (index into ``raters``), the raters' estimates ``vartheta [S,R,d]``."""
+        ``rater [S,N]`` (index into ``raters``), the raters' estimates ``vartheta [S,R,d]``, the number of
+    records of each rater ``counts``."""
 
     i0: torch.Tensor
     i1: torch.Tensor
@@ -58,6 +37,7 @@ class OfflineData:
     rater: torch.Tensor
     vartheta: torch.Tensor
     raters: list[Rater]
+    counts: list[int]
 
     @property
     def N(self) -> int:
@@ -73,32 +53,17 @@ class OfflineData:
         return torch.where(self.y == 0, self.i0, self.i1)
 
 
-def label(
-    x0: torch.Tensor,
-    x1: torch.Tensor,
-    vartheta: torch.Tensor,
-    beta: torch.Tensor | float,
-    expert: str,
-    generator: Streams,
-) -> torch.Tensor:
-    """Labels ``y [...]`` for pairs ``x0, x1 [..., d]`` by a rater with estimate ``vartheta [..., d]``
-    (one generator per seed: the seeds' rows, leading dimension)."""
-    diff = ((x0 - x1) * vartheta).sum(-1)
-    if expert == "greedy":
-        return (diff < 0).long()
-    p0 = torch.sigmoid(torch.as_tensor(beta, dtype=diff.dtype, device=diff.device) * diff)
-    u = draw(torch.rand, p0.shape, generator, dtype=p0.dtype, device=p0.device)
-    return (u >= p0).long()
-
-
 def sample_offline(
     arms: torch.Tensor,
     theta: torch.Tensor,
-    raters: list[Rater],
+    raters: Sequence[Rater],
     generators: list[torch.Generator],
     mu: torch.Tensor | None = None,
+    *,
+    counts: Sequence[int],
 ) -> OfflineData:
-    """Draw ``D0`` for every seed (arms ``[S,K,d]``, ``θ [S,d]``), one generator per seed.
+    """Draw ``D0`` for every seed (arms ``[S,K,d]``, ``θ [S,d]``), one generator per seed, ``counts[i]``
+    records of rater ``i`` (known competence: a prior's mean is used).
 
     ``mu [K]`` is the action-sampling distribution (uniform when ``None``). Records of rater ``i`` come
     after those of rater ``i-1``.
@@ -106,23 +71,31 @@ def sample_offline(
     S, K, d = arms.shape
     if mu is None:
         mu = torch.full((K,), 1.0 / K, dtype=torch.float64)
-    for r, rater in enumerate(raters):
-        rater.validate(f"offline.raters[{r}]" if len(raters) > 1 else "offline")
+    if len(counts) != len(raters):
+        raise ConfigError("offline.N", list(counts), f"give one count per rater ({len(raters)})")
+    for r, n in enumerate(counts):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ConfigError(
+                "offline.raters.N" if len(raters) > 1 else "offline.N",
+                n,
+                "must be an integer >= 0",
+                r if len(raters) > 1 else None,
+            )
     i0s, i1s, ys, rs, vts = [], [], [], [], []
     for s, g in enumerate(generators):
         i0_s, i1_s, y_s, r_s, vt_s = [], [], [], [], []
-        for r, rater in enumerate(raters):
-            vt = theta[s].cpu() + torch.randn(d, generator=g, dtype=theta.dtype) / rater.lam
-            if rater.N:
-                pair = torch.multinomial(mu, 2 * rater.N, replacement=True, generator=g).view(2, rater.N)
+        for r, (rater, n) in enumerate(zip(raters, counts, strict=True)):
+            vt = theta[s].cpu() + torch.randn(d, generator=g, dtype=theta.dtype) / rater.lam_value()
+            if n:
+                pair = torch.multinomial(mu, 2 * n, replacement=True, generator=g).view(2, n)
             else:
                 pair = torch.zeros(2, 0, dtype=torch.long)
             a = arms[s].cpu()
-            y = label(a[pair[0]], a[pair[1]], vt.expand(rater.N, d), rater.beta, rater.expert, g)
+            y = label(a[pair[0]], a[pair[1]], vt.expand(n, d), rater.beta_value(), rater.expert, g)
             i0_s.append(pair[0])
             i1_s.append(pair[1])
             y_s.append(y)
-            r_s.append(torch.full((rater.N,), r, dtype=torch.long))
+            r_s.append(torch.full((n,), r, dtype=torch.long))
             vt_s.append(vt)
         i0s.append(torch.cat(i0_s))
         i1s.append(torch.cat(i1_s))
@@ -137,4 +110,5 @@ def sample_offline(
         torch.stack(rs).to(dev),
         torch.stack(vts).to(dev),
         list(raters),
+        list(counts),
     )

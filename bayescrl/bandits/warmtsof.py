@@ -34,7 +34,8 @@ import torch
 
 from bayescrl.bandits.agents import BootstrapAgent
 from bayescrl.bandits.env import LinearBandit
-from bayescrl.bandits.offline import OfflineData, label
+from bayescrl.bandits.offline import OfflineData
+from bayescrl.raters import label
 
 
 def get_epsilon(c: float, t: int, d: int, eps0: float = 1.0) -> float:
@@ -82,7 +83,7 @@ class WarmTSOFAgent(BootstrapAgent):
             gens = self.gen
             per_seed = isinstance(gens, (list, tuple))
             sub = [gens[i] for i in idx.tolist()] if per_seed else gens
-            y = label(a1, a2, self.data.vartheta[idx, 0], rater.beta, rater.expert, sub)
+            y = label(a1, a2, self.data.vartheta[idx, 0], rater.beta_value(), rater.expert, sub)
             self.problem.append_preferences(a1, a2, y, rater=0, online=True, batch_index=idx)
             if per_seed:  # seeds that did not ask: their streams and warm starts are left as they were
                 kept = [(g, g.get_state()) for g, a in zip(gens, ask.tolist(), strict=True) if not a]
