@@ -8,7 +8,7 @@ import pytest
 
 from bayescrl.cli import main
 from bayescrl.prefrl import labels as L
-from bayescrl.prefrl.raters import EQUAL, SKIP
+from bayescrl.raters import EQUAL, SKIP
 
 EVIL = "</script><script>alert(1)</script>"
 

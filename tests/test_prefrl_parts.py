@@ -9,10 +9,10 @@ import torch
 
 from bayescrl.prefrl.features import make_feature_map
 from bayescrl.prefrl.queries import pair_scores, random_pairs, select_pairs
-from bayescrl.prefrl.raters import EQUAL, SKIP, RaterPool, RaterSpec
 from bayescrl.prefrl.reward_model import LinearRewardPosterior
 from bayescrl.prefrl.segments import SegmentBuffer, Segments, cut_segments
 from bayescrl.prefrl.spec import parse_preference_spec
+from bayescrl.raters import EQUAL, SKIP, Rater, RaterPool
 from bayescrl.utils.errors import ConfigError
 
 D, A = gym.spaces.Discrete, gym.spaces.Box
@@ -113,12 +113,12 @@ def _segs(returns, phi=None):
 
 
 def test_myopic_rater_discounts_early_steps_and_belief_error_enters_through_features():
-    pool = RaterPool([RaterSpec("a", gamma=0.5, lam=1e12)], feature_dim=2, seed=0)
+    pool = RaterPool([Rater("a", gamma=0.5, lam=1e12)], feature_dim=2, seed=0)
     rew = np.array([[1.0, 2.0, 4.0]])
     phi = np.zeros((1, 3, 2))
     # sum_t gamma^(L-1-t) r_t = 0.25 * 1 + 0.5 * 2 + 1 * 4
     assert pool.perceive(phi, rew)[0, 0] == pytest.approx(5.25)
-    pool = RaterPool([RaterSpec("b", lam=2.0)], feature_dim=2, seed=3)
+    pool = RaterPool([Rater("b", lam=2.0)], feature_dim=2, seed=3)
     phi = np.ones((1, 3, 2))
     assert pool.perceive(phi, np.zeros((1, 3)))[0, 0] == pytest.approx(3 * pool.xi[0].sum())
 
@@ -126,13 +126,13 @@ def test_myopic_rater_discounts_early_steps_and_belief_error_enters_through_feat
 def test_rater_choices_follow_bradley_terry_and_irrationalities():
     n = 20000
     seg0, seg1 = _segs(np.full(n, 1.0)), _segs(np.zeros(n))
-    pool = RaterPool([RaterSpec("a", beta=0.7)], 1, seed=0)
+    pool = RaterPool([Rater("a", beta=0.7)], 1, seed=0)
     y = pool.answer(seg0, seg1, np.zeros(n, np.int64))
     assert (y == 0).mean() == pytest.approx(1 / (1 + math.exp(-0.7)), abs=0.01)  # P(σ0) = sigmoid(β Δ)
-    pool = RaterPool([RaterSpec("a", beta=1e6, mistake=0.2)], 1, seed=0)
+    pool = RaterPool([Rater("a", beta=1e6, mistake=0.2)], 1, seed=0)
     y = pool.answer(seg0, seg1, np.zeros(n, np.int64))
     assert (y == 1).mean() == pytest.approx(0.2, abs=0.01)  # a perfect rater's flips are the mistakes
-    pool = RaterPool([RaterSpec("a", beta=1e6, skip_below=0.5, equal_within=0.05)], 1, seed=0)
+    pool = RaterPool([Rater("a", beta=1e6, skip_below=0.5, equal_within=0.05)], 1, seed=0)
     y = pool.answer(_segs([1.0, 0.2, 1.0]), _segs([0.0, 0.3, 0.98]), np.zeros(3, np.int64))
     assert y.tolist() == [0, SKIP, EQUAL]
 

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from bayescrl.inference.arviz import draws_to_arviz
+from bayescrl.raters.competence import beta_mle
 from bayescrl.utils.errors import ConfigError
 
 
@@ -167,8 +168,6 @@ class EnsembleRewardPosterior:
             warnings.warn("reward ensemble: the loss is not finite", RuntimeWarning, stacklevel=2)
 
     def _infer_beta(self) -> None:
-        from bayescrl.bandits.competence import beta_mle
-
         grid = torch.logspace(-2, 2.5, 28, dtype=torch.float64)
         d = self.dim
         for i in range(len(self.rater_ids)):

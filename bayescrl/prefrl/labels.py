@@ -22,7 +22,7 @@ import of the same round) ``RUN/queries/answers.json``::
     {"round": 3, "answers": [{"query": "r3q0", "y": 0, "rater": "alice"}]}
 
 with ``y`` 0 = left preferred, 1 = right preferred, 2 = equal, -1 = skip (the codes of
-:mod:`bayescrl.prefrl.raters`). Label files are data only: nothing in them is executed, imported or
+:mod:`bayescrl.raters.simulated`). Label files are data only: nothing in them is executed, imported or
 followed as a path.
 """
 
@@ -45,7 +45,7 @@ PENDING_FILE = "pending.json"
 ANSWERS_FILE = "answers.json"
 PAGE_FILE = "labels.html"
 
-# choice in labels.json -> y in answers.json (same codes as bayescrl.prefrl.raters: SKIP = -1, EQUAL = 2)
+# choice in labels.json -> y in answers.json (same codes as bayescrl.raters.simulated: SKIP = -1, EQUAL = 2)
 CHOICE_CODES: dict[str, int] = {"left": 0, "right": 1, "equal": 2, "skip": -1}
 LABELS_KEYS = ("labels", "rater", "round")
 LABEL_KEYS = ("choice", "query", "rater")

@@ -7,7 +7,7 @@ every rollout it
 1. computes φ(s_t, a_t) for all steps in one batched call and cuts the rollout into segments
    (:mod:`~bayescrl.prefrl.segments`), kept in a buffer of recent segments;
 2. every ``queries.every`` iterations, while the budget lasts, picks ``queries.per_round`` pairs
-   (:mod:`~bayescrl.prefrl.queries`), has the simulated raters answer (:mod:`~bayescrl.prefrl.raters`) and
+   (:mod:`~bayescrl.prefrl.queries`), has the simulated raters answer (:mod:`~bayescrl.raters.simulated`) and
    updates the posterior (warm-started; :mod:`~bayescrl.prefrl.reward_model`, or the MLP ensemble of
    :mod:`~bayescrl.prefrl.ensemble`) — or, with ``labels: external``, writes the pairs to
    ``OUT/queries/pending.json`` and stops training until people's answers come back (``--resume``);
@@ -34,10 +34,10 @@ import numpy as np
 import torch
 
 from bayescrl.prefrl.queries import select_pairs
-from bayescrl.prefrl.raters import EQUAL, SKIP, RaterPool
 from bayescrl.prefrl.reward_model import CostPosterior, LinearRewardPosterior
 from bayescrl.prefrl.segments import SegmentBuffer, cut_segments
 from bayescrl.prefrl.spec import PreferenceSpec, parse_preference_spec
+from bayescrl.raters import EQUAL, SKIP, RaterPool
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import check_keys, load_yaml, to_jsonable, write_json
 

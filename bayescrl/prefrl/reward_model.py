@@ -9,7 +9,7 @@ through :func:`bayescrl.inference.fit` on the same data.
 
 Rater competence is ``known`` (the learner is told each rater's β, λ), ``infer`` (β_i estimated from the
 rater's own labels by marginal maximum likelihood, θ integrated out — the thesis' plug-in recipe of chapter
-`warmPref-PS`, :func:`bayescrl.bandits.competence.beta_mle`; λ is the learner's ``learner_lam``) or ``ignore``
+`warmPref-PS`, :func:`bayescrl.raters.competence.beta_mle`; λ is the learner's ``learner_lam``) or ``ignore``
 (all labels treated as from one rater with β = 1, λ = ``learner_lam``: the usual point of view of
 preference-based RL libraries, kept as the ablation).
 """
@@ -26,6 +26,7 @@ from bayescrl.inference.arviz import draws_to_arviz, import_arviz, num_draws
 from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.laplace import laplace
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.raters.competence import beta_mle
 from bayescrl.utils.errors import ConfigError
 
 
@@ -159,8 +160,6 @@ class LinearRewardPosterior:
 
     def _infer_beta(self) -> None:
         """β̂_i by marginal maximum likelihood on rater i's own labels (θ ~ prior integrated out)."""
-        from bayescrl.bandits.competence import beta_mle
-
         p = self.problem
         m = p.pref_mask
         grid = torch.logspace(-2, 2.5, 28, dtype=torch.float64)

@@ -31,11 +31,13 @@ from typing import Any
 
 from bayescrl.inference.engines import ENGINES
 from bayescrl.prefrl.queries import RULES
-from bayescrl.prefrl.raters import RaterSpec
+from bayescrl.raters import Rater, parse_raters
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys, load_yaml
 
 FEATURES = ("onehot", "env", "rff")
+#: the rater keys of a preference spec (simulated raters: known competence, B-Pref irrationalities)
+RATER_KEYS = ("id", "beta", "lam", "gamma", "skip_below", "equal_within", "mistake", "weight")
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ class QuerySpec:
 
 @dataclass(frozen=True)
 class PreferenceSpec:
-    raters: tuple[RaterSpec, ...]
+    raters: tuple[Rater, ...]
     features: str = "onehot"
     rff_width: int = 256
     rff_lengthscale: float = 1.0
@@ -69,7 +71,7 @@ class PreferenceSpec:
     lcb_quantile: float = 0.1
     thompson_hold: int = 1
     cost: str = "env"
-    cost_raters: tuple[RaterSpec, ...] = ()
+    cost_raters: tuple[Rater, ...] = ()
     cost_queries: QuerySpec = field(default_factory=QuerySpec)
     cost_quantile: float = 0.9
     cost_threshold: float | None = None
@@ -79,6 +81,8 @@ class PreferenceSpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["hidden"] = list(self.hidden)
+        for key in ("raters", "cost_raters"):
+            d[key] = [{k: r[k] for k in RATER_KEYS} for r in d[key]]
         if self.cost == "env":
             for key in ("cost_raters", "cost_queries", "cost_quantile", "cost_threshold"):
                 d.pop(key)
@@ -108,17 +112,12 @@ def _choice(v: Any, name: str, options) -> str:
     return v
 
 
-def _raters(raw: Any, name: str) -> tuple[RaterSpec, ...]:
+def _raters(raw: Any, name: str) -> tuple[Rater, ...]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(
             f"preferences.{name}", raw, "give a non-empty list of raters like [{id: a, beta: 5}]"
         )
-    raters = tuple(RaterSpec.from_dict(r, i, name) for i, r in enumerate(raw))
-    ids = [r.id for r in raters]
-    dup = next((i for i in ids if ids.count(i) > 1), None)
-    if dup is not None:
-        raise ConfigError(f"preferences.{name}.id", dup, "rater ids must be unique")
-    return raters
+    return tuple(parse_raters(raw, name, keys=RATER_KEYS, require_id=True, priors=False))
 
 
 def _queries(q: Any, name: str) -> QuerySpec:

@@ -165,17 +165,26 @@ FIELDS = tuple(Rater.__dataclass_fields__)
 
 
 def check_field(
-    key: str, v: Any, fld: str, index: int | None, *, unknown_beta: bool = True, finite: bool = False
+    key: str,
+    v: Any,
+    fld: str,
+    index: int | None,
+    *,
+    unknown_beta: bool = True,
+    finite: bool = False,
+    priors: bool = True,
 ) -> Any:
     """One rater field, checked and normalised (the rules of :class:`Rater`): ``beta >= 0`` or a prior
     (or None when ``unknown_beta``), ``lam > 0`` or a prior (``+inf`` only when not ``finite``),
     ``gamma`` in (0, 1], ``mistake`` in [0, 0.5], ``weight > 0``, ``skip_below`` / ``equal_within`` a
-    number or None, ``expert`` one of ``bt``, ``greedy``."""
+    number or None, ``expert`` one of ``bt``, ``greedy``; ``priors=False`` refuses a prior."""
     if key == "id":
         if isinstance(v, bool) or not isinstance(v, (str, int)) or str(v) == "":
             raise ConfigError(fld, v, "every rater needs a non-empty string id", index=index)
         return str(v)
     if key in ("beta", "lam"):
+        if isinstance(v, (CompetencePrior, dict)) and not priors:
+            raise ConfigError(fld, v, "must be a number here (a prior is not accepted)", index=index)
         if isinstance(v, CompetencePrior):
             return v
         if isinstance(v, dict):

@@ -32,10 +32,12 @@ def parse_rater(
     defaults: Mapping[str, Any] | None = None,
     unknown_beta: bool = False,
     finite: bool = True,
+    priors: bool = True,
 ) -> Rater:
     """One rater from its declaration ``rec``. Errors name ``{where}.{key}`` (and ``index``); ``keys`` are
     the keys the family accepts, ``defaults`` fill the missing ones, ``unknown_beta`` lets ``beta`` be
-    absent/None (estimated later), ``finite=False`` accepts ``lam: .inf`` (ϑ = θ)."""
+    absent/None (estimated later), ``finite=False`` accepts ``lam: .inf`` (ϑ = θ), ``priors=False`` refuses
+    a prior (a simulated rater's competence is a number)."""
     if not isinstance(rec, Mapping):
         shape = ", ".join(f"{k}: ..." for k in keys[:3])
         raise ConfigError(where, rec, f"each rater is a mapping like {{{shape}}}", index=index)
@@ -46,7 +48,7 @@ def parse_rater(
     if unknown_beta and "beta" not in merged:
         merged["beta"] = None
     kw = {
-        k: check_field(k, v, f"{where}.{k}", index, unknown_beta=unknown_beta, finite=finite)
+        k: check_field(k, v, f"{where}.{k}", index, unknown_beta=unknown_beta, finite=finite, priors=priors)
         for k, v in merged.items()
     }
     return Rater(**kw)
@@ -61,6 +63,7 @@ def parse_raters(
     require_id: bool = False,
     unknown_beta: bool = False,
     finite: bool = True,
+    priors: bool = True,
 ) -> list[Rater]:
     """A non-empty list of rater declarations → ``list[Rater]`` (strict; see the module docstring).
 
@@ -79,10 +82,17 @@ def parse_raters(
         if require_id and isinstance(rec, Mapping) and "id" not in rec:
             raise ConfigError(f"{where}.id", None, "every rater needs a non-empty string id", index=i)
         r = parse_rater(
-            rec, where, index=i, keys=keys, defaults=defaults, unknown_beta=unknown_beta, finite=finite
+            rec,
+            where,
+            index=i,
+            keys=keys,
+            defaults=defaults,
+            unknown_beta=unknown_beta,
+            finite=finite,
+            priors=priors,
         )
         if r.id in seen:
-            raise ConfigError(f"{where}.id", r.id, "duplicate rater id", index=i)
+            raise ConfigError(f"{where}.id", r.id, "duplicate rater id (ids must be unique)", index=i)
         seen.add(r.id)
         out.append(r)
     return out
