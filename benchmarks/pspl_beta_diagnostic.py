@@ -11,9 +11,10 @@ seeds whose D0 visits the far bank at all.
 
 from __future__ import annotations
 
-from bayescrl.pbrl.data import Rater, offline_dataset
+from bayescrl.pbrl.data import offline_dataset
 from bayescrl.pbrl.envs import riverswim
 from bayescrl.pbrl.posterior import TrajectoryPreferenceModel
+from bayescrl.raters import BeliefRater
 from bayescrl.utils import set_torch_threads
 from bayescrl.utils.seeding import run_generators
 
@@ -25,7 +26,7 @@ def main() -> None:
     for N in (20, 100):
         for beta in (1.0, 10.0, 100.0):
             g = run_generators(0, 40)  # seed b's rater and D0: the pspl runner's streams
-            rater = Rater.sample(mdp.theta, 40, beta, 50.0, generator=g)
+            rater = BeliefRater.sample(mdp.theta, 40, beta, 50.0, generator=g)
             D = offline_dataset(mdp, rater, N, generator=g)
             model = TrajectoryPreferenceModel(D, mdp.S, mdp.A, 0, beta=beta, lam=50.0)
             res, _ = model.solve(1, perturbed=False)

@@ -6,37 +6,39 @@ import pytest
 import torch
 
 from bayescrl.pbrl.agents import PSPL, Context
-from bayescrl.pbrl.competence import beta_entropy, beta_mle
-from bayescrl.pbrl.data import Rater, TrajectoryPairs, behaviour_policy, offline_dataset, sample_pairs
+from bayescrl.pbrl.data import TrajectoryPairs, behaviour_policy, offline_dataset, sample_pairs
 from bayescrl.pbrl.envs import riverswim
 from bayescrl.pbrl.mdp import TabularMDP, one_hot_features, transition_counts, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.pbrl.posterior import TrajectoryPreferenceModel, dirichlet_mode
+from bayescrl.raters import BeliefRater
+from bayescrl.raters.competence import beta_entropy as _beta_entropy
+from bayescrl.raters.competence import beta_mle_given_theta
 from bayescrl.utils.errors import ConfigError
 
 
 def test_bt_rater_probability_closed_form():
     theta = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
-    r = Rater.sample(theta, 1, beta=3.0, lam=math.inf)
+    r = BeliefRater.sample(theta, 1, beta=3.0, lam=math.inf)
     assert torch.equal(r.vartheta[0], theta)
     phi0 = torch.tensor([[1.0, 0.0, 2.0]], dtype=torch.float64)
     phi1 = torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64)
     # P(Y=0) = σ(β⟨φ0 − φ1, ϑ⟩) = σ(3 · (1 + 2 + 1)) (Eq. pref_logistic_trajectories)
     assert r.prob_prefers_0(phi0, phi1).item() == pytest.approx(1 / (1 + math.exp(-12.0)))
-    greedy = Rater(theta.unsqueeze(0), 3.0, math.inf, "greedy")
+    greedy = BeliefRater(theta.unsqueeze(0), 3.0, math.inf, "greedy")
     assert greedy.prob_prefers_0(phi1, phi0).item() == 0.0
     assert greedy.prob_prefers_0(phi0, phi0).item() == 0.5
 
 
 def test_rater_belief_spread_is_one_over_lambda():
     theta = torch.zeros(4, dtype=torch.float64)
-    r = Rater.sample(theta, 4000, beta=1.0, lam=20.0, generator=torch.Generator().manual_seed(0))
+    r = BeliefRater.sample(theta, 4000, beta=1.0, lam=20.0, generator=torch.Generator().manual_seed(0))
     assert r.vartheta.std().item() == pytest.approx(1 / 20, rel=0.05)
 
 
 def test_bt_label_frequencies():
     theta = torch.tensor([0.3], dtype=torch.float64)
-    r = Rater(theta.expand(20000, 1), beta=2.0, lam=math.inf)
+    r = BeliefRater(theta.expand(20000, 1), beta=2.0, lam=math.inf)
     y = r.label(
         torch.ones(20000, 1, dtype=torch.float64),
         torch.zeros(20000, 1, dtype=torch.float64),
@@ -49,7 +51,7 @@ def test_bt_label_frequencies():
 def test_offline_dataset_shapes_and_embeddings():
     mdp = riverswim(H=10)
     g = torch.Generator().manual_seed(0)
-    rater = Rater.sample(mdp.theta, 3, 10.0, 50.0, generator=g)
+    rater = BeliefRater.sample(mdp.theta, 3, 10.0, 50.0, generator=g)
     D = offline_dataset(mdp, rater, 7, generator=g)
     assert D.states.shape == (3, 7, 2, 11) and D.actions.shape == (3, 7, 2, 10) and D.y.shape == (3, 7)
     assert torch.all(D.phi.sum(-1) == 10)  # visit counts sum to H
@@ -72,7 +74,7 @@ def test_dirichlet_posterior_counts_are_exact():
     """PSPL's η posterior = α0 + every observed (s, a, s') of D0 and of the online episodes."""
     mdp = riverswim(H=6)
     g = torch.Generator().manual_seed(2)
-    rater = Rater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    rater = BeliefRater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
     D = offline_dataset(mdp, rater, 5, generator=g)
     ctx = Context(mdp, D, K=3, generator=g, beta=10.0, lam=50.0, alpha0=0.5)
     agent = PSPL(ctx)
@@ -97,7 +99,7 @@ def test_dirichlet_posterior_counts_are_exact():
 def test_weighted_counts_and_dirichlet_mode():
     mdp = riverswim(H=5)
     g = torch.Generator().manual_seed(0)
-    D = offline_dataset(mdp, Rater.sample(mdp.theta, 2, 1.0, 1.0, generator=g), 4, generator=g)
+    D = offline_dataset(mdp, BeliefRater.sample(mdp.theta, 2, 1.0, 1.0, generator=g), 4, generator=g)
     model = TrajectoryPreferenceModel(D, mdp.S, mdp.A, K=2)
     ones = torch.ones(2, 3, 6)
     assert torch.equal(model.counts(ones)[:, 1], model.counts())
@@ -116,7 +118,7 @@ def _synthetic_pairs(beta: float, n: int, seed: int = 0) -> tuple[TrajectoryPair
     d = 5
     theta = torch.randn(d, generator=g, dtype=torch.float64)
     phi = torch.randn(2, n, 2, d, generator=g, dtype=torch.float64)
-    rater = Rater(theta.expand(2, d), beta, math.inf)
+    rater = BeliefRater(theta.expand(2, d), beta, math.inf)
     y = rater.label(phi[:, :, 0], phi[:, :, 1], generator=g)
     z = torch.zeros(2, n, 2, 2, dtype=torch.long)
     return TrajectoryPairs(z, z[..., :1], phi, y), theta
@@ -136,7 +138,7 @@ def test_beta_mle_recovers_known_beta():
 
 def test_beta_mle_separable_data_flagged_at_bound():
     data, theta = _synthetic_pairs(beta=1.0, n=50)
-    rater = Rater(theta.expand(2, -1), 1.0, math.inf, "greedy")
+    rater = BeliefRater(theta.expand(2, -1), 1.0, math.inf, "greedy")
     data.y = rater.label(data.phi[:, :, 0], data.phi[:, :, 1])
     beta, at_bound = beta_mle(data, theta, beta_max=500.0)
     assert at_bound.all() and beta.tolist() == [500.0, 500.0]
@@ -185,7 +187,7 @@ def test_warm_started_laplace_matches_core_laplace():
 
     mdp = riverswim(S=4, H=6)
     g = torch.Generator().manual_seed(3)
-    D = offline_dataset(mdp, Rater.sample(mdp.theta, 2, 5.0, 10.0, generator=g), 30, generator=g)
+    D = offline_dataset(mdp, BeliefRater.sample(mdp.theta, 2, 5.0, 10.0, generator=g), 30, generator=g)
     model = TrajectoryPreferenceModel(D, mdp.S, mdp.A, K=1, beta=5.0, lam=10.0)
     cold, _ = model.solve(1, perturbed=False, tol=1e-10)
     res, _ = model.solve(1, perturbed=False, init=cold, tol=1e-10, return_hessian=True)
@@ -193,3 +195,13 @@ def test_warm_started_laplace_matches_core_laplace():
     ref = laplace(model.problem, tol=1e-10)
     assert torch.allclose(mean, ref.theta_mean, atol=1e-7)
     assert torch.allclose(cov, ref.theta_cov, atol=1e-7)
+
+
+def beta_mle(data, theta, **kw):
+    """PSPL's β MLE: :func:`beta_mle_given_theta` on the pairs' margins under ``theta``."""
+    return beta_mle_given_theta(data.margins(theta), **kw)
+
+
+def beta_entropy(data, S, A, c=1.0):
+    """PSPL's entropy rule: the winners' state–action visits, no cap."""
+    return _beta_entropy(data.winner_visits(A), S * A, c, None)

@@ -7,10 +7,11 @@ import torch
 
 import bayescrl.pbrl.agents as agents_mod
 from bayescrl.pbrl.agents import PSPL, Context
-from bayescrl.pbrl.data import Rater, offline_dataset, sample_pairs
+from bayescrl.pbrl.data import offline_dataset, sample_pairs
 from bayescrl.pbrl.envs import riverswim
 from bayescrl.pbrl.experiment import validate_config
 from bayescrl.pbrl.posterior import TrajectoryPreferenceModel, laplace_theta
+from bayescrl.raters import BeliefRater
 from bayescrl.utils import load_yaml
 from bayescrl.utils.errors import ConfigError
 
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _setup(N=200, beta=3.0, lam=10.0):
     mdp = riverswim(S=4, H=8)
     g = torch.Generator().manual_seed(0)
-    rater = Rater.sample(mdp.theta, 1, beta, lam, generator=g)
+    rater = BeliefRater.sample(mdp.theta, 1, beta, lam, generator=g)
     return mdp, rater, offline_dataset(mdp, rater, N, generator=g), g
 
 

@@ -8,10 +8,11 @@ import torch
 from bayescrl.cli import main
 from bayescrl.pbrl.agents import Context, LPbRL, PSPLBootstrap
 from bayescrl.pbrl.bandit import run_bandit_bai
-from bayescrl.pbrl.data import Rater, offline_dataset, sample_pairs
+from bayescrl.pbrl.data import offline_dataset, sample_pairs
 from bayescrl.pbrl.envs import riverswim
 from bayescrl.pbrl.experiment import run_experiment, validate_config
 from bayescrl.pbrl.mdp import simple_regret
+from bayescrl.raters import BeliefRater
 from bayescrl.utils.errors import ConfigError
 
 SMALL = {
@@ -78,7 +79,7 @@ def test_expert_data_gives_pspl_zero_simple_regret():
 def test_bootstrap_agent_uses_core_perturbations_and_caches():
     mdp = riverswim(S=4, H=6)
     g = torch.Generator().manual_seed(0)
-    rater = Rater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    rater = BeliefRater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
     D = offline_dataset(mdp, rater, 20, generator=g)
     agent = PSPLBootstrap(Context(mdp, D, 3, g, beta=10.0, lam=50.0))
     pi0, pi1 = agent.policies()
@@ -93,7 +94,7 @@ def test_bootstrap_agent_uses_core_perturbations_and_caches():
 def test_lpbrl_ignores_offline_data_and_is_optimistic():
     mdp = riverswim(S=4, H=6)
     g = torch.Generator().manual_seed(0)
-    D = offline_dataset(mdp, Rater.sample(mdp.theta, 1, 10.0, 50.0, generator=g), 30, generator=g)
+    D = offline_dataset(mdp, BeliefRater.sample(mdp.theta, 1, 10.0, 50.0, generator=g), 30, generator=g)
     agent = LPbRL(Context(mdp, D, 3, g))
     assert agent.model.n == 0
     b = agent._bonus()

@@ -5,8 +5,9 @@ episode are independent. Fails under the mutation ``eps @ chol`` listed in ``too
 import torch
 
 from bayescrl.pbrl.agents import PSPL, Context
-from bayescrl.pbrl.data import Rater, offline_dataset
+from bayescrl.pbrl.data import offline_dataset
 from bayescrl.pbrl.envs import riverswim
+from bayescrl.raters import BeliefRater
 
 
 def test_pspl_theta_draws_have_the_posterior_covariance():
@@ -14,7 +15,7 @@ def test_pspl_theta_draws_have_the_posterior_covariance():
     d = mdp.features.shape[-1]
     g = torch.Generator().manual_seed(0)
     B = 2000
-    rater = Rater.sample(mdp.theta, B, 3.0, 10.0, generator=g)
+    rater = BeliefRater.sample(mdp.theta, B, 3.0, 10.0, generator=g)
     agent = PSPL(Context(mdp, offline_dataset(mdp, rater, 2, generator=g), 1, g, beta=3.0, lam=10.0))
     L = torch.eye(d, dtype=torch.float64)
     L[1:, 0] = 2.0  # far from symmetric: L Lᵀ and Lᵀ L differ by O(10) entries

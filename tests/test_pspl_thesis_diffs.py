@@ -9,9 +9,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from bayescrl.pbrl.competence import beta_entropy, beta_mle, reference_theta
-from bayescrl.pbrl.data import Rater, TrajectoryPairs
+from bayescrl.pbrl.data import TrajectoryPairs
 from bayescrl.pbrl.experiment import _agent_beta, validate_config
+from bayescrl.pbrl.posterior import reference_theta
+from bayescrl.raters import BeliefRater
+from bayescrl.raters.competence import beta_entropy as _beta_entropy
+from bayescrl.raters.competence import beta_mle_given_theta
 
 
 def _pairs(beta: float, n: int, seed: int = 0):
@@ -19,7 +22,7 @@ def _pairs(beta: float, n: int, seed: int = 0):
     d = 5
     theta = torch.randn(d, generator=g, dtype=torch.float64)
     phi = torch.randn(2, n, 2, d, generator=g, dtype=torch.float64)
-    y = Rater(theta.expand(2, d), beta, math.inf).label(phi[:, :, 0], phi[:, :, 1], generator=g)
+    y = BeliefRater(theta.expand(2, d), beta, math.inf).label(phi[:, :, 0], phi[:, :, 1], generator=g)
     z = torch.zeros(2, n, 2, 2, dtype=torch.long)
     return TrajectoryPairs(z, z[..., :1], phi, y), theta
 
@@ -72,7 +75,7 @@ def test_theta_posterior_has_no_trajectory_terms_under_eps_optimal_behaviour():
 
     g = torch.Generator().manual_seed(0)
     mdp = make_env({"name": "riverswim", "S": 4, "H": 6})
-    rater = Rater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    rater = BeliefRater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
     data = offline_dataset(mdp, rater, 30, "eps-optimal", 0.3, generator=g)
     model = TrajectoryPreferenceModel(data, mdp.S, mdp.A, 0, beta=10.0, lam=50.0)
     res = model.solve(1, perturbed=False)[0]
@@ -80,3 +83,13 @@ def test_theta_posterior_has_no_trajectory_terms_under_eps_optimal_behaviour():
     vt = res.vartheta.clone().requires_grad_(True)
     surrogate_loss(model.problem, th, vt).sum().backward()
     assert float(th.grad.abs().max()) < 1e-6 and float(vt.grad.abs().max()) < 1e-6
+
+
+def beta_mle(data, theta, **kw):
+    """PSPL's β MLE: :func:`beta_mle_given_theta` on the pairs' margins under ``theta``."""
+    return beta_mle_given_theta(data.margins(theta), **kw)
+
+
+def beta_entropy(data, S, A, c=1.0):
+    """PSPL's entropy rule: the winners' state–action visits, no cap."""
+    return _beta_entropy(data.winner_visits(A), S * A, c, None)

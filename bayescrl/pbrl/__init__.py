@@ -1,10 +1,11 @@
 """PSPL: top-two posterior sampling for preference-based RL in tabular episodic MDPs (chapter `PSPL`).
 
 Modules: :mod:`~bayescrl.pbrl.mdp` (value iteration, exact policy values), :mod:`~bayescrl.pbrl.envs`
-(RiverSwim, discretised MountainCar), :mod:`~bayescrl.pbrl.data` (raters, offline D0),
+(RiverSwim, discretised MountainCar), :mod:`~bayescrl.pbrl.data` (offline D0; raters from
+:mod:`bayescrl.raters`),
 :mod:`~bayescrl.pbrl.agents` (pspl, pspl-bootstrap, uniform, dps, lpbrl),
 :mod:`~bayescrl.pbrl.offline_baselines` (dpo, ipo), :mod:`~bayescrl.pbrl.bandit` (best-arm identification),
-:mod:`~bayescrl.pbrl.competence` (β estimation), :mod:`~bayescrl.pbrl.experiment` (runner) and the
+:mod:`~bayescrl.pbrl.experiment` (runner, β estimated by :mod:`bayescrl.raters.competence`) and the
 ``bayescrl pspl`` command in :mod:`~bayescrl.pbrl.cli`. See ``docs/pspl.md``.
 """
 

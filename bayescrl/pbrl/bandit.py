@@ -19,13 +19,14 @@ from tqdm.auto import tqdm
 
 from bayescrl.inference.bootstrap import map_estimate, perturbed_map
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.raters import label
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.seeding import draw, randint, run_generators
 
 
 def _label(theta_r: Tensor, x0: Tensor, x1: Tensor, beta: float, gen) -> Tensor:
-    p0 = torch.sigmoid(beta * ((x0 - x1) * theta_r).sum(-1))
-    return (draw(torch.rand, p0.shape, gen, dtype=p0.dtype, device=p0.device) >= p0).to(torch.float64)
+    """Bradley–Terry labels of the rater with belief ``theta_r`` (:func:`bayescrl.raters.label`), float."""
+    return label(x0, x1, theta_r, beta, "bt", gen).to(torch.float64)
 
 
 def run_bandit_bai(

@@ -1,9 +1,10 @@
 """Raters over trajectory pairs and offline preference data D0, batched over seeds.
 
-The rater of competence (β, λ) holds ϑ ∼ N(θ, I/λ²) and answers Y ∈ {0, 1} (0 = τ0 preferred) with the
-Bradley–Terry probability of Eq. `pref_logistic_trajectories`,
-``P(Y=0 | τ0, τ1; ϑ) = σ(β⟨φ(τ0) − φ(τ1), ϑ⟩)``. The *flawed greedy expert* of the appendix section
-`Ablation Studies` answers ``Y = argmax_i β⟨φ(τ_i), ϑ⟩`` deterministically (exact ties: a fair coin).
+The rater (:class:`bayescrl.raters.BeliefRater`, one belief per seed) of competence (β, λ) holds
+ϑ ∼ N(θ, I/λ²) and answers Y ∈ {0, 1} (0 = τ0 preferred) with the Bradley–Terry probability of Eq.
+`pref_logistic_trajectories`, ``P(Y=0 | τ0, τ1; ϑ) = σ(β⟨φ(τ0) − φ(τ1), ϑ⟩)``. The *flawed greedy expert*
+of the appendix section `Ablation Studies` answers ``Y = argmax_i β⟨φ(τ_i), ϑ⟩`` deterministically (exact
+ties: a fair coin).
 
 The samplers' ``generator`` is one stream or one per seed (:func:`~bayescrl.utils.seeding.run_generators`):
 seed ``b``'s rater, trajectories and labels are then drawn from its own stream only.
@@ -11,62 +12,27 @@ seed ``b``'s rater, trajectories and labels are then drawn from its own stream o
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from bayescrl.pbrl.mdp import TabularMDP, embed, rollout, value_iteration
+from bayescrl.raters import BeliefRater, Rater, parse_rater
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.seeding import draw
 
-EXPERTS = ("bt", "greedy")
 BEHAVIOURS = ("uniform", "eps-optimal")
 
 
-@dataclass
-class Rater:
-    """A batch of raters, one per seed: ``vartheta [B, d]``, deliberateness ``beta``, ``expert`` kind."""
-
-    vartheta: Tensor
-    beta: float
-    lam: float
-    expert: str = "bt"
-
-    @classmethod
-    def sample(
-        cls, theta: Tensor, B: int, beta: float, lam: float, expert: str = "bt", *, generator=None
-    ) -> Rater:
-        """Draw ϑ_b ∼ N(θ, I/λ²) for b < B (``lam = inf`` gives ϑ = θ)."""
-        check_competence(beta, lam)
-        if expert not in EXPERTS:
-            raise ConfigError("offline.expert", expert, f"choose one of {list(EXPERTS)}")
-        noise = draw(torch.randn, (B, theta.shape[-1]), generator, dtype=theta.dtype, device=theta.device)
-        sd = 0.0 if math.isinf(lam) else 1.0 / lam
-        return cls(theta + sd * noise, float(beta), float(lam), expert)
-
-    def prob_prefers_0(self, phi0: Tensor, phi1: Tensor) -> Tensor:
-        """``P(Y = 0)`` for embeddings ``phi0, phi1 [B, ..., d]`` (Eq. `pref_logistic_trajectories`)."""
-        vt = self.vartheta.reshape(self.vartheta.shape[0], *([1] * (phi0.dim() - 2)), -1)
-        score = ((phi0 - phi1) * vt).sum(-1)
-        if self.expert == "greedy":
-            return torch.where(score > 0, 1.0, torch.where(score < 0, 0.0, 0.5)).to(phi0.dtype)
-        return torch.sigmoid(self.beta * score)
-
-    def label(self, phi0: Tensor, phi1: Tensor, *, generator=None) -> Tensor:
-        """Sample labels ``Y [B, ...]`` (long, 0 = τ0 preferred)."""
-        p0 = self.prob_prefers_0(phi0, phi1)
-        u = draw(torch.rand, p0.shape, generator, dtype=p0.dtype, device=p0.device)
-        return (u >= p0).long()
-
-
-def check_competence(beta: float, lam: float, prefix: str = "offline") -> None:
-    """Reject invalid rater competences with a message naming the field."""
-    if not isinstance(beta, (int, float)) or isinstance(beta, bool) or not beta >= 0 or math.isnan(beta):
-        raise ConfigError(f"{prefix}.beta", beta, "deliberateness β must be a number >= 0")
-    if not isinstance(lam, (int, float)) or isinstance(lam, bool) or not lam > 0:
-        raise ConfigError(f"{prefix}.lam", lam, "knowledgeability λ must be a number > 0 (or .inf)")
+def offline_rater(off: dict) -> Rater:
+    """The rater of an ``offline`` section ``{beta, lam, expert, ...}``, checked with the raters' schema
+    (β ≥ 0, λ > 0 or ``.inf``, expert ``bt`` | ``greedy``; errors name ``offline.<key>``); a number that
+    YAML read as a string (``1e4``) is written back as a float."""
+    rater = parse_rater({k: off[k] for k in ("beta", "lam", "expert")}, "offline", finite=False, priors=False)
+    for k in ("beta", "lam"):
+        if isinstance(off[k], str):
+            off[k] = getattr(rater, k)
+    return rater
 
 
 @dataclass
@@ -90,6 +56,21 @@ class TrajectoryPairs:
         a = self.actions.gather(2, idx.expand(-1, -1, 1, self.actions.shape[-1])).squeeze(2)
         return s, a
 
+    def margins(self, theta_ref: Tensor) -> Tensor:
+        """``s_n ⟨φ(τ0_n) − φ(τ1_n), θ_ref⟩ [B, N]`` (``s_n = +1`` if τ0 preferred): the input of
+        :func:`bayescrl.raters.competence.beta_mle_given_theta`; ``theta_ref`` is ``[d]`` or per seed
+        ``[B, d]``."""
+        ref = theta_ref.unsqueeze(-2) if theta_ref.dim() == 2 else theta_ref
+        z = ((self.phi[:, :, 0] - self.phi[:, :, 1]) * ref).sum(-1)  # [B, N]
+        return (1.0 - 2.0 * self.y.to(z.dtype)) * z
+
+    def winner_visits(self, A: int) -> Tensor:
+        """State–action indices ``s·A + a`` ``[B, N·H]`` visited by the preferred trajectories: the input
+        of :func:`bayescrl.raters.competence.beta_entropy` (ζ of the entropy rule)."""
+        s, a = self.winners()
+        H = a.shape[-1]
+        return (s[..., :H] * A + a).reshape(s.shape[0], -1)
+
 
 def behaviour_policy(mdp: TabularMDP, kind: str = "uniform", epsilon: float = 0.5) -> Tensor:
     """The stochastic behaviour policy ``[H, S, A]`` that generates D0's trajectories.
@@ -109,7 +90,7 @@ def behaviour_policy(mdp: TabularMDP, kind: str = "uniform", epsilon: float = 0.
 
 
 def sample_pairs(
-    mdp: TabularMDP, pi0: Tensor, pi1: Tensor, rater: Rater, *, generator=None
+    mdp: TabularMDP, pi0: Tensor, pi1: Tensor, rater: BeliefRater, *, generator=None
 ) -> TrajectoryPairs:
     """Roll out τ0 ∼ pi0 and τ1 ∼ pi1 (policies ``[B, N, H, S(, A)]``) on the true MDP and label them."""
     B, N = pi0.shape[:2]
@@ -124,7 +105,7 @@ def sample_pairs(
 
 def offline_dataset(
     mdp: TabularMDP,
-    rater: Rater,
+    rater: BeliefRater,
     N: int,
     behaviour: str = "uniform",
     epsilon: float = 0.5,

@@ -34,19 +34,13 @@ import torch
 from tqdm.auto import tqdm
 
 from bayescrl.pbrl.agents import AGENTS, OFFLINE_AGENTS, ONLINE_AGENTS, Context
-from bayescrl.pbrl.competence import beta_entropy, beta_mle, reference_theta
-from bayescrl.pbrl.data import (
-    BEHAVIOURS,
-    EXPERTS,
-    Rater,
-    behaviour_policy,
-    check_competence,
-    offline_dataset,
-    sample_pairs,
-)
+from bayescrl.pbrl.data import BEHAVIOURS, behaviour_policy, offline_dataset, offline_rater, sample_pairs
 from bayescrl.pbrl.envs import describe, make_env
 from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
+from bayescrl.pbrl.posterior import reference_theta
+from bayescrl.raters import BeliefRater
+from bayescrl.raters.competence import beta_entropy, beta_mle_given_theta
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
 from bayescrl.utils.seeding import run_generators
@@ -117,9 +111,7 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
     off = out["offline"]
     if not isinstance(off["N"], int) or isinstance(off["N"], bool) or off["N"] < 0:
         raise ConfigError("offline.N", off["N"], "must be an integer >= 0")
-    check_competence(off["beta"], off["lam"])
-    if off["expert"] not in EXPERTS:
-        raise ConfigError("offline.expert", off["expert"], f"choose one of {list(EXPERTS)}")
+    offline_rater(off)
     if off["behaviour"] not in BEHAVIOURS:
         raise ConfigError("offline.behaviour", off["behaviour"], f"choose one of {list(BEHAVIOURS)}")
     if not 0 <= _num("offline.epsilon", off["epsilon"], lo=0) <= 1:
@@ -171,6 +163,11 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
 BETA_ESTIMATES = (None, "mle", "entropy", "mle-oracle", "entropy-oracle")
 
 
+def _entropy_beta(data, mdp: TabularMDP, c: float) -> torch.Tensor:
+    """The entropy rule ``c / 𝓗(ζ)``, ζ the winners' state–action visits (no cap: ``c / max(𝓗, 1e-12)``)."""
+    return beta_entropy(data.winner_visits(mdp.A), mdp.S * mdp.A, c, None, field="model.entropy_c")
+
+
 def _agent_beta(cfg: dict, data, mdp: TabularMDP) -> tuple[torch.Tensor | float, dict]:
     """The β the Bayesian agents assume: true, misspecified (``model.beta``) or estimated from D0."""
     mo, off = cfg["model"], cfg["offline"]
@@ -183,13 +180,15 @@ def _agent_beta(cfg: dict, data, mdp: TabularMDP) -> tuple[torch.Tensor | float,
             if est == "mle-oracle"
             else reference_theta(data, mdp.S, mdp.A, mu0=pr["mu0"], sigma0=pr["sigma0"])
         )
-        beta, at_bound = beta_mle(data, ref)
+        if data.N == 0:
+            raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline data set")
+        beta, at_bound = beta_mle_given_theta(data.margins(ref))
         return beta, {"beta_estimate": est, "beta_hat": beta.tolist(), "at_bound": at_bound.tolist()}
     if est in ("entropy", "entropy-oracle"):
         c = float(mo["entropy_c"])
         if est == "entropy-oracle":  # c calibrated to the true β on this data (labelled ablation)
-            c = float(off["beta"]) * float((1.0 / beta_entropy(data, mdp.S, mdp.A, c=1.0)).mean())
-        beta = beta_entropy(data, mdp.S, mdp.A, c=c)
+            c = float(off["beta"]) * float((1.0 / _entropy_beta(data, mdp, 1.0)).mean())
+        beta = _entropy_beta(data, mdp, c)
         return beta, {"beta_estimate": est, "beta_hat": beta.tolist(), "entropy_c": c}
     beta = off["beta"] if mo["beta"] is None else mo["beta"]
     return float(beta), {"beta_estimate": None, "beta_assumed": float(beta)}
@@ -207,7 +206,7 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
     mdp = make_env(cfg["env"], device=device)
     off, pr, K = cfg["offline"], cfg["prior"], cfg["K"]
     gen = run_generators(cfg["seed"], seeds)  # seed b of the batch: the single run with seed `seed + b`
-    rater = Rater.sample(mdp.theta, seeds, off["beta"], off["lam"], off["expert"], generator=gen)
+    rater = BeliefRater.sample(mdp.theta, seeds, off["beta"], off["lam"], off["expert"], generator=gen)
     data = offline_dataset(mdp, rater, off["N"], off["behaviour"], off["epsilon"], generator=gen)
     V, _, _ = value_iteration(mdp.P, mdp.r, mdp.H)
     v_star = float((mdp.rho * V[0]).sum())

@@ -227,3 +227,19 @@ def engine_theta(
         means.append(m)
         covs.append(0.5 * (c + c.mT))
     return torch.stack(means), torch.stack(covs)
+
+
+def reference_theta(
+    data: TrajectoryPairs, S: int, A: int, *, mu0: float = 0.0, sigma0: float = 1.0
+) -> Tensor:
+    """Estimate-only ``θ_ref [B, d]`` for the β MLE (appendix `Estimating Rater Competence in Practice`):
+    the likelihood depends on ``βθ`` only, so β is identified only relative to the scale of θ. The direction
+    of the MAP of ``w = βθ`` (Bradley–Terry with β = 1, the prior ``N(μ0, σ0² I)`` as regulariser) and the
+    prior's RMS length ``√(‖μ0‖² + d σ0²)``; :func:`bayescrl.raters.competence.beta_mle_given_theta` on
+    ``data.margins(reference_theta(...))`` is then the estimate-only MLE (``model.beta_estimate: mle``;
+    ``mle-oracle`` uses the true θ)."""
+    d = data.phi.shape[-1]
+    model = TrajectoryPreferenceModel(data, S, A, 0, mu0=mu0, sigma0=sigma0, beta=1.0, lam=1e4)
+    w = model.solve(1, perturbed=False)[0].theta[:, 0]  # [B, d]
+    scale = (d * (float(mu0) ** 2 + sigma0**2)) ** 0.5
+    return scale * w / w.norm(dim=-1, keepdim=True).clamp_min(1e-300)

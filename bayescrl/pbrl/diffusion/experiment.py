@@ -6,7 +6,7 @@ Protocol, per config (``B`` seeds batched: one policy per seed in one batched ML
 1. Base model (cached): DDPM + scorer (:mod:`~bayescrl.pbrl.diffusion.base`); sampler: DDIM with T steps.
 2. Pools from the behaviour policy π0 (base sampler, exploration sd ``policy.sd_init``): D0 = ``offline.N``
    pairs (same prompt) labelled per seed by a rater of competence (β, λ) on the hidden reward ψ·θ*
-   (:class:`~bayescrl.pbrl.data.Rater`); a validation pool of ``pools.val`` pairs (held-out ranking
+   (:class:`~bayescrl.raters.BeliefRater`); a validation pool of ``pools.val`` pairs (held-out ranking
    accuracy of the final reward estimate against θ*); an exploration pool of ``pools.explore`` unseen
    (prompt, z_T) starts for the online queries.
 3. K episodes: two posterior samples (θ̃_j, η̃_j), j = 0, 1; two copies of the current policy π_k each
@@ -52,7 +52,8 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from bayescrl.pbrl.data import EXPERTS, Rater, check_competence
+from bayescrl.pbrl.data import offline_rater
+from bayescrl.raters import BeliefRater
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
 
@@ -163,9 +164,7 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
         raise ConfigError("reward.stat_kind", r["stat_kind"], f"choose one of {list(STATS)}")
     off = out["offline"]
     _int("offline.N", off["N"], 1)
-    check_competence(off["beta"], off["lam"])
-    if off["expert"] not in EXPERTS:
-        raise ConfigError("offline.expert", off["expert"], f"choose one of {list(EXPERTS)}")
+    offline_rater(off)
     _int("pools.val", out["pools"]["val"], 1)
     _int("pools.explore", out["pools"]["explore"], 1)
     _float("prior.alpha0", out["prior"]["alpha0"], 0, strict=True)
@@ -246,7 +245,9 @@ class _Setup:
         off = cfg["offline"]
         lam = off["lam"]
         rgen = [stream(cfg["seed"], "rater", b) for b in range(seeds)]
-        self.rater = Rater.sample(self.theta_star, seeds, off["beta"], lam, off["expert"], generator=rgen)
+        self.rater = BeliefRater.sample(
+            self.theta_star, seeds, off["beta"], lam, off["expert"], generator=rgen
+        )
         self.y0 = self.rater.label(
             psi[None, :, 0].expand(seeds, -1, -1), psi[None, :, 1].expand(seeds, -1, -1), generator=rgen
         )
