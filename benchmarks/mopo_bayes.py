@@ -48,8 +48,9 @@ import torch
 
 from bayescrl.mopo import objective as O
 from bayescrl.mopo import pareto
-from bayescrl.mopo.preferences import Rater, empirical_scores, fit_bradley_terry, pairwise_to_action
+from bayescrl.mopo.preferences import DEFAULT_LAM, empirical_scores, fit_bradley_terry, pairwise_to_action
 from bayescrl.mopo.tabular import TabularProblem, solve_exact, total_variation
+from bayescrl.raters import Rater
 from bayescrl.utils import ConfigError, set_torch_threads, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,8 +177,8 @@ def one_seed(name: str, seed: int, taus: tuple[float, ...] = TAUS) -> dict:
     ya = torch.cat([y, yp])
     inda = torch.cat([ind, 1 - ind])
     emp = torch.stack([empirical_scores(ya, inda[:, k], inda[:, :0], ref)[0] for k in range(2)])
-    known = [Rater(f"r{i}", beta) for i, (beta, _) in enumerate(RATERS[budget])]
-    infer = [known[0]] + [Rater(r.id, None) for r in known[1:]]
+    known = [Rater(f"r{i}", beta, DEFAULT_LAM) for i, (beta, _) in enumerate(RATERS[budget])]
+    infer = [known[0]] + [Rater(r.id, None, DEFAULT_LAM) for r in known[1:]]
     est_k = fit_bradley_terry(y, yp, ind, rt, known, ref, num_samples=1000, seed=seed)
     est_i = fit_bradley_terry(y, yp, ind, rt, infer, ref, num_samples=1000, seed=seed)
     scores = {"empirical": emp, "bt_known": est_k.mean, "bt_infer": est_i.mean}

@@ -9,13 +9,14 @@ import pytest
 import torch
 
 from bayescrl.mopo.preferences import (
-    Rater,
+    DEFAULT_LAM,
     action_frequency,
     empirical_scores,
     fit_bradley_terry,
     pairwise_to_action,
 )
 from bayescrl.mopo.tabular import TabularProblem, parse_tabular, solve_config, solve_exact, total_variation
+from bayescrl.raters import Rater
 from bayescrl.utils import ConfigError, DataError, load_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +109,7 @@ U = torch.tensor([[1.0, 0.0, -0.5, 0.6], [-0.8, 0.4, 0.9, 0.0]], dtype=torch.flo
 def test_bradley_terry_single_known_rater_recovers_probabilities_and_the_exact_mopo_policy():
     ref = torch.full((4,), 0.25, dtype=torch.float64)
     y, yp, ind, rt = _bt_data(U, 0, [(1.0, 400)], seed=0)
-    est = fit_bradley_terry(y, yp, ind, rt, [Rater("r", 1.0)], ref, num_samples=500)
+    est = fit_bradley_terry(y, yp, ind, rt, [Rater("r", 1.0, DEFAULT_LAM)], ref, num_samples=500)
     truth = pairwise_to_action(U, ref)
     assert (est.mean - truth).abs().max() < 0.05
     lo, hi = est.quantile(0.05), est.quantile(0.95)
@@ -126,7 +127,7 @@ def test_bradley_terry_single_known_rater_recovers_probabilities_and_the_exact_m
 def test_bradley_terry_infers_a_noisy_raters_competence_relative_to_the_expert():
     ref = torch.full((4,), 0.25, dtype=torch.float64)
     y, yp, ind, rt = _bt_data(U, 0, [(1.0, 40), (0.25, 200)], seed=1)
-    raters = [Rater("expert", 1.0), Rater("noisy", None)]
+    raters = [Rater("expert", 1.0, DEFAULT_LAM), Rater("noisy", None, DEFAULT_LAM)]
     est = fit_bradley_terry(y, yp, ind, rt, raters, ref, num_samples=300)
     for b in est.beta["noisy"]:
         assert 0.15 < b < 0.4

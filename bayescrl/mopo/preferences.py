@@ -24,7 +24,7 @@ experiments). A record always compares two *different* actions, so both estimato
 
 Competence (``raters: [{id, beta?, lam?}]``): a rater with ``beta`` has known competence; without it,
 ``competence: infer`` (default) estimates ``beta_i`` by maximising its marginal likelihood (the evidence of
-:func:`bayescrl.bandits.competence.log_marginal_likelihood`, behind ``beta_mle``: the thesis' plug-in recipe
+:func:`bayescrl.raters.competence.log_marginal_likelihood`, behind ``beta_mle``: the thesis' plug-in recipe
 of chapter `warmPref-PS`) on rater ``i``'s labels with ``u_k`` integrated out under its posterior given the
 known raters' labels (so the known raters set the scale), optionally times a log-normal prior ``log beta ~
 N(0, beta_prior_sd^2)`` (default ``.inf``: none, the plain marginal maximum likelihood), then refits ``u_k``
@@ -38,12 +38,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from bayescrl.raters import Rater
+from bayescrl.raters import parse_raters as parse_rater_list
+from bayescrl.raters.competence import log_marginal_likelihood
 from bayescrl.utils import ConfigError, DataError
 from bayescrl.utils.io import check_keys
 
@@ -62,15 +65,6 @@ BT_KEYS = (
     "lower_quantile",
     "seed",
 )
-
-
-@dataclass
-class Rater:
-    """One rater of the spec: ``beta`` None means unknown (inferred)."""
-
-    id: str
-    beta: float | None
-    lam: float = DEFAULT_LAM
 
 
 @dataclass
@@ -107,37 +101,22 @@ class PreferenceEstimate:
 
 
 def parse_raters(raters: Any) -> list[Rater]:
-    """Validate ``raters: [{id, beta?, lam?}]``; at least one known ``beta`` when several raters are listed
-    and any is unknown (a single rater without ``beta`` gets ``beta = 1``: it sets the scale)."""
+    """Validate ``raters: [{id, beta?, lam?}]`` with the raters' schema (:func:`bayescrl.raters.parse_raters`;
+    ``lam`` defaults to 1000, a missing ``beta`` is unknown); at least one known ``beta`` when several raters
+    are listed and any is unknown (a single rater without ``beta`` gets ``beta = 1``: it sets the scale)."""
     if raters is None:
         return []
-    if not isinstance(raters, list) or not raters:
-        raise ConfigError("raters", raters, "must be a non-empty list of {id, beta, lam}")
-    out: list[Rater] = []
-    for i, rec in enumerate(raters):
-        if not isinstance(rec, Mapping) or "id" not in rec:
-            raise ConfigError("raters", rec, "each rater must be a mapping with an 'id'", index=i)
-        unknown = set(rec) - {"id", "beta", "lam"}
-        if unknown:
-            raise ConfigError(
-                f"raters.{sorted(unknown)[0]}", rec, "unknown key (valid: id, beta, lam)", index=i
-            )
-        rid = str(rec["id"])
-        if any(r.id == rid for r in out):
-            raise ConfigError("raters.id", rid, "duplicate rater id", index=i)
-        beta = rec.get("beta")
-        if beta is not None and (
-            isinstance(beta, bool) or not isinstance(beta, (int, float)) or not beta > 0
-        ):
-            raise ConfigError("raters.beta", beta, "must be a number > 0 (or absent: inferred)", index=i)
-        if beta is not None and not math.isfinite(beta):
-            raise ConfigError("raters.beta", beta, "must be finite", index=i)
-        lam = rec.get("lam", DEFAULT_LAM)
-        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 < lam < math.inf:
-            raise ConfigError("raters.lam", lam, "must be a finite number > 0", index=i)
-        out.append(Rater(rid, None if beta is None else float(beta), float(lam)))
+    out = parse_rater_list(
+        raters,
+        "raters",
+        keys=("id", "beta", "lam"),
+        defaults={"lam": DEFAULT_LAM},
+        require_id=True,
+        unknown_beta=True,
+        priors=False,
+    )
     if len(out) == 1 and out[0].beta is None:
-        out[0].beta = 1.0
+        out[0] = replace(out[0], beta=1.0)
     if any(r.beta is None for r in out) and all(r.beta is None for r in out):
         raise ConfigError(
             "raters",
@@ -264,12 +243,11 @@ def _infer_betas(
     """Plug-in ``beta_i`` of the unknown raters (module docstring): the mode over a log grid of
     ``log p(D_i | beta, D_known) + log N(log beta; 0, beta_prior_sd^2)``, the evidence of rater ``i``'s labels
     with ``u`` integrated out under its Laplace posterior given the known raters' labels
-    (:func:`bayescrl.bandits.competence.log_marginal_likelihood`, the marginal likelihood behind
+    (:func:`bayescrl.raters.competence.log_marginal_likelihood`, the marginal likelihood behind
     ``beta_mle``). The optional log-normal prior (``beta_prior_sd`` finite) keeps the estimate off the grid's
     edge when the known raters' few labels leave the scale of ``u`` uncertain (D3 with 4 expert labels: the
     plain maximum is at 0.006 for a rater with beta = 0.15); with 10 expert labels per pair the plain
     maximum was the better plug-in in the benchmark (``benchmarks/mopo_bayes.py``), hence the default."""
-    from bayescrl.bandits.competence import log_marginal_likelihood
     from bayescrl.inference.laplace import laplace
 
     known = [i for i, r in enumerate(raters) if r.beta is not None]
@@ -362,7 +340,7 @@ def fit_bt_rewards(
     from bayescrl.models.spec import SpecModel
 
     if not raters:
-        raters = [Rater("r0", 1.0)]
+        raters = [Rater("r0", 1.0, DEFAULT_LAM)]
     x1, x0, rater = x1.double().cpu(), x0.double().cpu(), rater.cpu().long()
     d, k_n = x1.shape[-1], ind.shape[-1]
     if rater.numel() and int(rater.max()) >= len(raters):
@@ -430,7 +408,7 @@ def fit_bradley_terry(
     :class:`DataError` for a rater index without a rater.
     """
     if not raters:
-        raters = [Rater("r0", 1.0)]
+        raters = [Rater("r0", 1.0, DEFAULT_LAM)]
     n_act = ref.shape[0]
     y, y_prime, rater = y.cpu().long(), y_prime.cpu().long(), rater.cpu().long()
     if int(rater.max()) >= len(raters):

@@ -39,6 +39,7 @@ import torch
 from torch import Tensor
 
 from bayescrl.mopo import objective as O
+from bayescrl.raters import check_rater_ids
 from bayescrl.utils import ConfigError, DataError
 from bayescrl.utils.seeding import randint, run_generators
 
@@ -134,6 +135,7 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
         raise ConfigError("data", data, "must be a non-empty list of {y, y_prime, prefs} records")
     raters = parse_raters(config.get("raters"))
     rater_index = {r.id: i for i, r in enumerate(raters)}
+    check_rater_ids([rec.get("rater") if isinstance(rec, Mapping) else None for rec in data], raters)
     k = None
     ys, yps, rows, rts = [], [], [], []
     for i, rec in enumerate(data):
@@ -164,9 +166,6 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
                 "data.y_prime", rec["y_prime"], "a record must compare two different actions", index=i
             )
         if "rater" in rec:
-            if str(rec["rater"]) not in rater_index:
-                known = list(rater_index) or "none: list them under 'raters'"
-                raise DataError("data.rater", rec["rater"], f"unknown rater (known: {known})", index=i)
             rts.append(rater_index[str(rec["rater"])])
         else:
             rts.append(0)

@@ -100,8 +100,11 @@ def parse_raters(
 
 def check_rater_ids(used: Iterable[Any], raters: Sequence[Rater], where: str = "data.rater") -> None:
     """Refuse the first record whose rater id is not declared: ``DataError`` naming ``where[record]`` and
-    the id (one line), e.g. ``data.rater[7] = 'bob': unknown rater id (declared: ['a', 'b'])``."""
-    ids = {r.id for r in raters}
+    the id (one line), e.g. ``data.rater[7] = 'bob': unknown rater id (declared: ['a', 'b'])``. ``None``
+    entries (records without a rater column) are skipped."""
+    ids = [r.id for r in raters]
+    known = set(ids)
     for i, rid in enumerate(used):
-        if str(rid) not in ids:
-            raise DataError(where, rid, f"unknown rater id (declared: {[r.id for r in raters]})", index=i)
+        if rid is not None and str(rid) not in known:
+            hint = f"declared: {ids}" if ids else "none declared: list them under 'raters'"
+            raise DataError(where, rid, f"unknown rater id ({hint})", index=i)

@@ -35,13 +35,8 @@ import torch
 from torch import Tensor
 
 from bayescrl.mopo.lm.data import PreferenceData, collate, tokenize
-from bayescrl.mopo.preferences import (
-    PREFERENCE_MODELS,
-    Rater,
-    fit_bt_rewards,
-    parse_bt_options,
-    parse_raters,
-)
+from bayescrl.mopo.preferences import PREFERENCE_MODELS, fit_bt_rewards, parse_bt_options, parse_raters
+from bayescrl.raters import Rater, check_rater_ids
 from bayescrl.utils import ConfigError, DataError
 
 #: LM-only keys of the ``bradley_terry`` section
@@ -86,9 +81,7 @@ def parse_lm_preferences(config: Mapping[str, Any], data: PreferenceData) -> LMP
     raters = parse_raters(config.get("raters"))
     index = {r.id: i for i, r in enumerate(raters)}
     if raters and data.raters:
-        for i, rid in enumerate(data.raters):
-            if rid not in index:
-                raise DataError("data.rater", rid, f"not one of the listed raters {list(index)}", index=i)
+        check_rater_ids(data.raters, raters)
     if not isinstance(config.get("bradley_terry") or {}, Mapping):
         raise ConfigError("bradley_terry", config.get("bradley_terry"), "must be a mapping")
     opts = dict(config.get("bradley_terry") or {})

@@ -21,27 +21,25 @@ from typing import Any
 import torch
 
 from bayescrl.mopo.lm.data import PreferenceData, validate_records
+from bayescrl.raters import parse_raters as parse_rater_list
 from bayescrl.utils import ConfigError
 
 DEFAULT_RATERS = ({"id": "r0", "beta": 4.0, "lam": 1000.0},)
 
 
 def parse_raters(raters: Any) -> list[dict[str, Any]]:
-    """Validate ``labels.raters``: a list of ``{id, beta > 0, lam > 0}``."""
+    """Validate ``labels.raters`` with the raters' schema (:func:`bayescrl.raters.parse_raters`): a list of
+    ``{id, beta, lam}`` (defaults ``beta: 4``, ``lam: 1000``, ``id: r<i>``), as plain mappings."""
     if raters is None:
         return [dict(r) for r in DEFAULT_RATERS]
-    if not isinstance(raters, list) or not raters:
-        raise ConfigError("labels.raters", raters, "must be a non-empty list of {id, beta, lam}")
-    out = []
-    for i, r in enumerate(raters):
-        if not isinstance(r, Mapping) or set(r) - {"id", "beta", "lam"}:
-            raise ConfigError("labels.raters", r, "each rater is {id, beta, lam}", index=i)
-        beta, lam = r.get("beta", 4.0), r.get("lam", 1000.0)
-        for name, v in (("beta", beta), ("lam", lam)):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                raise ConfigError(f"labels.raters[{i}].{name}", v, "must be a number > 0")
-        out.append({"id": str(r.get("id", f"r{i}")), "beta": float(beta), "lam": float(lam)})
-    return out
+    parsed = parse_rater_list(
+        raters,
+        "labels.raters",
+        keys=("id", "beta", "lam"),
+        defaults={"beta": 4.0, "lam": 1000.0},
+        priors=False,
+    )
+    return [{"id": r.id, "beta": r.beta, "lam": r.lam} for r in parsed]
 
 
 def label_pairs(
