@@ -49,7 +49,8 @@ def _one(name, what, path, old, new, *tests) -> Mutation:
     return Mutation(name, what, ((path, old, new),), tuple(tests))
 
 
-COMPETENCE = "bayescrl/bandits/competence.py"
+COMPETENCE = "bayescrl/raters/competence.py"
+LIKELIHOOD = "bayescrl/raters/likelihood.py"
 BT_FAST = "bayescrl/inference/bootstrap.py"
 BT_PYRO = "bayescrl/models/pyro_models.py"
 ECOP = "bayescrl/constrained/ecop.py"
@@ -83,8 +84,8 @@ MUTATIONS: list[Mutation] = [
         "2a-competence-lambda-evidence",
         "competence evidence: prior of ϑ Σ0 + I/λ instead of I/λ²",
         COMPETENCE,
-        "device=cov0.device) / lam**2\n    z = _signed_diff",
-        "device=cov0.device) / lam\n    z = _signed_diff",
+        "device=cov0.device) / lam**2\n    z = signed_diff",
+        "device=cov0.device) / lam\n    z = signed_diff",
         f"{T_BANDIT}::test_competence_evidence_matches_quadrature_with_nonzero_prior_mean",
     ),
     _one(
@@ -98,7 +99,7 @@ MUTATIONS: list[Mutation] = [
     _one(
         "3-signed-diff-sign",
         "_signed_diff: s_n = 2Y − 1 (loser − winner); visible only with μ0 ≠ 0",
-        COMPETENCE,
+        LIKELIHOOD,
         "sign = 1.0 - 2.0 * y.to(x0.dtype)",
         "sign = 2.0 * y.to(x0.dtype) - 1.0",
         f"{T_BANDIT}::test_competence_evidence_matches_quadrature_with_nonzero_prior_mean",
