@@ -34,13 +34,12 @@ import numpy as np
 import torch
 
 from bayescrl.models.linear import BTLinearProblem
-from bayescrl.models.pyro_models import COMPETENCE_PRIORS, CompetencePrior, TransitionData, bt_linear_model
+from bayescrl.models.pyro_models import CompetencePrior, TransitionData, bt_linear_model
+from bayescrl.raters import parse_raters
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import check_keys, load_yaml
 
 DT = torch.float64
-_PRIOR_PARAMS = {"lognormal": ("loc", "scale"), "gamma": ("concentration", "rate"), "halfnormal": ("scale",)}
-_POSITIVE = {"scale", "concentration", "rate"}
 
 
 @dataclass
@@ -175,22 +174,6 @@ def _records(spec: dict, key: str) -> list:
         if not isinstance(rec, dict):
             raise DataError(key, rec, "each record must be a mapping", index=i)
     return recs
-
-
-def _competence(value: Any, fld: str, index: int, *, positive: bool) -> tuple[float, CompetencePrior | None]:
-    if isinstance(value, dict):
-        fam = value.get("prior")
-        if fam not in COMPETENCE_PRIORS:
-            raise DataError(f"{fld}.prior", fam, f"must be one of {list(COMPETENCE_PRIORS)}", index=index)
-        params = {}
-        for k in _PRIOR_PARAMS[fam]:
-            if k not in value:
-                raise DataError(f"{fld}.{k}", None, f"required by the {fam} prior", index=index)
-            params[k] = _num(value[k], f"{fld}.{k}", index, positive=k in _POSITIVE)
-        prior = CompetencePrior(fam, params)
-        mean = float(prior.distribution(torch.zeros((), dtype=DT)).mean)
-        return mean, prior
-    return _num(value, fld, index, positive=positive, nonneg=not positive), None
 
 
 def _pref_record(rec: dict, i: int, d: int, ids: dict[str, int], key: str):
@@ -352,21 +335,14 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
         raise ConfigError("raters", raters, "must be a list of {id, beta, lam}")
     ids: dict[str, int] = {}
     beta, lam, beta_priors, lam_priors = [], [], {}, {}
-    for i, rec in enumerate(raters):
-        if not isinstance(rec, dict):
-            raise DataError("raters", rec, "each rater must be a mapping {id, beta, lam}", index=i)
-        rid = str(rec.get("id", f"r{i}"))
-        if rid in ids:
-            raise DataError("raters.id", rid, "duplicate rater id", index=i)
-        ids[rid] = i
-        b, bp = _competence(rec.get("beta", 1.0), "raters.beta", i, positive=False)
-        v, lp = _competence(rec.get("lam", 1.0), "raters.lam", i, positive=True)
-        beta.append(b)
-        lam.append(v)
-        if bp is not None:
-            beta_priors[i] = bp
-        if lp is not None:
-            lam_priors[i] = lp
+    for i, r in enumerate(parse_raters(raters, "raters", keys=("id", "beta", "lam"))):  # the one schema
+        ids[r.id] = i
+        beta.append(r.beta_value())  # a prior's mean for the fixed-competence engines
+        lam.append(r.lam_value())
+        if isinstance(r.beta, CompetencePrior):
+            beta_priors[i] = r.beta
+        if isinstance(r.lam, CompetencePrior):
+            lam_priors[i] = r.lam
 
     x0, x1, y, rater, online = _prefs(_records(spec, "preferences"), d, ids, "preferences")
     xs, rs = _rewards(_records(spec, "rewards"), d)
