@@ -57,7 +57,7 @@ ECOP = "bayescrl/constrained/ecop.py"
 GAE = "bayescrl/constrained/core/advantages.py"
 
 BT_SIGN_FAST = (BT_FAST, "self.delta = pb.x1 - pb.x0", "self.delta = pb.x0 - pb.x1")
-BT_SIGN_PYRO = (BT_PYRO, "delta = x1 - x0  # [N, d]", "delta = x0 - x1  # [N, d]")
+BT_SIGN_PYRO = (BT_PYRO, "logits = bt_logit(x1, x0, vt_n,", "logits = bt_logit(x0, x1, vt_n,")
 LAM2_FAST = (BT_FAST, "self.lam2 = pb.lam.expand(B, R).to(dt) ** 2", "self.lam2 = pb.lam.expand(B, R).to(dt)")
 LAM2_PYRO = (
     BT_PYRO,

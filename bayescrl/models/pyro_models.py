@@ -24,6 +24,7 @@ import pyro
 import pyro.distributions as dist
 import torch
 
+from bayescrl.raters.likelihood import bt_logit
 from bayescrl.raters.rater import COMPETENCE_PRIORS, CompetencePrior
 
 __all__ = ["COMPETENCE_PRIORS", "CompetencePrior", "TransitionData", "bt_linear_model"]
@@ -84,9 +85,8 @@ def bt_linear_model(
         )  # [R, d] (or [P, R, d]: θ is [P, 1, d] under a particle plate at dim -2)
     out = {"theta": theta, "vartheta": vartheta}
     if x0.shape[0] > 0:
-        delta = x1 - x0  # [N, d]
         vt_n = vartheta[..., rater, :]  # [..., N, d]
-        logits = beta_v[..., rater] * (delta * vt_n).sum(-1)
+        logits = bt_logit(x1, x0, vt_n, beta_v[..., rater])  # logit P(Y = 1) = β⟨x1 − x0, ϑ⟩
         with pyro.plate("prefs", x0.shape[0], dim=-1):
             out["pref"] = pyro.sample("pref", dist.Bernoulli(logits=logits), obs=y)
     if x.shape[0] > 0:

@@ -25,8 +25,7 @@ def score_diff(x0: Tensor, x1: Tensor, vartheta: Tensor) -> Tensor:
 
 def bt_logit(x0: Tensor, x1: Tensor, vartheta: Tensor, beta: Tensor | float) -> Tensor:
     """Logit of ``P(Y = 0)``: ``β ⟨x0 − x1, ϑ⟩`` (Eq. `rater_preference_dist`)."""
-    s = score_diff(x0, x1, vartheta)
-    return torch.as_tensor(beta, dtype=s.dtype, device=s.device) * s
+    return beta * score_diff(x0, x1, vartheta)
 
 
 def prob_first(x0: Tensor, x1: Tensor, vartheta: Tensor, beta: Tensor | float) -> Tensor:
