@@ -569,6 +569,7 @@ def _load_offline(path: str, d: int, rater_ids: list[str]) -> dict:
     rater = raw.get("rater") or {}
     if not isinstance(rater, dict):
         raise DataError("offline.rater", rater, "must be a mapping like {id: offline}")
+    check_keys(rater, ("id", "beta", "lam"), "offline.rater", error=DataError)
     rid = rater.get("id", "offline")
     if rid in rater_ids:
         raise DataError("offline.rater.id", rid, "clashes with an online rater's id")
@@ -579,8 +580,9 @@ def _load_offline(path: str, d: int, rater_ids: list[str]) -> dict:
         raise DataError("offline.records", recs, "must be a non-empty list")
     x0, x1, y = [], [], []
     for i, r in enumerate(recs):
-        if not isinstance(r, dict) or set(r) - {"x0", "x1", "y"}:
+        if not isinstance(r, dict):
             raise DataError("offline.records", r, "each record is {x0: [...], x1: [...], y: 0 or 1}", i)
+        check_keys(r, ("x0", "x1", "y"), "offline.records", error=DataError, index=i)
         a, b = np.asarray(r.get("x0"), dtype=np.float64), np.asarray(r.get("x1"), dtype=np.float64)
         if a.shape != (d,) or b.shape != (d,):
             raise DataError("offline.records.x0", r.get("x0"), f"x0 and x1 need {d} numbers", i)
