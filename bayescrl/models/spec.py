@@ -258,7 +258,6 @@ _SECTION_KEYS = {
     "truth": ("theta", "vartheta", "seed"),
     "transitions": ("num_states", "num_actions", "alpha0", "data"),
 }
-_RATER_KEYS = ("id", "beta", "lam")
 _RECORD_KEYS = {
     "preferences": frozenset(("x0", "x1", "y", "rater", "online")),
     "heldout": frozenset(("x0", "x1", "y", "rater", "online")),
@@ -275,8 +274,9 @@ def _check_record_keys(recs: Any, allowed: frozenset, where: str) -> None:
 
 
 def check_spec_keys(spec: dict[str, Any]) -> None:
-    """Refuse unknown keys anywhere in a spec (top level, ``prior``, ``noise``, rater entries and their
-    competence priors, data records), naming the field path and the closest valid key."""
+    """Refuse unknown keys anywhere in a spec (top level, ``prior``, ``noise``, data records), naming the
+    field path and the closest valid key. Rater entries and their competence priors are checked as strictly
+    by :func:`bayescrl.raters.parse_raters`."""
     check_keys(spec, SPEC_KEYS)
     for key, names in _SECTION_KEYS.items():
         if isinstance(spec.get(key), dict):
@@ -284,17 +284,6 @@ def check_spec_keys(spec: dict[str, Any]) -> None:
     t = spec.get("transitions")
     if isinstance(t, dict):
         _check_record_keys(t.get("data"), frozenset(("s", "a", "next")), "transitions.data")
-    raters = spec.get("raters")
-    if isinstance(raters, list):
-        for i, r in enumerate(raters):
-            if not isinstance(r, dict):
-                continue
-            check_keys(r, _RATER_KEYS, f"raters[{i}]")
-            for c in ("beta", "lam"):
-                prior = r.get(c)
-                if isinstance(prior, dict):
-                    params = _PRIOR_PARAMS.get(prior.get("prior"), sorted({*_POSITIVE, "loc"}))
-                    check_keys(prior, ("prior", *params), f"raters[{i}].{c}")
     for key, allowed in _RECORD_KEYS.items():
         _check_record_keys(spec.get(key), allowed, key)
 

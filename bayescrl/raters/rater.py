@@ -23,6 +23,7 @@ import pyro.distributions as dist
 import torch
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import check_keys
 
 #: prior families of an unknown β or λ and their parameters
 PRIOR_PARAMS: dict[str, tuple[str, ...]] = {
@@ -189,11 +190,11 @@ def check_field(
             return v
         if isinstance(v, dict):
             fam = v.get("prior")
-            params = check_prior(fam, v, fld, index)
-            extra = set(v) - {"prior", *PRIOR_PARAMS[fam]}
-            if extra:
-                raise ConfigError(f"{fld}.{sorted(extra)[0]}", v, f"unknown key of the {fam} prior", index)
-            return CompetencePrior(fam, params)
+            if fam in PRIOR_PARAMS:  # unknown keys first, with the closest parameter of that family
+                base, _, name = fld.rpartition(".")
+                where = f"{base}[{index}].{name}" if index is not None else fld
+                check_keys(v, ("prior", *PRIOR_PARAMS[fam]), where)
+            return CompetencePrior(fam, check_prior(fam, v, fld, index))
         if key == "beta":
             if v is None and unknown_beta:
                 return None
