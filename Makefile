@@ -32,7 +32,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
-	$(BIN)/bayescrl demo --out runs/demo
+	$(BIN)/bayescrl demo --out runs/demo --force
 
 test: $(VENV)/.installed-dev browser
 	$(BIN)/python -m pytest -q -n 2

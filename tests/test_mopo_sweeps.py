@@ -122,7 +122,7 @@ def test_mopo_bayes_sweep_bad_grid_point_is_one_line_before_any_run(tmp_path, ca
     from bayescrl.cli import main
 
     text = (ROOT / "examples" / "sweeps" / "mopo_bayes.yaml").read_text()
-    text = text.replace("target: benchmarks/", f"target: {ROOT}/benchmarks/")
+    text = text.replace("target: ../../benchmarks/", f"target: {ROOT}/benchmarks/")
     start = text.index("\ngrid:")
     text = text[:start] + f"\ngrid: {grid}" + text[text.index("\nreport:") :]
     path = tmp_path / "s.yaml"

@@ -98,7 +98,7 @@ def test_sweep_smoke_on_local_ray_survives_a_killed_worker(tmp_path, capsys):
     _same_as_single_command(out, victim, tmp_path)
     before = _mtimes(out)
     capsys.readouterr()
-    main(["sweep", str(SMOKE), "--out", str(out)])  # again, in this process: nothing left to run
+    main(["sweep", str(SMOKE), "--out", str(out), "--resume"])  # again, in this process: nothing left to run
     assert "4 of 4 runs already finished (skipped)" in capsys.readouterr().out
     assert _mtimes(out) == before  # nothing recomputed
 
@@ -118,7 +118,7 @@ def test_sweep_without_ray_resumes_a_killed_sweep(tmp_path, capsys, monkeypatch)
     assert finished and victim not in finished
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails in this process too
     capsys.readouterr()
-    main(["sweep", str(SMOKE), "--out", str(out), "--workers", "2"])  # resume, in this process
+    main(["sweep", str(SMOKE), "--out", str(out), "--workers", "2", "--resume"])  # resume, in this process
     again = capsys.readouterr().out
     assert f"{len(finished)} of 4 runs already finished (skipped)" in again
     assert "(local backend)" in again and "4 of 4 runs finished" in again

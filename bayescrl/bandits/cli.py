@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from bayescrl.utils.outdir import force_option
 from bayescrl.utils.runlog import log_options
 
 
@@ -16,9 +17,8 @@ from bayescrl.utils.runlog import log_options
     "--out",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("runs/bandit"),
-    show_default=True,
-    help="Output folder for results.json and regret.png.",
+    required=True,
+    help="Output folder for results.json and regret.png (must be empty unless --force).",
 )
 @click.option(
     "--set",
@@ -28,6 +28,7 @@ from bayescrl.utils.runlog import log_options
     help="Override a config value (repeatable), e.g. --set offline.N=5 --set 'agents=[ps, lints]'.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@force_option
 @log_options
 def bandit(
     config: Path | None,
@@ -35,6 +36,7 @@ def bandit(
     out: Path,
     overrides: tuple[str, ...],
     progress: bool,
+    force: bool,
     log_dir: str | None,
     wandb: bool | None,
 ) -> None:
@@ -48,9 +50,10 @@ def bandit(
     """
     from bayescrl.bandits.config import resolve_config
     from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
-    from bayescrl.utils.checks import check_no_nan, positive_int, prepare_out
+    from bayescrl.utils.checks import check_no_nan, positive_int
     from bayescrl.utils.errors import ConfigError
     from bayescrl.utils.io import apply_overrides, load_yaml
+    from bayescrl.utils.outdir import prepare_out_dir, written
     from bayescrl.utils.runlog import RunLogger
 
     if config is not None and "=" in config.name and not config.exists():
@@ -60,16 +63,17 @@ def bandit(
     cfg = apply_overrides(cfg, overrides)
     if not cfg.get("sweep"):
         resolve_config(cfg)  # refused before the output folder is made
-    prepare_out(out, "--out")
+    prepare_out_dir(out, force=force)
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"bandit:{out.name}")
     if cfg.get("sweep"):
         result = run_sweep(cfg, seeds=seeds, out=out, progress=progress)
-        files = f"{out / 'summary.json'}, {out / 'summary.png'} and one folder per cell"
+        cells = sum(p.is_dir() for p in out.iterdir())
+        files = written(out, ["summary.json", "summary.png"], f"and {cells} cell folders" if cells else "")
     else:
         result = run_experiment(cfg, seeds=seeds, out=out, progress=progress)
-        files = f"{out / 'results.json'} and {out / 'regret.png'}"
+        files = written(out, ["results.json", "regret.png"])
     check_no_nan(result, str(out))
     with logger:
         logger.log_results({k: v for k, v in result.items() if k not in ("config", "sweep")})
     click.echo(final_table(result))
-    click.echo(f"total {result['wall_time_s']:.1f} s; wrote {files}")
+    click.echo(f"total {result['wall_time_s']:.1f} s; {files}")

@@ -32,6 +32,7 @@ from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, write_json
 from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.seeding import run_generators, set_torch_threads
+from bayescrl.utils.spread import fmt_spread
 
 
 def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, OfflineData]:
@@ -342,11 +343,14 @@ def plot_cells(cells: Mapping[str, Any], path: Path, title: str = "") -> Path:
 def final_table(result: Mapping[str, Any]) -> str:
     """A one-line-per-agent text table of final regret (mean ± sd) and wall time (sweeps: per cell)."""
     if "cells" in result:
-        return "\n\n".join(f"[{name}]\n" + final_table(cell) for name, cell in result["cells"].items())
-    lines = [f"{'agent':28s} {'regret':>18s} {'time [s]':>9s}"]
+        n = result.get("seeds")
+        cells = result["cells"].items()
+        return "\n\n".join(f"[{name}]\n" + final_table({**cell, "seeds": n}) for name, cell in cells)
+    n = result.get("seeds")
+    lines = [f"{'agent':28s} {'regret (mean ± sd, n = ' + str(n) + ')':>30s} {'time [s]':>9s}"]
     for label, s in result["agents"].items():
-        reg = f"{s['final_regret_mean']:.2f} ± {s['final_regret_std']:.2f}"
-        lines.append(f"{label:28s} {reg:>18s} {s['wall_time_s']:9.2f}")
+        reg = fmt_spread(s["final_regret_mean"], s["final_regret_std"], n, show_n=False)
+        lines.append(f"{label:28s} {reg:>30s} {s['wall_time_s']:9.2f}")
     return "\n".join(lines)
 
 

@@ -17,15 +17,22 @@ from pathlib import Path
 import click
 
 from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
+from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
-from bayescrl.utils.io import apply_overrides, check_keys, load_yaml, write_json
+from bayescrl.utils.io import apply_overrides, check_keys, write_json
+from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
 from bayescrl.utils.runlog import RunLogger, log_options
 from bayescrl.utils.seeding import set_torch_threads
+from bayescrl.utils.spread import fmt_num
 
 _log = logging.getLogger(__name__)
 
 #: top-level keys of a ``--config`` run file
 RUN_KEYS = ("algo", "env", "env_kwargs", "total_steps", "seed", "cost_limits", "config", "out", "preferences")
+#: file paths of a run file (resolved against the run file; a path given by --set or an option: the cwd)
+PATH_KEYS = ("preferences", "preferences.offline", "out")
+#: files a train run writes (named in its closing line when present)
+RUN_FILES = ("metrics.json", "curves.json", "curves.png", "metrics.jsonl", "run.json", "checkpoint.pt")
 #: episodes x horizon above which ``evaluate`` refuses (days of compute) / warns
 EVAL_STEPS_REFUSE, EVAL_STEPS_WARN = 10**9, 10**7
 
@@ -113,7 +120,13 @@ def _resume_conflicts(agent, given: dict) -> list[str]:
 @click.option("--env", "env_id", default=None, help="Registered gymnasium id or 'module:Class'.")
 @click.option("--total-steps", default=None, type=float, help="Environment steps to train for.")
 @click.option("--seed", default=None, type=int, help="Random seed (default 0).")
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False), help="Output folder.")
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Output folder (required unless --resume; must be empty unless --force).",
+)
 @click.option(
     "--cost-limit",
     "cost_limits",
@@ -150,6 +163,7 @@ def _resume_conflicts(agent, given: dict) -> list[str]:
     "--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS)."
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
+@force_option
 @log_options
 def train(
     algo,
@@ -165,6 +179,7 @@ def train(
     device,
     threads,
     progress,
+    force,
     log_dir,
     wandb,
 ) -> None:
@@ -179,7 +194,7 @@ def train(
     device = check_device(device, "--device")
     if total_steps is not None:
         total_steps = _positive_steps(total_steps)
-    spec: dict = load_yaml(config_file) if config_file else {}
+    spec: dict = load_config(config_file, PATH_KEYS) if config_file else {}
     spec = apply_overrides(spec, overrides)
     check_keys(spec, RUN_KEYS)
     if spec.get("config") is not None and not isinstance(spec["config"], dict):
@@ -188,7 +203,13 @@ def train(
     if preferences_file is not None or spec.get("preferences") is not None:
         from bayescrl.prefrl.spec import parse_preference_spec
 
-        prefs = parse_preference_spec(preferences_file or spec["preferences"])  # validated before any work
+        if preferences_file is not None and not Path(preferences_file).is_file():
+            why = "is a folder, expected a YAML file" if Path(preferences_file).is_dir() else "file not found"
+            raise ConfigError("--preferences", preferences_file, why)
+        src = preferences_file or spec["preferences"]
+        if isinstance(src, str) and not Path(src).is_file():
+            raise ConfigError("preferences", src, "file not found")
+        prefs = parse_preference_spec(src)  # validated before any work
     if resume_dir is not None:
         stored = _stored_preferences(resume_dir)
         if prefs is not None and stored is not None and prefs.to_dict() != stored:
@@ -220,7 +241,7 @@ def train(
                 f"{', '.join(conflicts)} differ(s) from the saved run; drop them to resume it as it was "
                 "(only --total-steps, --out, --device, --threads and --progress may change)",
             )
-        out = prepare_out(out_dir or resume_dir, "--out")
+        out = prepare_out_dir(out_dir or resume_dir, resume=True)
         steps = _positive_steps(
             total_steps if total_steps is not None else spec.get("total_steps", _stored_total(resume_dir))
         )
@@ -235,10 +256,9 @@ def train(
         steps = _positive_steps(total_steps if total_steps is not None else spec.get("total_steps"))
         seed = seed if seed is not None else int(spec.get("seed", 0))
         limits = list(cost_limits) if cost_limits else spec.get("cost_limits")
-        out = Path(out_dir or spec.get("out") or f"runs/{algo}-{str(env_id).replace('/', '_')}-s{seed}")
-        prepare_out(out, "--out", create=False)
-        if (out / "checkpoint.pt").exists():
-            raise ConfigError("out", str(out), "already holds a run; use --resume to continue it")
+        if not (out_dir or spec.get("out")):
+            raise ConfigError("--out", None, "give the output folder: --out DIR (or --resume DIR)")
+        out = prepare_out_dir(out_dir or spec["out"], force=force, resumable=True, create=False)
         cls = get_algorithm(algo)
         _check_size(env_id, spec.get("env_kwargs"), spec.get("config"), cls)
         agent = cls(
@@ -293,27 +313,26 @@ def train(
     check_no_nan(metrics, str(out / "metrics.json"))
     if "final_avg_costs" in metrics:  # average-reward algorithms: per-step averages against per-step limits
         avg = metrics["final_avg_costs"]
-        costs = ", ".join(f"{c:.4g}/{d:g}" for c, d in zip(avg, metrics["cost_limits"], strict=True))
-        perf = f"avg reward {metrics['final_avg_reward']:.4g}, avg costs [{costs}]"
+        costs = ", ".join(f"{fmt_num(c)}/{d:g}" for c, d in zip(avg, metrics["cost_limits"], strict=True))
+        perf = f"avg reward {fmt_num(metrics['final_avg_reward'])}, avg costs [{costs}]"
     else:
         costs = ", ".join(
-            f"{c:.2f}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True)
+            f"{fmt_num(c)}/{d:g}" for c, d in zip(metrics["final_costs"], metrics["cost_limits"], strict=True)
         )
-        perf = f"return {metrics['final_return']:.2f}, costs [{costs}]"
+        perf = f"return {fmt_num(metrics['final_return'])}, costs [{costs}]"
     if learner is not None:
         corr = metrics["reward_correlation"]
         corr = "n/a" if corr is None else f"{corr:.2f}"
-        tr = ", ".join(f"{c:.2f}" for c in metrics["train_final_costs"])
+        tr = ", ".join(fmt_num(c) for c in metrics["train_final_costs"])
         perf = (
-            f"true {perf} (training: return {metrics['train_final_return']:.2f}, costs [{tr}]), "
+            f"true {perf} (training: return {fmt_num(metrics['train_final_return'])}, costs [{tr}]), "
             f"{metrics['num_queries']} queries, reward corr {corr}"
         )
     if not metrics["cost_limits"]:
         perf += " (unconstrained: the env reports no cost)"
-    click.echo(
-        f"{agent.name} on {agent.env_id}: {perf}, "
-        f"{metrics['env_steps_per_s']:.0f} env steps/s -> {out}/metrics.json"
-    )
+    click.echo(f"{agent.name} on {agent.env_id}: {perf}, {metrics['env_steps_per_s']:.0f} env steps/s")
+    extra = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
+    click.echo(written(out, [*RUN_FILES, *extra]))
     if learner is not None and learner.waiting:
         click.echo(
             f"paused at {metrics['env_steps']} steps: {learner.waiting} queries wait for labels -> "
@@ -377,18 +396,27 @@ def _truncate_metrics(out: Path, iteration: int) -> None:
 @click.option(
     "--video-episodes", default=1, show_default=True, type=int, help="Episodes to record with --video."
 )
-def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes) -> None:
-    """Re-run the policy saved in RUN_DIR; writes RUN_DIR/evaluation.json (and a video with --video)."""
+@click.option("--force", is_flag=True, help="Replace an existing --video file.")
+def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes, force) -> None:
+    """Re-run the policy saved in RUN_DIR; writes RUN_DIR/evaluation.json (part of the run, replaced by each
+    evaluation) and a video with --video (an existing file only with --force)."""
+    from bayescrl.constrained.core.base import CHECKPOINT
+
     set_torch_threads()
     if episodes < 1:
         raise ConfigError("episodes", episodes, "must be >= 1")
     device = check_device(device, "--device")
     prepare_out(run_dir, "RUN_DIR", create=False)
+    if not Path(run_dir).is_dir():
+        raise ConfigError("RUN_DIR", run_dir, "no such run folder (a folder written by bayescrl train --out)")
+    if not (Path(run_dir) / CHECKPOINT).is_file():
+        raise ConfigError("RUN_DIR", run_dir, f"no {CHECKPOINT} in this folder: not a bayescrl train run")
     if video is not None:
         from bayescrl.constrained.video import check_video_path, default_gl_backend
 
         default_gl_backend()  # before MuJoCo is imported by the env
         check_video_path(video)
+        prepare_out_file_checked(video, force=force, field="--video")
         if video_episodes < 1:
             raise ConfigError("--video-episodes", video_episodes, "must be >= 1")
     agent = _load_agent(run_dir, device)
@@ -415,12 +443,13 @@ def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes)
         )
         res["video"] = {k: rec[k] for k in ("path", "frames", "episodes", "fps")}
     write_json(Path(run_dir) / "evaluation.json", res)
-    costs = ", ".join(f"{c:.2f}/{d:g}" for c, d in zip(res["mean_costs"], res["cost_limits"], strict=True))
+    costs = ", ".join(
+        f"{fmt_num(c)}/{d:g}" for c, d in zip(res["mean_costs"], res["cost_limits"], strict=True)
+    )
     click.echo(
-        f"{agent.name}: mean return {res['mean_return']:.2f} over {episodes} episodes, costs [{costs}]"
+        f"{agent.name}: mean return {fmt_num(res['mean_return'])} over {episodes} episodes, costs [{costs}]"
     )
     if video is not None:
         v = res["video"]
-        click.echo(
-            f"video: {v['episodes']} episode(s), {v['frames']} frames at {v['fps']} fps -> {v['path']}"
-        )
+        click.echo(f"video: {v['episodes']} episode(s), {v['frames']} frames at {v['fps']} fps")
+    click.echo(written(run_dir, ["evaluation.json"], others=[video] if video is not None else []))

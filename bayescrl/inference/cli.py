@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
-from bayescrl.utils.checks import check_memory, check_no_nan, prepare_out, prepare_out_file
+from bayescrl.utils.checks import check_memory, check_no_nan
+from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
 
 ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
 _RECORD_KEYS = ("preferences", "rewards", "heldout")
@@ -58,9 +61,8 @@ def _load(path: str, overrides: tuple[str, ...]) -> dict:
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
-    default="posterior.nc",
-    show_default=True,
-    help="ArviZ NetCDF output (h5netcdf); a JSON summary is written next to it.",
+    required=True,
+    help="ArviZ NetCDF output, e.g. post.nc (h5netcdf); a JSON summary is written next to it.",
 )
 @click.option(
     "--set",
@@ -71,7 +73,8 @@ def _load(path: str, overrides: tuple[str, ...]) -> dict:
     "--set engine_options.p_offline=0.6 --set engine_options.num_chains=4.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress bars.")
-def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
+@force_option
+def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> None:
     """Fit a posterior to SPEC (YAML model spec or JSON data file) and write ArviZ NetCDF.
 
     The reward parameter is the variable `theta` with dims (chain, draw, theta_dim); rater beliefs
@@ -90,8 +93,9 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
 
     raw, opts = _checked(_load(spec, overrides))
     opts = check_engine_options(engine, opts)
-    out = prepare_out_file(out, "--out")
     model = parse_spec(raw)
+    prepare_out_file_checked(Path(out).with_suffix(".json"), force=force)
+    out = prepare_out_file_checked(out, force=force)
     chains = int(opts.get("num_chains", 2)) if engine == "nuts" else 1
     n_rater = len(model.rater_ids)
     _memory(num_samples * chains * model.dim * (1 + n_rater), "--samples", num_samples, "the posterior draws")
@@ -115,7 +119,7 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
     click.echo(f"{engine}: theta mean = {[round(float(v), 4) for v in mean]}")
     for msg in diag.get("warnings", []):  # also in the JSON summary (diagnostics.converged / warnings)
         click.echo(f"warning: {engine} did not converge: {msg}", err=True)
-    click.echo(f"wrote {out} and {out.with_suffix('.json')}")
+    click.echo(written(out.parent, [out.name, out.with_suffix(".json").name]))
 
 
 @click.command()
@@ -151,8 +155,9 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress) -> None:
 @click.option(
     "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spec field (repeatable)."
 )
-@click.option("--out", type=click.Path(dir_okay=False), default="data.json", show_default=True)
-def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, overrides, out) -> None:
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="The data file to write (JSON).")
+@force_option
+def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, overrides, out, force) -> None:
     """Generate synthetic preference data from the rater spec SPEC (dim, prior, raters, noise_sd).
 
     Writes a JSON data file (a complete spec) with the true theta and rater beliefs under `truth`.
@@ -162,7 +167,6 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     raw, _ = _checked(_load(spec, overrides))
     dim = raw.get("dim") if isinstance(raw.get("dim"), int) else 1
     _memory((2 * (num_prefs + heldout) + num_rewards) * (dim + 1), "--num-prefs", num_prefs, "the data set")
-    out = prepare_out_file(out, "--out")
     data = run(
         raw,
         num_prefs=num_prefs,
@@ -172,8 +176,10 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
         seed=seed,
         greedy=greedy,
     )
+    out = prepare_out_file_checked(out, force=force)  # after the spec's values are checked by the run
     write_json(out, data)
-    click.echo(f"wrote {out}: {num_prefs} preferences, {num_rewards} rewards, {heldout} held out")
+    click.echo(f"{num_prefs} preferences, {num_rewards} rewards, {heldout} held out")
+    click.echo(written(out.parent, [out.name]))
 
 
 @click.command()
@@ -203,8 +209,17 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     "--set engine_options.nuts.num_chains=4 --set engine_options.bootstrap.p_offline=0.6.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="runs/compare", show_default=True)
-def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, overrides, seed, out_dir) -> None:
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Output folder (empty unless --force).",
+)
+@force_option
+def compare(
+    spec, engines, num_samples, coverage_reps, coverage_reps_slow, overrides, seed, out_dir, force
+) -> None:
     """Run every applicable engine on SPEC; write compare.md, compare.json and marginals.png.
 
     Engine options are ``--set engine_options.ENGINE.KEY=VALUE`` (or an ``engine_options: {ENGINE: {..}}``
@@ -227,7 +242,7 @@ def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, overr
             raise ConfigError(f"engine_options.{e}", v, "engine options are engine_options.ENGINE.KEY=VALUE")
         opts[e] = check_engine_options(e, v, f"engine_options.{e}")
     model = parse_spec(raw)
-    prepare_out(out_dir, "--out")
+    prepare_out_dir(out_dir, force=force)
     report = compare_engines(
         model,
         eng,
@@ -239,4 +254,4 @@ def compare(spec, engines, num_samples, coverage_reps, coverage_reps_slow, overr
         out_dir=out_dir,
     )
     click.echo(markdown_table(report))
-    click.echo(f"wrote {out_dir}/compare.md, compare.json, marginals.png")
+    click.echo(written(out_dir, ["compare.md", "compare.json", "marginals.png"]))

@@ -11,8 +11,14 @@ from pathlib import Path
 
 import click
 
-from bayescrl.utils import ConfigError, apply_overrides, load_yaml, set_torch_threads, write_json
+from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
+from bayescrl.utils.configpaths import load_config
+from bayescrl.utils.outdir import force_option
 from bayescrl.utils.runlog import log_options
+from bayescrl.utils.spread import fmt_num
+
+#: file paths of a mopo config (resolved against the config file; ``--model``/``--set`` against the cwd)
+PATH_KEYS = ("data.path", "model.path")
 
 MODES = ("tabular", "synthetic", "lm", "textgen")
 
@@ -183,7 +189,13 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
 
 @click.command("mopo")
 @click.argument("config_path", metavar="CONFIG.yaml", type=click.Path(dir_okay=False))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Output folder (must be empty unless --force, or --resume in lm mode).",
+)
 @click.option(
     "--set",
     "overrides",
@@ -204,6 +216,7 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
     help="lm / textgen mode: a local Hugging Face model directory to align with LoRA (never downloaded).",
 )
 @click.option("--resume", is_flag=True, help="lm mode: continue from OUT/checkpoint (same settings).")
+@force_option
 @log_options
 def mopo(
     config_path: str,
@@ -212,16 +225,18 @@ def mopo(
     device: str | None,
     model_path: str | None,
     resume: bool,
+    force: bool,
     log_dir: str | None,
     wandb: bool | None,
 ) -> None:
     """MOPO multi-objective preference optimisation (tabular exact/stochastic, synthetic, language models).
 
     ``--log-dir DIR`` also writes the results' numbers and curves as TensorBoard scalars."""
+    from bayescrl.utils.outdir import prepare_out_dir, written
     from bayescrl.utils.runlog import RunLogger
 
     set_torch_threads()
-    config = apply_overrides(load_yaml(config_path), overrides)
+    config = apply_overrides(load_config(config_path, PATH_KEYS), overrides)
     if model_path is not None or resume:
         mode = config.get("mode")
         if resume and mode != "lm":
@@ -233,11 +248,64 @@ def mopo(
         if mode == "lm":
             config = {**config, "resume": resume or bool(config.get("resume", False))}
     check_config(config)  # before the log folder is made
+    prepare_out_dir(out, force=force, resume=resume, resumable=config.get("mode") == "lm", create=False)
     logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
     with logger:
         results = run_config(config, Path(out), device=device, logger=logger)
         logger.log_results({k: v for k, v in results.items() if k != "config"})
-    summary = {k: results[k] for k in ("policy", "lambda", "G", "b", "implicit_accuracy") if k in results}
-    if "hypervolume" in results:
-        summary["hypervolume"] = results["hypervolume"]
-    click.echo(f"wrote {Path(out) / 'results.json'}  {summary if summary else ''}")
+    table = summary_table(results)
+    if table:
+        click.echo(table)
+    files = sorted(p.name for p in Path(out).iterdir() if p.name != "results.json")
+    click.echo(written(out, ["results.json", *files]))
+
+
+def _rows(head: list[str], rows: list[list]) -> str:
+    """A plain text table: numbers to 4 significant digits, columns padded."""
+    cells = [head] + [[c if isinstance(c, str) else fmt_num(c) for c in r] for r in rows]
+    widths = [max(len(str(r[i])) for r in cells) for i in range(len(head))]
+    lines = ("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def summary_table(results: dict) -> str:
+    """The headline numbers of a mopo run as a rounded text table (the full results are in results.json):
+    tabular: the policy per action and per constraint G, b and λ; synthetic sanity: the mean policy and its
+    total-variation distance to the exact solution per data set and τ; motivating: hypervolume per method;
+    lm: implicit accuracy per objective."""
+    parts = []
+    pol = results.get("policy")
+    if isinstance(pol, dict):
+        parts.append(_rows(["action", "probability"], [[a, p] for a, p in pol.items()]))
+    if isinstance(results.get("G"), list) and isinstance(results.get("b"), list):
+        lam = results.get("lambda") or [None] * len(results["G"])
+        gbl = zip(results["G"], results["b"], lam, strict=False)
+        rows = [[str(i + 1), g, b, lm] for i, (g, b, lm) in enumerate(gbl)]
+        parts.append(_rows(["constraint", "G", "b", "lambda"], rows))
+    runs = results.get("runs")
+    runs = runs if isinstance(runs, dict) and all(isinstance(r, dict) for r in runs.values()) else None
+    if runs and all("policy_mean" in r for r in runs.values()):
+        actions = list(next(iter(runs.values()))["policy_mean"])
+        rows = []
+        for key, r in runs.items():
+            tv = r.get("tv_to_exact")
+            tv = sum(tv) / len(tv) if isinstance(tv, list) and tv else tv
+            rows.append([key, *[r["policy_mean"][a] for a in actions], tv])
+        parts.append(_rows(["run", *[f"pi({a})" for a in actions], "TV to exact"], rows))
+    sets = results.get("sets")
+    if isinstance(sets, dict) and sets:
+        for name, res in sets.items():
+            methods = res.get("methods") or {}
+            rows = [[m, v.get("hypervolume"), v.get("mean_distance_to_front")] for m, v in methods.items()]
+            if rows:
+                title = f"set {name} (true front hypervolume {fmt_num(res.get('true_front_hypervolume'))})"
+                parts.append(title + "\n" + _rows(["method", "hypervolume", "distance to front"], rows))
+    acc = results.get("implicit_accuracy")
+    if isinstance(acc, dict):
+        parts.append(_rows(["objective", "implicit accuracy"], [[k, v] for k, v in acc.items()]))
+    hv = results.get("hypervolume")
+    if isinstance(hv, dict):
+        parts.append(_rows(["method", "hypervolume"], [[k, v] for k, v in hv.items()]))
+    elif isinstance(hv, (int, float)):
+        parts.append(_rows(["", "hypervolume"], [["", hv]]))
+    return "\n\n".join(parts)

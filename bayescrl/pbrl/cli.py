@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
+from bayescrl.utils import apply_overrides, set_torch_threads
+from bayescrl.utils.configpaths import load_config
+from bayescrl.utils.outdir import force_option
 from bayescrl.utils.runlog import log_options
+
+#: file paths of a pspl config (resolved against the config file)
+PATH_KEYS = ("base.cache",)
 
 
 @click.command(name="pspl")
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--seeds", type=int, default=5, show_default=True, help="Number of seeds (batched together).")
-@click.option("--out", type=click.Path(file_okay=False), default="runs/pspl", show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Output folder for results.json and the plots (must be empty unless --force).",
+)
 @click.option(
     "--set",
     "overrides",
@@ -27,6 +39,7 @@ from bayescrl.utils.runlog import log_options
     is_flag=True,
     help="task: diffusion only: use the cached base model, never train one (error if the cache is missing).",
 )
+@force_option
 @log_options
 def pspl(
     config: str,
@@ -37,6 +50,7 @@ def pspl(
     no_progress: bool,
     no_plots: bool,
     no_train: bool,
+    force: bool,
     log_dir: str | None,
     wandb: bool | None,
 ) -> None:
@@ -48,19 +62,23 @@ def pspl(
     also writes the regret curves (per agent, per episode) as TensorBoard scalars.
     """
     from bayescrl.pbrl.experiment import run_experiment, validate_config
-    from bayescrl.utils.checks import check_device, check_no_nan, positive_int, prepare_out
+    from bayescrl.utils.checks import check_device, check_no_nan, positive_int
+    from bayescrl.utils.outdir import prepare_out_dir, written
     from bayescrl.utils.runlog import RunLogger
+    from bayescrl.utils.spread import fmt_spread
 
     set_torch_threads()
     seeds = positive_int(seeds, "--seeds")
     device = check_device(device, "--device")
-    cfg = apply_overrides(load_yaml(config), overrides)
+    cfg = apply_overrides(load_config(config, PATH_KEYS), overrides)
     if isinstance(cfg, dict) and cfg.get("task") == "diffusion":
         from bayescrl.pbrl.diffusion.cli import run_diffusion
 
-        return run_diffusion(cfg, seeds, out, device, not no_progress, not no_plots, no_train, log_dir, wandb)
+        return run_diffusion(
+            cfg, seeds, out, device, not no_progress, not no_plots, no_train, log_dir, wandb, force=force
+        )
     validate_config(cfg)  # every field (and sweep cell) before any work or output
-    prepare_out(out, "--out")
+    prepare_out_dir(out, force=force)
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")
     res = run_experiment(cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots)
     check_no_nan(res, out)
@@ -73,8 +91,6 @@ def pspl(
     )
     for prefix, r in runs:
         for name, a in r["agents"].items():
-            click.echo(
-                f"{prefix}{name:15s} final simple regret {a['final_simple_regret_mean']:.4f} "
-                f"± {a['final_simple_regret_std']:.4f}  ({a['wall_time_s']:.1f} s)"
-            )
-    click.echo(f"wrote {out}/results.json")
+            reg = fmt_spread(a["final_simple_regret_mean"], a["final_simple_regret_std"], seeds)
+            click.echo(f"{prefix}{name:15s} final simple regret {reg}  ({a['wall_time_s']:.1f} s)")
+    click.echo(written(out, ["results.json", *sorted(p.name for p in Path(out).glob("*.png"))]))

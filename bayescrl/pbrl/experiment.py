@@ -280,7 +280,8 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
 
 def summarise(sr: torch.Tensor, cum: torch.Tensor | None, wall: float) -> dict:
     """Mean/sd over seeds of the regret curves (``sr [B, K+1]``, ``cum [B, K]``)."""
-    sd = lambda t: t.std(0, unbiased=False) if t.shape[0] > 1 else torch.zeros_like(t[0])  # noqa: E731
+    # the sample sd over seeds (ddof = 1, bayescrl.utils.spread); 0 for one seed
+    sd = lambda t: t.std(0, unbiased=True) if t.shape[0] > 1 else torch.zeros_like(t[0])  # noqa: E731
     res = {
         "final_simple_regret_mean": float(sr[:, -1].mean()),
         "final_simple_regret_std": float(sd(sr)[-1]),

@@ -232,6 +232,8 @@ def parse_labels(obj: Any, pending: dict) -> dict[str, dict]:
         raise DataError("round", obj["round"], f"the pending queries are round {want}; labels are stale")
     raters = list(pending["raters"])
     default = obj.get("rater")
+    if default is None and len(raters) == 1:  # a one-rater spec: the rater is optional
+        default = raters[0]
     if "rater" in obj:
         _check_rater(default, raters, "rater", None)
     labels = obj.get("labels")

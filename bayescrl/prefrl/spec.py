@@ -32,8 +32,9 @@ from typing import Any
 from bayescrl.inference.engines import ENGINES
 from bayescrl.prefrl.queries import RULES
 from bayescrl.raters import Rater, parse_raters
+from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import check_keys, load_yaml
+from bayescrl.utils.io import check_keys
 
 FEATURES = ("onehot", "env", "rff")
 #: the rater keys of a preference spec (simulated raters: known competence, B-Pref irrationalities)
@@ -137,7 +138,7 @@ def _queries(q: Any, name: str) -> QuerySpec:
 def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
     """Validate a spec mapping (or YAML/JSON file) into a :class:`PreferenceSpec`; errors name the field."""
     if isinstance(spec, (str, Path)):
-        spec = load_yaml(spec)
+        spec = load_config(spec, ("offline",))  # the offline file is relative to the spec file
     if not isinstance(spec, dict):
         raise ConfigError("preferences", spec, "must be a mapping")
     check_keys(spec, PreferenceSpec.__dataclass_fields__, "preferences")

@@ -3,8 +3,9 @@
 Examples::
 
     bayescrl sweep examples/sweeps/smoke.yaml --out runs/smoke            # local Ray, or a process pool
+    bayescrl sweep examples/sweeps/smoke.yaml --out runs/s2 --set args.total-steps=1000 --set grid.seed=[0]
     bayescrl sweep examples/sweeps/ecop_pointcircle.yaml --out runs/pc --address auto   # a running cluster
-    bayescrl sweep examples/sweeps/ecop_pointcircle.yaml --out runs/pc    # again: resumes, skips finished
+    bayescrl sweep examples/sweeps/ecop_pointcircle.yaml --out runs/pc --resume  # skips finished runs
     bayescrl report runs/pc                                               # table + learning curves
 """
 
@@ -43,21 +44,38 @@ from bayescrl.utils.checks import positive_int
 )
 @click.option("--dry-run", is_flag=True, help="Validate every grid point and list the runs; run nothing.")
 @click.option("--progress/--no-progress", default=None, help="Overall bar with ETA (default: on a terminal).")
-def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress) -> None:
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override an entry of SWEEP.yaml (repeatable), e.g. --set args.total-steps=1000 --set grid.seed=[0] "
+    "--set set.config.n_envs=2.",
+)
+@click.option(
+    "--resume", is_flag=True, help="Continue the sweep already in --out (finished runs are skipped)."
+)
+def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress, overrides, resume) -> None:
     """Run the grid of SWEEP.yaml (command x grid x seeds x --set grid); each run writes DIR/<run-id>/
-    as the single command does. Re-running resumes: finished runs are skipped, unfinished ones continue
-    from their checkpoints. Prints one line per finished run, then the report (bayescrl report DIR)."""
-    from bayescrl.sweep.report import build_report, run_summary
-    from bayescrl.sweep.runner import check_address, prepare_dir, resolve_backend, run_all
+    as the single command does. ``--resume`` continues a sweep in DIR: finished runs are skipped,
+    unfinished ones continue from their checkpoints. Prints one line per finished run, then the report
+    (bayescrl report DIR). Paths in SWEEP.yaml are relative to it."""
+    from bayescrl.sweep.report import MANIFEST, build_report, run_summary
+    from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend, run_all
     from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
     from bayescrl.utils.checks import prepare_out
+    from bayescrl.utils.errors import ConfigError
+    from bayescrl.utils.outdir import prepare_out_dir, written
 
     if workers is not None:
         workers = positive_int(workers, "--workers")
     if retries < 0:
         positive_int(retries, "--retries", minimum=0)
-    spec = load_sweep(sweep_file)
+    spec = load_sweep(sweep_file, overrides)
     out_dir = prepare_out(out, "--out", create=False)
+    if not dry_run:
+        check_dir(out_dir, spec)  # another sweep's folder, or other files: refused with the reason
+        prepare_out_dir(out_dir, resume=resume, resumable=True, create=False)
     runs = build_runs(spec, out_dir)
     validate_runs(spec, runs)  # every grid point, before any run starts or any file is written
     chosen = resolve_backend(backend, address)
@@ -68,6 +86,7 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
             click.echo(f"{r.id}: bayescrl {' '.join(r.argv)}")
         click.echo(f"{len(runs)} runs valid ({chosen} backend); nothing run (--dry-run)")
         return
+    new_dir, new_manifest = not out_dir.exists(), not (out_dir / MANIFEST).exists()
     prepare_out(out_dir, "--out")
     prepare_dir(out_dir, spec, runs, sweep_file)
     total, t0 = len(runs), time.time()
@@ -112,16 +131,25 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
             retries=retries,
             on_done=on_done,
         )
+    except ConfigError:  # Ray could not start / connect: nothing ran, leave nothing behind
+        if new_manifest and count[0] == len(done_before):
+            (out_dir / MANIFEST).unlink(missing_ok=True)
+            for sub in ("status", "logs"):
+                if (out_dir / sub).is_dir() and not any((out_dir / sub).iterdir()):
+                    (out_dir / sub).rmdir()
+            if new_dir and not any(out_dir.iterdir()):
+                out_dir.rmdir()
+        raise
     finally:
         bar.close()
     report = build_report(out_dir)
     click.echo(report["markdown"].rstrip())
     for w in report["warnings"]:
         click.echo(f"warning: {w}", err=True)
-    click.echo(
-        f"{total - len(failed)} of {total} runs finished in {time.time() - t0:.1f} s ({chosen} backend) -> "
-        f"{out_dir / 'report.md'}"
-    )
+    took = time.time() - t0
+    click.echo(f"{total - len(failed)} of {total} runs finished in {took:.1f} s ({chosen} backend)")
+    figs = report["figures"]
+    click.echo(written(out_dir, ["report.md", "report.json", *figs, MANIFEST], f"and {total} run folders"))
     if failed:
         click.echo(f"error: {len(failed)} run(s) failed: {', '.join(r['id'] for r in failed)}", err=True)
         sys.exit(1)
@@ -141,11 +169,11 @@ def report(sweep_dir, plots) -> None:
     file's `reference:` block), learning curves; writes DIR/report.md, DIR/report.json, DIR/curves_*.png."""
     from bayescrl.sweep.report import build_report
     from bayescrl.utils.checks import prepare_out
+    from bayescrl.utils.outdir import written
 
     prepare_out(sweep_dir, "DIR", create=False)
     rep = build_report(Path(sweep_dir), plots=plots)
     click.echo(rep["markdown"].rstrip())
     for w in rep["warnings"]:
         click.echo(f"warning: {w}", err=True)
-    figs = ", ".join(rep["figures"]) or "no figures"
-    click.echo(f"wrote {Path(sweep_dir) / 'report.md'}, report.json, {figs}")
+    click.echo(written(sweep_dir, ["report.md", "report.json", *rep["figures"]]))

@@ -20,6 +20,7 @@ from typing import Any
 from bayescrl.sweep.spec import SweepSpec, parse_sweep
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import write_json
+from bayescrl.utils.spread import fmt_spread, sample_sd
 
 MANIFEST = "sweep.json"
 
@@ -140,10 +141,6 @@ def _same(a: Any, b: Any) -> bool:
     return str(a) == str(b)
 
 
-def _fmt(x: float | None) -> str:
-    return "–" if x is None else f"{x:.4g}"
-
-
 def _ref(x: float | None) -> str:
     """A thesis number as the thesis prints it (no rounding)."""
     return "–" if x is None else f"{x:g}"
@@ -189,7 +186,7 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
             vals = g["values"].get(key, [])
             stats[key] = {
                 "mean": statistics.fmean(vals) if vals else None,
-                "sd": statistics.stdev(vals) if len(vals) > 1 else None,
+                "sd": sample_sd(vals),
                 "n": len(vals),
                 "values": vals,
             }
@@ -305,9 +302,7 @@ def pivot_table(table: list[dict], pivot: dict, spec: SweepSpec) -> str:
             parts, ns = [], set()
             for k in cells:
                 st = g["metrics"].get(k, {"mean": None, "sd": None, "n": 0})
-                parts.append(
-                    _fmt(st["mean"]) if st["sd"] is None else f"{_fmt(st['mean'])} ± {_fmt(st['sd'])}"
-                )
+                parts.append(fmt_spread(st["mean"], st["sd"], st["n"] or None, show_n=False))
                 ns.add(st["n"])
             out.append(" / ".join(parts) + f" ({'/'.join(str(n) for n in sorted(ns))})")
         for c in ref_cols:
@@ -336,7 +331,7 @@ def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing, warn
         cells = [str(row["point"][k]) for k in varying] + [str(len(row["runs"]))]
         for k in keys:
             s = row["metrics"][k]
-            cell = _fmt(s["mean"]) if s["sd"] is None else f"{_fmt(s['mean'])} ± {_fmt(s['sd'])}"
+            cell = fmt_spread(s["mean"], s["sd"], s["n"] or None, show_n=False)
             cells.append(f"{cell} ({s['n']})")
             if k in ref_keys:
                 cells.append(_ref(row["reference"].get(k)))

@@ -109,6 +109,21 @@ def _last_line(path: Path) -> str:
 # ------------------------------------------------------------------------------------------ the folder
 def prepare_dir(out: Path, spec: SweepSpec, runs: list[Run], sweep_file: str | None) -> dict:
     """Create or re-open the sweep folder; a folder holding another sweep (or other files) is refused."""
+    check_dir(out, spec)
+    manifest = {
+        "format": 1,
+        "hash": spec.hash,
+        "sweep_file": str(Path(sweep_file).resolve()) if sweep_file else None,
+        "command": spec.command,
+        "spec": spec.raw,
+        "runs": [{"id": r.id, "point": r.point, "argv": r.argv} for r in runs],
+    }
+    write_json(out / MANIFEST, manifest)  # re-written on resume: `reference`/`report` edits are picked up
+    return manifest
+
+
+def check_dir(out: Path, spec: SweepSpec) -> None:
+    """Refuse a folder holding another sweep (or other files); writes nothing."""
     path = out / MANIFEST
     if path.exists():
         try:
@@ -124,16 +139,6 @@ def prepare_dir(out: Path, spec: SweepSpec, runs: list[Run], sweep_file: str | N
             )
     elif out.exists() and any(out.iterdir()):
         raise ConfigError("--out", str(out), f"is not empty and holds no {MANIFEST}; give a new folder")
-    manifest = {
-        "format": 1,
-        "hash": spec.hash,
-        "sweep_file": str(Path(sweep_file).resolve()) if sweep_file else None,
-        "command": spec.command,
-        "spec": spec.raw,
-        "runs": [{"id": r.id, "point": r.point, "argv": r.argv} for r in runs],
-    }
-    write_json(path, manifest)  # re-written on resume: `reference`/`report` edits are picked up
-    return manifest
 
 
 def _task(run: Run, out: Path, spec: SweepSpec, retries: int) -> dict[str, Any]:

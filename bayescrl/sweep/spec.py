@@ -44,7 +44,7 @@ SWEEP_KEYS = (
     "target",
 )
 #: options the sweep sets itself (per run) and a sweep file may not give
-RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help")
+RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help", "force")
 #: options a resumed ``train`` run accepts besides --resume/--out (see ``bayescrl.constrained.cli``)
 RESUME_OPTIONS = ("total_steps", "device", "threads", "log_dir", "wandb")
 
@@ -184,10 +184,66 @@ class SweepSpec:
         return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
-    """Read and check a sweep file (structure only; :func:`validate_runs` checks every run's values)."""
+#: sweep-file keys (in ``args``, ``grid`` and cases) whose values are files the runs read: resolved
+#: against the sweep file (``config: ../warmpref/default.yaml``), as is a ``target: FILE.py:FUNCTION``
+PATH_ARGS = ("config", "preferences", "model")
+
+
+def load_sweep(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) -> SweepSpec:
+    """Read and check a sweep file (structure only; :func:`validate_runs` checks every run's values).
+
+    File paths in it resolve against the sweep file (:data:`PATH_ARGS`, ``target``); ``overrides``
+    (``sweep --set KEY=VALUE``: ``args.total-steps=500``, ``grid.seed=[0]``, ``set.config.n_envs=2``)
+    change the file's entries after that, so a path given there is relative to the current folder. The
+    sweep's hash (what resuming checks) is that of the file's text with the overrides."""
     data = load_yaml(path)
-    return parse_sweep(data)
+    spec = parse_sweep(override_sweep(_resolve_paths(data, path), overrides))
+    spec.raw = override_sweep(data, overrides)
+    return spec
+
+
+def override_sweep(data: Mapping[str, Any], overrides: tuple[str, ...] | list[str]) -> dict:
+    """``--set`` items applied to a sweep file with the one override parser; a ``set.KEY=VALUE`` item sets
+    the ``set:`` entry ``KEY`` (itself a dotted --set key of the runs, such as ``config.n_envs``)."""
+    from bayescrl.utils.io import apply_overrides
+
+    out = dict(data)
+    for item in overrides:
+        key = item.split("=", 1)[0].strip()
+        if key.startswith("set.") and "=" in item:
+            value = apply_overrides({}, [f"v={item.split('=', 1)[1]}"])["v"]
+            out["set"] = {**(out.get("set") or {}), key[4:]: value}
+        else:
+            out = apply_overrides(out, [item])
+    return out
+
+
+def _resolve_paths(data: Mapping[str, Any], sweep_file: str | Path) -> dict:
+    """A copy of the sweep file's data with its file paths made relative to the sweep file."""
+    import copy
+
+    from bayescrl.utils.configpaths import config_relative
+
+    out = copy.deepcopy(dict(data))
+    args, grid = out.get("args"), out.get("grid")
+    if out.get("command") == "call":  # a call's job keys are the function's own
+        args = grid = None
+    for key in PATH_ARGS:
+        if isinstance(args, dict) and key in args:
+            args[key] = config_relative(args[key], sweep_file)
+        if isinstance(grid, dict) and isinstance(grid.get(key), list):
+            grid[key] = [config_relative(v, sweep_file) for v in grid[key]]
+    for values in (grid or {}).values() if isinstance(grid, dict) else ():
+        for case in values if isinstance(values, list) else ():
+            if isinstance(case, dict):
+                for key in PATH_ARGS:
+                    if key in case:
+                        case[key] = config_relative(case[key], sweep_file)
+    target = out.get("target")
+    if isinstance(target, str) and ".py:" in target:
+        where, _, name = target.rpartition(":")
+        out["target"] = f"{config_relative(where, sweep_file)}:{name}"
+    return out
 
 
 def _as_list(value: Any, field_: str) -> list:

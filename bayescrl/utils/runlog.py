@@ -2,8 +2,9 @@
 
 ``setup_logging(verbosity)`` points the ``bayescrl`` logger at stderr (INFO by default; ``-v`` DEBUG, ``-q``
 WARNING, ``-qq`` ERROR). Final one-line results stay on stdout (``click.echo``); status lines go through
-``logging.getLogger(__name__)`` in each module; progress bars (tqdm, stderr) follow ``--progress``, and those
-drawn through :func:`progress_enabled` (the inference engines' bars) also hide under ``-q``.
+``logging.getLogger(__name__)`` in each module; ``-q`` also turns off progress bars and third-party
+warnings (:func:`bayescrl.utils.quiet.set_quiet`), and the bars drawn through :func:`progress_enabled` (the
+inference engines') hide under ``-q``.
 
 :class:`RunLogger` writes TensorBoard scalars (``torch.utils.tensorboard.SummaryWriter``, needs the
 ``tensorboard`` package: ``pip install 'bayescrl[log]'``) and, when asked (``--wandb`` or
@@ -26,6 +27,7 @@ from typing import Any
 import click
 
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.quiet import set_quiet
 
 LOGGER_NAME = "bayescrl"
 _LEVELS = {-2: logging.ERROR, -1: logging.WARNING, 0: logging.INFO, 1: logging.DEBUG}
@@ -65,6 +67,7 @@ def setup_logging(verbosity: int = 0) -> logging.Logger:
         handler.setFormatter(_Format())
         log.addHandler(handler)
     log.propagate = False
+    set_quiet(int(verbosity) < 0)
     return log
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 
@@ -15,18 +17,21 @@ def run_diffusion(
     no_train: bool,
     log_dir: str | None,
     wandb: bool | None,
+    force: bool = False,
 ) -> None:
     """Validate (every field before any work), run, print one line per agent and the output folder."""
     from bayescrl.pbrl.diffusion import require
     from bayescrl.pbrl.diffusion.experiment import run_experiment, validate_config
-    from bayescrl.utils.checks import check_device, check_no_nan, positive_int, prepare_out
+    from bayescrl.utils.checks import check_device, check_no_nan, positive_int
+    from bayescrl.utils.outdir import prepare_out_dir, written
     from bayescrl.utils.runlog import RunLogger
+    from bayescrl.utils.spread import fmt_spread
 
     seeds = positive_int(seeds, "--seeds")
     device = check_device(device, "--device")
     validate_config(cfg)
     require()
-    prepare_out(out, "--out")
+    prepare_out_dir(out, force=force)
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")
     res = run_experiment(cfg, seeds, out, device=device, progress=progress, plots=plots, no_train=no_train)
     check_no_nan(res, out)
@@ -41,9 +46,10 @@ def run_diffusion(
         for name, a in r["agents"].items():
             sr = a["simple_regret_mean"]
             click.echo(
-                f"{prefix}{name:8s} final reward {a['final_reward_mean']:.3f} ± {a['final_reward_std']:.3f}  "
+                f"{prefix}{name:8s} final reward "
+                f"{fmt_spread(a['final_reward_mean'], a['final_reward_std'], seeds)}  "
                 f"simple regret {'-' if sr is None else format(sr, '.3f')}"
                 f"  ({a['wall_time_s']:.1f} s, "
                 f"{a['images_per_s']:.1f} images/s)"
             )
-    click.echo(f"wrote {out}/results.json")
+    click.echo(written(out, ["results.json", *sorted(p.name for p in Path(out).iterdir())]))

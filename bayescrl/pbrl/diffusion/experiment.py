@@ -496,7 +496,7 @@ def run_agents(cfg: dict, seeds: int, base, *, device: str = "cpu", progress: bo
     base_reward = float(before["reward"].mean())
     # best reachable reward of seed b (from below): max(base sampler, oracle_b) — fixed by (config, b)
     best = runs["oracle"]["final_reward"].clamp_min(base_reward) if "oracle" in runs else None
-    sd = lambda t: float(t.std(unbiased=False)) if t.numel() > 1 else 0.0  # noqa: E731
+    sd = lambda t: float(t.std(unbiased=True)) if t.numel() > 1 else 0.0  # noqa: E731 - sample sd
     res: dict[str, Any] = {
         "best_reachable_reward": None if best is None else float(best.mean()),
         "best_reachable_reward_per_seed": None if best is None else best.tolist(),
