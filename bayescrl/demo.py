@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from bayescrl.utils import load_yaml, set_torch_threads
+from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
 from bayescrl.utils.outdir import force_option, prepare_out_dir, written
 from bayescrl.utils.spread import Spread, t_halfwidth
 
@@ -105,15 +105,22 @@ def plot_regret(agents: dict[str, Any], seeds: int, path: Path, title: str) -> P
     default=None,
     help="A bandit config to run instead (default: the headline protocol, warmpref-ps vs baselines).",
 )
+@click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config value (repeatable), e.g. --set bandit.T=100 --set offline.N=5.",
+)
 @force_option
-def demo(out: Path, seeds: int, config: Path | None, force: bool) -> None:
+def demo(out: Path, seeds: int, config: Path | None, overrides: tuple[str, ...], force: bool) -> None:
     """warmPref-PS (Alg. 1) against naive-PS, PS and LinTS; prints and plots the final regrets."""
     from bayescrl.bandits import run_experiment
     from bayescrl.utils.io import write_json
 
     set_torch_threads()
     prepare_out_dir(out, force=force, create=False)
-    cfg = load_yaml(config) if config is not None else DEMO_CONFIG
+    cfg = apply_overrides(load_yaml(config) if config is not None else DEMO_CONFIG, overrides)
     results = run_experiment(cfg, seeds=seeds, out=None, progress=False)
     agents = results.get("agents", results)
     write_json(out / "results.json", results)

@@ -397,7 +397,7 @@ def test_textgen_cpu_config_runs_end_to_end(tmp_path):
     ]
     data = []
     for algos in ("[ric, parm, modpo]", "[dpo_joint, mopo-lb, mopo-lag]"):
-        args = ["mopo", EXAMPLE, "--out", str(out), "--set", f"algorithms={algos}"]
+        args = ["mopo", EXAMPLE, "--out", str(out), "--force", "--set", f"algorithms={algos}"]  # adds rows
         for s in sets:
             args += ["--set", s]
         try:

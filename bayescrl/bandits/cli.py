@@ -76,4 +76,5 @@ def bandit(
     with logger:
         logger.log_results({k: v for k, v in result.items() if k not in ("config", "sweep")})
     click.echo(final_table(result))
-    click.echo(f"total {result['wall_time_s']:.1f} s; {files}")
+    click.echo(f"total {result['wall_time_s']:.1f} s")
+    click.echo(files)

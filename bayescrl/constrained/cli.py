@@ -331,14 +331,14 @@ def train(
     if not metrics["cost_limits"]:
         perf += " (unconstrained: the env reports no cost)"
     click.echo(f"{agent.name} on {agent.env_id}: {perf}, {metrics['env_steps_per_s']:.0f} env steps/s")
-    extra = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
-    click.echo(written(out, [*RUN_FILES, *extra]))
     if learner is not None and learner.waiting:
         click.echo(
             f"paused at {metrics['env_steps']} steps: {learner.waiting} queries wait for labels -> "
             f"bayescrl prefs export {out}; bayescrl prefs import {out} labels.json; "
             f"bayescrl train --resume {out}"
         )
+    extra = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
+    click.echo(written(out, [*RUN_FILES, *extra]))
 
 
 def _learner(agent, prefs, out: Path):
