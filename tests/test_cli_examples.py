@@ -1,5 +1,7 @@
 """``bayescrl examples list / copy DIR``: every file of examples/, shipped in the wheel, copied verbatim."""
 
+import itertools
+import json
 import shutil
 import subprocess
 import sys
@@ -52,3 +54,47 @@ def test_wheel_ships_the_examples(tmp_path):
     (wheel,) = (tmp_path / "whl").glob("bayescrl-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f"bayescrl/_examples/{f}" for f in FILES} <= names
+
+
+def test_copied_examples_validate_from_any_folder(tmp_path, monkeypatch, capsys):
+    """``bayescrl examples copy DIR`` (into a clone's root, beside benchmarks/), then every shipped config
+    validates from another folder: file paths inside a config resolve against the config file."""
+    from bayescrl.bandits.config import resolve_config
+    from bayescrl.models.spec import from_spec
+    from bayescrl.prefrl.spec import parse_preference_spec
+    from bayescrl.sweep.spec import VALIDATORS
+    from bayescrl.utils.io import apply_overrides, load_yaml
+
+    (tmp_path / "benchmarks").symlink_to(ROOT / "benchmarks")  # the clone's benchmark scripts (call sweeps)
+    main(["examples", "copy", str(tmp_path / "my-examples")])
+    ex = tmp_path / "my-examples"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    checked = 0
+    for f in sorted(ex.rglob("*.yaml")):
+        family, rel = f.parent.name, str(f.relative_to(tmp_path))
+        if family == "warmpref":
+            cfg = load_yaml(f)
+            grid = cfg.pop("sweep", None) or {}  # a bandit sweep: {key: [values]}, every cell checked
+            for cell in itertools.product(*grid.values()):
+                resolve_config(apply_overrides(cfg, [f"{k}={json.dumps(v)}" for k, v in zip(grid, cell)]))
+        elif family == "pspl":
+            VALIDATORS["pspl"]({"config": f"../{rel}"})  # a relative config path works too
+        elif family == "mopo":
+            VALIDATORS["mopo"]({"config_path": str(f)})
+        elif family in ("ecop", "acpo"):
+            VALIDATORS["train"]({"config_file": str(f)})
+        elif family == "prefrl":
+            parse_preference_spec(f)
+        elif family == "core":
+            from_spec(f)
+        elif family == "sweeps":
+            try:
+                main(["sweep", str(f), "--out", str(tmp_path / "o"), "--dry-run"])
+            except SystemExit as exc:
+                raise AssertionError(f"{rel}: {capsys.readouterr().err}") from exc
+        else:
+            raise AssertionError(f"no validator for {rel}")
+        checked += 1
+    assert checked >= 70 and not (tmp_path / "o").exists()

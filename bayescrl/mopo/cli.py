@@ -81,6 +81,10 @@ def check_config(config: dict) -> None:
 
         validate(config)
         return
+    data = config.get("data")
+    if mode == "lm" and isinstance(data, dict) and isinstance(data.get("path"), str):
+        if not Path(data["path"]).expanduser().exists():  # relative to the config file (PATH_KEYS)
+            raise ConfigError("data.path", data["path"], "file not found")
     name = _schema_name(config)
     if name is None:
         if mode == "synthetic":

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bayescrl.utils.errors import BayesCRLError, ConfigError
+from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.io import check_keys, load_yaml
 
 SWEEP_KEYS = (
@@ -662,14 +663,14 @@ def _validate_calls(spec: SweepSpec, runs: list[Run]) -> None:
 
 
 def _check_train(p: dict) -> None:
-    from bayescrl.constrained.cli import RUN_KEYS, _check_size
+    from bayescrl.constrained.cli import PATH_KEYS, RUN_KEYS, _check_size
     from bayescrl.constrained.core.envs import resolve_env_factory
     from bayescrl.constrained.registry import get_algorithm
     from bayescrl.utils.checks import check_device, positive_int
     from bayescrl.utils.io import apply_overrides
 
     check_device(p.get("device", "cpu"), "--device")
-    spec = load_yaml(p["config_file"]) if p.get("config_file") else {}
+    spec = load_config(p["config_file"], PATH_KEYS) if p.get("config_file") else {}
     spec = apply_overrides(spec, p.get("overrides") or ())
     check_keys(spec, RUN_KEYS)
     if spec.get("config") is not None and not isinstance(spec["config"], dict):
@@ -704,12 +705,13 @@ def _check_bandit(p: dict) -> None:
 
 
 def _check_pspl(p: dict) -> None:
+    from bayescrl.pbrl.cli import PATH_KEYS
     from bayescrl.pbrl.experiment import validate_config
     from bayescrl.utils.checks import check_device
     from bayescrl.utils.io import apply_overrides
 
     check_device(p.get("device", "cpu"), "--device")
-    cfg = apply_overrides(load_yaml(p["config"]), p.get("overrides") or ())
+    cfg = apply_overrides(load_config(p["config"], PATH_KEYS), p.get("overrides") or ())
     if cfg.get("task") == "diffusion":  # the pspl CLI sends these to the diffusion experiment
         from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
 
@@ -719,10 +721,10 @@ def _check_pspl(p: dict) -> None:
 
 
 def _check_mopo(p: dict) -> None:
-    from bayescrl.mopo.cli import check_config
+    from bayescrl.mopo.cli import PATH_KEYS, check_config
     from bayescrl.utils.io import apply_overrides
 
-    cfg = apply_overrides(load_yaml(p["config_path"]), p.get("overrides") or ())
+    cfg = apply_overrides(load_config(p["config_path"], PATH_KEYS), p.get("overrides") or ())
     if cfg.get("mode") == "lm":  # check_config leaves lm configs to the run; their top-level keys here
         from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
         from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
