@@ -189,6 +189,7 @@ def test_quiet_silences_bars_and_library_warnings(tmp_path, capsys):
     for name, msg in (("peft.tuners.fake", "fan_in_fan_out is set to False"), ("bayescrl.fake", "ours")):
         mods[name] = types.ModuleType(name)  # a warning raised from that module
         exec(f"import warnings\ndef warn():\n    warnings.warn({msg!r}, UserWarning)", mods[name].__dict__)
+    set_quiet(False)  # as every CLI call without -q does
     try:
         with warnings.catch_warnings(record=True) as rec:
             warnings.simplefilter("always")
