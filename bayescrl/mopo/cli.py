@@ -15,7 +15,7 @@ from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, writ
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.outdir import force_option
 from bayescrl.utils.runlog import log_options
-from bayescrl.utils.spread import fmt_num
+from bayescrl.utils.spread import fmt_num, fmt_spread
 
 #: file paths of a mopo config (resolved against the config file; ``--model``/``--set`` against the cwd)
 PATH_KEYS = ("data.path", "model.path")
@@ -272,6 +272,10 @@ def _rows(head: list[str], rows: list[list]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def summary_table(results: dict) -> str:
     """The headline numbers of a mopo run as a rounded text table (the full results are in results.json):
     tabular: the policy per action and per constraint G, b and λ; synthetic sanity: the mean policy and its
@@ -304,6 +308,23 @@ def summary_table(results: dict) -> str:
             if rows:
                 title = f"set {name} (true front hypervolume {fmt_num(res.get('true_front_hypervolume'))})"
                 parts.append(title + "\n" + _rows(["method", "hypervolume", "distance to front"], rows))
+    elif runs:  # lm: one row per run, its numeric headline fields
+        cols = [k for k in next(iter(runs.values())) if _is_num(next(iter(runs.values()))[k])][:6]
+        rows = [[name, *[r.get(c) if _is_num(r.get(c)) else "–" for c in cols]] for name, r in runs.items()]
+        parts.append(_rows(["run", *cols], rows))
+    table = results.get("table")
+    if isinstance(table, dict) and isinstance(table.get("rows"), dict):  # textgen: mean ± sd over seeds
+        objs = table.get("objectives") or ["r1", "r2"]
+        rows = []
+        for a, r in table["rows"].items():
+            n = len(r.get("seeds") or []) or None
+            cells = [fmt_spread(m, s, n, show_n=False) for m, s in zip(r["mean"], r["sd"], strict=False)]
+            hv = fmt_spread(r.get("hypervolume_mean"), r.get("hypervolume_sd"), n, show_n=False)
+            rows.append([a, *cells, hv])
+        n_seeds = max((len(r.get("seeds") or []) for r in table["rows"].values()), default=0)
+        head = ["algorithm", *objs[: len(rows[0]) - 2], "hypervolume"] if rows else []
+        if rows:
+            parts.append(f"{table.get('task', '')} (mean ± sd over {n_seeds} seeds)\n" + _rows(head, rows))
     acc = results.get("implicit_accuracy")
     if isinstance(acc, dict):
         parts.append(_rows(["objective", "implicit accuracy"], [[k, v] for k, v in acc.items()]))

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bayescrl.utils.errors import BayesCRLError, ConfigError
 from bayescrl.utils.configpaths import load_config
+from bayescrl.utils.errors import BayesCRLError, ConfigError
 from bayescrl.utils.io import check_keys, load_yaml
 
 SWEEP_KEYS = (
