@@ -78,7 +78,8 @@ def test_copied_examples_validate_from_any_folder(tmp_path, monkeypatch, capsys)
             cfg = load_yaml(f)
             grid = cfg.pop("sweep", None) or {}  # a bandit sweep: {key: [values]}, every cell checked
             for cell in itertools.product(*grid.values()):
-                resolve_config(apply_overrides(cfg, [f"{k}={json.dumps(v)}" for k, v in zip(grid, cell)]))
+                sets = [f"{k}={json.dumps(v)}" for k, v in zip(grid, cell, strict=True)]
+                resolve_config(apply_overrides(cfg, sets))
         elif family == "pspl":
             VALIDATORS["pspl"]({"config": f"../{rel}"})  # a relative config path works too
         elif family == "mopo":
