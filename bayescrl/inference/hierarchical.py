@@ -1,0 +1,778 @@
+"""Hierarchical rater competence: θ, every rater's belief ϑ_i and competences (β_i, λ_i) inferred jointly.
+
+The model is the multi-rater standard model of the warmPref-PS chapter (Eq. `rater_preference_dist`,
+lemma `mapestimatelemma`; :func:`bayescrl.models.pyro_models.bt_linear_model` writes it in Pyro):
+
+    θ ~ N(μ0, Σ0),   ϑ_i | θ, λ_i ~ N(θ, I/λ_i²),
+    Y_n | ϑ, β ~ Bernoulli(σ(β_i ⟨x1_n − x0_n, ϑ_i⟩)),   i = rater(n)   (Y = 1: x1 preferred),
+
+with LogNormal priors on the unknown competences,
+
+    log β_i ~ N(prior.beta_loc, prior.beta_scale²),   log λ_i ~ N(prior.lam_loc, prior.lam_scale²).
+
+The thesis notes that λ cannot be estimated from one rater (one belief ϑ, one draw of its distance to θ);
+across a pool it can: the raters' disagreement tells how far each ϑ_i sits from the θ they share. A rater
+whose competence is known (``beta=`` / ``lam=`` given) keeps those values and anchors the pool; without
+any known value only the priors fix the scale trade-off of β_i and θ (β_i ϑ_i is what a rater's data sees).
+
+Engines (:func:`fit_rater_pool`):
+
+* ``laplace-eb`` (fast, scales to d in the hundreds): competences by type-II MAP — maximise
+  log p(D | log β, log λ) + log p(log β, log λ), the marginal likelihood of the data with (θ, ϑ) integrated
+  out by a Laplace approximation at the MAP of lemma `mapestimatelemma` (found by the batched Newton solver
+  of :mod:`bayescrl.inference.bootstrap`), over the log competences with SciPy's L-BFGS-B. Its gradient is
+  exact: the MAP's dependence on the competences enters through implicit differentiation (one Newton
+  correction from the converged MAP, differentiated by autograd). The competences' posterior is the
+  Gaussian (in log space) with the finite-difference Hessian of that objective; (θ, ϑ) are Gaussian at the
+  MAP, with θ's covariance widened by the competences' uncertainty through the MAP's sensitivity
+  (θ ≈ θ̂ + J (h − ĥ) + N(0, S⁻¹), J = dθ̂/dh).
+* ``svi``: Pyro SVI on the model above (:func:`bayescrl.inference.svi.fit_svi`, multivariate-normal guide).
+* ``nuts``: Pyro NUTS (:func:`bayescrl.inference.nuts.fit_nuts`), the reference.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.optimize
+import torch
+import torch.nn.functional as F
+
+from bayescrl.inference.bootstrap import map_estimate
+from bayescrl.inference.nuts import fit_nuts
+from bayescrl.inference.posterior import import_arviz
+from bayescrl.inference.sites import site_infos
+from bayescrl.inference.svi import fit_svi
+from bayescrl.models.linear import BTLinearProblem
+from bayescrl.models.pyro_models import CompetencePrior, bt_linear_model
+from bayescrl.utils.errors import ConfigError
+
+POOL_ENGINES = ("laplace-eb", "svi", "nuts")
+VERDICTS = ("trusted", "random", "deliberate-but-misinformed", "uncertain")
+
+
+@dataclass(frozen=True)
+class RaterPrior:
+    """LogNormal priors of the unknown competences (in log space: ``log β ~ N(beta_loc, beta_scale²)``,
+    ``log λ ~ N(lam_loc, lam_scale²)``). The defaults suit θ ~ N(0, I) with unit-scale item differences:
+    median β = 5 (a typical logit of a few units), median λ = 1 (a belief as far from θ as θ's own prior
+    spread per coordinate); both span a factor ~e^{1.5·1.64} ≈ 12 either way at 90 %."""
+
+    beta_loc: float = math.log(5.0)
+    beta_scale: float = 1.5
+    lam_loc: float = 0.0
+    lam_scale: float = 1.5
+
+    def validate(self) -> None:
+        for name in ("beta_scale", "lam_scale"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(f"prior.{name}", v, "must be a finite number > 0")
+        for name in ("beta_loc", "lam_loc"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v)):
+                raise ConfigError(f"prior.{name}", v, "must be a finite number")
+
+
+@dataclass(frozen=True)
+class PoolRater:
+    """One rater of the pool: ``id`` and, where known, its deliberateness ``beta`` (> 0) and
+    knowledgeability ``lam`` (> 0); ``None`` means inferred under :class:`RaterPrior`."""
+
+    id: str
+    beta: float | None = None
+    lam: float | None = None
+
+
+@dataclass
+class RaterPoolPosterior:
+    """Posterior of a rater pool.
+
+    ``draws``: ``theta [C,D,d]``, ``vartheta [C,D,R,d]``, ``beta [C,D,R]``, ``lam [C,D,R]`` (C chains of D
+    draws; C = 1 for laplace-eb and svi). ``known_beta`` / ``known_lam [R]``: values fixed by the user;
+    ``lam_from_prior [R]``: λ not identified (a single rater) — its draws are prior draws and θ was fitted
+    with λ at the prior median. ``diagnostics``: engine information (``converged``, ``warnings``, timings).
+    """
+
+    engine: str
+    rater_ids: list[str]
+    draws: dict[str, torch.Tensor]
+    known_beta: torch.Tensor
+    known_lam: torch.Tensor
+    lam_from_prior: torch.Tensor
+    margin_scale: float
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ summaries
+    def flat(self, site: str) -> torch.Tensor:
+        v = self.draws[site]
+        return v.reshape(-1, *v.shape[2:])
+
+    @property
+    def theta_mean(self) -> torch.Tensor:
+        return self.flat("theta").mean(0)
+
+    @property
+    def theta_cov(self) -> torch.Tensor:
+        return torch.cov(self.flat("theta").T)
+
+    def interval(self, site: str, level: float = 0.9) -> tuple[torch.Tensor, torch.Tensor]:
+        """Equal-tailed ``level`` interval of every component of ``site`` (lower, upper)."""
+        s = self.flat(site)
+        q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=s.dtype)
+        lo, hi = torch.quantile(s, q, dim=0)
+        return lo, hi
+
+    def verdicts(self, beta_min: float = 1.0, snr_min: float = 2.0) -> list[str]:
+        """One verdict per rater from the 90 % intervals (rule: see :meth:`rater_table`)."""
+        b_lo, b_hi = self.interval("beta")
+        l_lo, l_hi = self.interval("lam")
+        m = self.margin_scale
+        tn = float(self.theta_mean.norm()) / math.sqrt(self.theta_mean.shape[0])
+        out = []
+        for i in range(len(self.rater_ids)):
+            if b_hi[i] * m < beta_min:
+                out.append("random")
+            elif b_lo[i] * m < beta_min or bool(self.lam_from_prior[i]):
+                out.append("uncertain")
+            elif l_lo[i] * tn >= snr_min:
+                out.append("trusted")
+            elif l_hi[i] * tn < snr_min:
+                out.append("deliberate-but-misinformed")
+            else:
+                out.append("uncertain")
+        return out
+
+    def rater_table(self, beta_min: float = 1.0, snr_min: float = 2.0) -> list[dict[str, Any]]:
+        """Per rater: posterior mean and 90 % interval of β_i and λ_i, flags, and a verdict.
+
+        Verdict rule (dimensionless, so that it does not depend on the units of the features): with
+        m = RMS over the comparisons of ⟨x1 − x0, E θ⟩ (a typical true-reward gap) and
+        k = ‖E θ‖/√d (θ's scale per coordinate),
+
+        * ``random``: the 90 % upper bound of β_i·m is below ``beta_min`` (a typical comparison is decided
+          with logit < 1, near a coin flip);
+        * ``trusted``: the 90 % lower bound of β_i·m is ≥ ``beta_min`` and that of λ_i·k ≥ ``snr_min``
+          (belief signal-to-noise; the expected cosine of ϑ_i and θ is λk/√(1+λ²k²) ≥ 0.89 at 2);
+        * ``deliberate-but-misinformed``: β_i·m lower bound ≥ ``beta_min`` and the 90 % upper bound of
+          λ_i·k is below ``snr_min``;
+        * ``uncertain``: otherwise (an interval straddles a threshold, or λ_i is only its prior).
+        """
+        b_lo, b_hi = self.interval("beta")
+        l_lo, l_hi = self.interval("lam")
+        b_mean, l_mean = self.flat("beta").mean(0), self.flat("lam").mean(0)
+        verdict = self.verdicts(beta_min, snr_min)
+        rows = []
+        for i, rid in enumerate(self.rater_ids):
+            rows.append(
+                {
+                    "rater": rid,
+                    "beta_mean": float(b_mean[i]),
+                    "beta_lo": float(b_lo[i]),
+                    "beta_hi": float(b_hi[i]),
+                    "lam_mean": float(l_mean[i]),
+                    "lam_lo": float(l_lo[i]),
+                    "lam_hi": float(l_hi[i]),
+                    "beta_known": bool(self.known_beta[i]),
+                    "lam_known": bool(self.known_lam[i]),
+                    "lam_from_prior": bool(self.lam_from_prior[i]),
+                    "verdict": verdict[i],
+                }
+            )
+        return rows
+
+    def summary(self) -> str:
+        """A short text table (one line per rater) with the pool's caveats."""
+        lines = [f"rater pool posterior ({self.engine}), {len(self.rater_ids)} rater(s)"]
+        for r in self.rater_table():
+            lines.append(
+                f"  {r['rater']:>12}  beta {r['beta_mean']:8.3g} [{r['beta_lo']:.3g}, {r['beta_hi']:.3g}]"
+                f"{' (known)' if r['beta_known'] else ''}  lam {r['lam_mean']:8.3g} "
+                f"[{r['lam_lo']:.3g}, {r['lam_hi']:.3g}]{' (known)' if r['lam_known'] else ''}"
+                f"{' (prior only: not identified from one rater)' if r['lam_from_prior'] else ''}"
+                f"  {r['verdict']}"
+            )
+        for w in self.diagnostics.get("warnings", []):
+            lines.append(f"  warning: {w}")
+        return "\n".join(lines)
+
+    def to_arviz(self):
+        """``arviz.InferenceData``: posterior ``theta (theta_dim)``, ``vartheta (rater, vartheta_dim)``,
+        ``beta (rater)``, ``lam (rater)`` with the rater ids as the ``rater`` coordinate."""
+        az = import_arviz()
+        post = {k: v.detach().cpu().numpy() for k, v in self.draws.items()}
+        idata = az.from_dict(
+            posterior=post,
+            dims={
+                "theta": ["theta_dim"],
+                "vartheta": ["rater", "vartheta_dim"],
+                "beta": ["rater"],
+                "lam": ["rater"],
+            },
+            coords={"rater": list(self.rater_ids)},
+        )
+        idata.posterior.attrs["engine"] = self.engine
+        return idata
+
+    def plot(self, path: str | Path, truth: Mapping[str, Sequence[float]] | None = None):
+        """Save a PNG with the 90 % intervals of β_i and λ_i per rater (log scale), coloured by verdict;
+        ``truth`` (``{"beta": [...], "lam": [...]}``) adds the true values. Returns the figure."""
+        from bayescrl.utils.plotting import plt as _plt
+
+        plt = _plt()
+        colours = {"trusted": "tab:green", "random": "tab:grey", "uncertain": "tab:orange"}
+        colours["deliberate-but-misinformed"] = "tab:red"
+        verdict = self.verdicts()
+        fig, axes = plt.subplots(1, 2, figsize=(9, 0.5 * len(self.rater_ids) + 1.8), sharey=True)
+        ypos = np.arange(len(self.rater_ids))
+        for ax, site, label in (
+            (axes[0], "beta", "deliberateness β"),
+            (axes[1], "lam", "knowledgeability λ"),
+        ):
+            lo, hi = self.interval(site)
+            mid = self.flat(site).median(0).values
+            for i in range(len(self.rater_ids)):
+                c = colours[verdict[i]]
+                ax.plot([float(lo[i]), float(hi[i])], [ypos[i], ypos[i]], color=c, lw=3)
+                ax.plot(float(mid[i]), ypos[i], "o", color=c)
+                if truth is not None and site in truth:
+                    ax.plot(float(truth[site][i]), ypos[i], "kx")
+            ax.set_xscale("log")
+            ax.set_xlabel(f"{label} (90 % interval)")
+        axes[0].set_yticks(ypos, [f"{r} ({v})" for r, v in zip(self.rater_ids, verdict, strict=True)])
+        fig.suptitle(f"rater pool posterior ({self.engine})")
+        fig.tight_layout()
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        return fig
+
+
+# ---------------------------------------------------------------------------- input checking
+def _raters(raters: Sequence[PoolRater | str | Mapping]) -> list[PoolRater]:
+    out = []
+    for i, r in enumerate(raters):
+        if isinstance(r, str):
+            r = PoolRater(r)
+        elif isinstance(r, Mapping):
+            unknown = set(r) - {"id", "beta", "lam"}
+            if unknown or "id" not in r:
+                raise ConfigError("raters", dict(r), "each rater needs 'id' and may set 'beta', 'lam'", i)
+            r = PoolRater(str(r["id"]), r.get("beta"), r.get("lam"))
+        elif not isinstance(r, PoolRater):
+            raise ConfigError("raters", r, "must be a PoolRater, an id or a mapping", i)
+        for name in ("beta", "lam"):
+            v = getattr(r, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ConfigError(f"raters.{name}", v, "a known competence must be a finite number > 0", i)
+        out.append(r)
+    if not out:
+        raise ConfigError("raters", [], "declare at least one rater")
+    ids = [r.id for r in out]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("raters", ids, "rater ids must be unique")
+    return out
+
+
+def _rater_index(rater_index, ids: list[str], n: int, device) -> torch.Tensor:
+    if isinstance(rater_index, torch.Tensor):
+        vals = rater_index.reshape(-1).tolist()
+    else:
+        vals = list(rater_index)
+    if len(vals) != n:
+        raise ConfigError("rater_index", len(vals), f"needs one rater per comparison ({n})")
+    pos = {r: i for i, r in enumerate(ids)}
+    out = []
+    for k, v in enumerate(vals):
+        if isinstance(v, str):
+            if v not in pos:
+                raise ConfigError("rater_index", v, f"rater not declared in raters {ids}", k)
+            out.append(pos[v])
+        else:
+            if int(v) != v or not 0 <= int(v) < len(ids):
+                raise ConfigError(
+                    "rater_index", v, f"rater not declared (index must be in [0, {len(ids)}))", k
+                )
+            out.append(int(v))
+    return torch.tensor(out, dtype=torch.long, device=device)
+
+
+@dataclass
+class _Pool:
+    """Validated data: differences per rater, padded ``D [R,U,d]``, ``Y [R,U]``, ``M [R,U]``."""
+
+    x0: torch.Tensor
+    x1: torch.Tensor
+    y: torch.Tensor
+    rater: torch.Tensor
+    D: torch.Tensor
+    Y: torch.Tensor
+    M: torch.Tensor
+    mu0: torch.Tensor
+    cov0: torch.Tensor
+    prec0: torch.Tensor
+    logdet_prec0: torch.Tensor
+
+
+def _pool(x0, x1, y, rater, R: int, mu0, cov0, device, dtype) -> _Pool:
+    delta = x1 - x0
+    counts = torch.bincount(rater, minlength=R)
+    U = max(int(counts.max()), 1)
+    N, d = delta.shape
+    order = torch.argsort(rater, stable=True)
+    start = torch.cumsum(counts, 0) - counts
+    slot = torch.arange(N, device=device) - start[rater[order]]
+    D = torch.zeros(R, U, d, dtype=dtype, device=device)
+    Y = torch.zeros(R, U, dtype=dtype, device=device)
+    M = torch.zeros(R, U, dtype=dtype, device=device)
+    D[rater[order], slot] = delta[order]
+    Y[rater[order], slot] = y[order]
+    M[rater[order], slot] = 1.0
+    chol = torch.linalg.cholesky(cov0)
+    prec0 = torch.cholesky_inverse(chol)
+    return _Pool(x0, x1, y, rater, D, Y, M, mu0, cov0, prec0, -2 * chol.diagonal().log().sum())
+
+
+# ---------------------------------------------------------------------------- laplace-eb core
+def _blocks(pool: _Pool, theta, V, beta, lam):
+    """Loss L (lemma `mapestimatelemma`, unperturbed), gradient blocks and A_i = λ_i² I + K_i, batched over
+    a leading dim B: ``theta [B,d]``, ``V [B,R,d]``, ``beta, lam [B,R]``."""
+    z = beta.unsqueeze(-1) * torch.einsum("rud,brd->bru", pool.D, V)
+    s = torch.sigmoid(z)
+    nll = ((F.softplus(z, threshold=36.0) - pool.Y * z) * pool.M).sum((-1, -2))
+    dv = theta.unsqueeze(-2) - V
+    lam2 = lam**2
+    dt = theta - pool.mu0
+    loss = nll + 0.5 * (lam2 * (dv**2).sum(-1)).sum(-1) + 0.5 * ((dt @ pool.prec0) * dt).sum(-1)
+    g_theta = dt @ pool.prec0 + (lam2.unsqueeze(-1) * dv).sum(-2)
+    g_V = -lam2.unsqueeze(-1) * dv + beta.unsqueeze(-1) * torch.einsum(
+        "bru,rud->brd", pool.M * (s - pool.Y), pool.D
+    )
+    w = pool.M * s * (1 - s) * beta.unsqueeze(-1) ** 2  # [B,R,U]
+    K = (w.unsqueeze(-1) * pool.D).mT @ pool.D  # Σ_n w_n Δ_n Δ_nᵀ per rater, no [U,d,d] tensor
+    eye = torch.eye(theta.shape[-1], dtype=theta.dtype, device=theta.device)
+    A = lam2[..., None, None] * eye + K
+    return loss, g_theta, g_V, K, A
+
+
+def _schur(pool: _Pool, K, A, lam):
+    """Cholesky of A_i and of the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i² A_i⁻¹ K_i (as in
+    :meth:`bayescrl.inference.bootstrap._Terms.block_newton_step`)."""
+    chol_a = torch.linalg.cholesky(A)
+    ak = torch.cholesky_solve(K, chol_a)
+    S = pool.prec0 + ((lam**2)[..., None, None] * ak).sum(-3)
+    S = 0.5 * (S + S.mT)
+    return chol_a, torch.linalg.cholesky(S)
+
+
+def _objective(pool: _Pool, prior: RaterPrior, h_b, h_l, theta_hat, V_hat, free_b, free_l):
+    """Log of the Laplace-approximate marginal likelihood plus the log prior of the free log competences,
+    and the MAP's first-order response z1 = ẑ − H⁻¹ g (differentiable in h): returns ``(F [B], theta1, V1)``.
+
+    ``h_b, h_l [B,R]`` log β, log λ (known / fixed entries constant); ``theta_hat [B,d]``, ``V_hat [B,R,d]``
+    the converged MAP at the current h (detached).
+    """
+    beta, lam = h_b.exp(), h_l.exp()
+    _, g_t, g_V, K, A = _blocks(pool, theta_hat, V_hat, beta, lam)
+    chol_a, chol_s = _schur(pool, K, A, lam)
+    lam2 = (lam**2).unsqueeze(-1)
+    # Newton correction by eliminating the ϑ_i: S δθ = −gθ − Σ λ² A⁻¹ gV, δV = A⁻¹(λ² δθ − gV)
+    a_gv = torch.cholesky_solve(g_V.unsqueeze(-1), chol_a).squeeze(-1)
+    rhs = -g_t - (lam2 * a_gv).sum(-2)
+    d_theta = torch.cholesky_solve(rhs.unsqueeze(-1), chol_s).squeeze(-1)
+    d_V = torch.cholesky_solve((lam2 * d_theta.unsqueeze(-2) - g_V).unsqueeze(-1), chol_a).squeeze(-1)
+    theta1, V1 = theta_hat + d_theta, V_hat + d_V
+    loss, _, _, K1, A1 = _blocks(pool, theta1, V1, beta, lam)
+    chol_a1, chol_s1 = _schur(pool, K1, A1, lam)
+    logdet = 2 * chol_a1.diagonal(dim1=-2, dim2=-1).log().sum((-1, -2)) + 2 * chol_s1.diagonal(
+        dim1=-2, dim2=-1
+    ).log().sum(-1)
+    d = theta_hat.shape[-1]
+    ev = -loss + d * h_l.sum(-1) + 0.5 * pool.logdet_prec0 - 0.5 * logdet
+    lp = -0.5 * (((h_b - prior.beta_loc) / prior.beta_scale) ** 2 * free_b).sum(-1)
+    lp = lp - 0.5 * (((h_l - prior.lam_loc) / prior.lam_scale) ** 2 * free_l).sum(-1)
+    return ev + lp, theta1, V1
+
+
+def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws, gen, tol, max_iter):
+    R, d = pool.D.shape[0], pool.D.shape[-1]
+    dev, dt = pool.D.device, pool.D.dtype
+    free = torch.cat([free_b, free_l]).bool()
+    nf = int(free.sum())
+    diag: dict[str, Any] = {"warnings": [], "objective_evals": 0}
+    state = {"theta": None, "V": None, "inner_ok": True}
+
+    def split(u):
+        h = torch.cat([h_b0, h_l0]).clone()
+        h = h.masked_scatter(free, u) if nf else h
+        return h[:R], h[R:]
+
+    def inner(hb, hl):
+        prob = replace(problem, beta=hb.detach().exp(), lam=hl.detach().exp())
+        init = None if state["theta"] is None else (state["theta"], state["V"])
+        res = map_estimate(prob, tol=1e-9, max_iter=200, return_hessian=False, init=init)
+        state["theta"], state["V"] = res.theta[0].detach(), res.vartheta[0].detach()
+        state["inner_ok"] = state["inner_ok"] and bool(res.converged.all())
+        return state["theta"], state["V"]
+
+    def value_grad(u):
+        hb, hl = split(u)
+        th, V = inner(hb, hl)
+        f, th1, V1 = _objective(pool, prior, hb[None], hl[None], th[None], V[None], free_b, free_l)
+        diag["objective_evals"] += 1
+        return f[0], th1[0], V1[0]
+
+    u0 = torch.cat([h_b0, h_l0])[free].clone()
+    grad_norm = 0.0
+    if nf:
+
+        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+            u = torch.as_tensor(x, dtype=dt, device=dev).requires_grad_(True)
+            f, _, _ = value_grad(u)
+            (g,) = torch.autograd.grad(f, u)
+            return -float(f.detach()), -g.detach().cpu().numpy()
+
+        res = scipy.optimize.minimize(
+            fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
+            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13},
+        )  # fmt: skip
+        u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
+        _, g = fun(res.x)  # the MAP at the returned point (L-BFGS-B may end on a line-search trial)
+        grad_norm = float(np.abs(g).max())
+        diag["competence_iters"] = int(res.nit)
+        if not grad_norm <= 1e3 * tol or not math.isfinite(grad_norm):
+            diag["warnings"].append(
+                f"laplace-eb: competence optimiser stopped with gradient {grad_norm:.2e} after {res.nit} "
+                f"iterations (max_iter = {max_iter}): {res.message}"
+            )
+    else:
+        u_hat = u0
+        inner(h_b0, h_l0)
+    if not state["inner_ok"]:
+        diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
+    hb, hl = split(u_hat)
+    th_hat, V_hat = state["theta"], state["V"]
+    # Hessian of −F over the free log competences (forward differences of the exact gradient) and the
+    # MAP's sensitivity J = d(θ̂, ϑ̂)/dh from the same evaluations
+    eps = 1e-4
+    Hh = torch.zeros(nf, nf, dtype=dt, device=dev)
+    J_t = torch.zeros(d, nf, dtype=dt, device=dev)
+    J_V = torch.zeros(R, d, nf, dtype=dt, device=dev)
+    if nf:
+        u0 = u_hat.clone().requires_grad_(True)
+        hb0_, hl0_ = split(u0)
+        f0, _, _ = _objective(pool, prior, hb0_[None], hl0_[None], th_hat[None], V_hat[None], free_b, free_l)
+        (g0,) = torch.autograd.grad(f0[0], u0)
+        for j in range(nf):
+            uj = u_hat.clone()
+            uj[j] += eps
+            uj.requires_grad_(True)
+            hbj, hlj = split(uj)
+            fj, thj, Vj = _objective(
+                pool, prior, hbj[None], hlj[None], th_hat[None], V_hat[None], free_b, free_l
+            )
+            (gj,) = torch.autograd.grad(fj[0], uj)
+            Hh[:, j] = -(gj - g0) / eps
+            J_t[:, j] = (thj[0].detach() - th_hat) / eps
+            J_V[:, :, j] = (Vj[0].detach() - V_hat) / eps
+        Hh = 0.5 * (Hh + Hh.T)
+        evals, evecs = torch.linalg.eigh(Hh)
+        if bool((evals <= 0).any()):
+            diag["warnings"].append(
+                "laplace-eb: the competence posterior is not locally concave (smallest curvature "
+                f"{float(evals.min()):.2e}); its intervals use the prior curvature in those directions"
+            )
+            floor = 1.0 / max(prior.beta_scale, prior.lam_scale) ** 2
+            evals = torch.where(evals > 0, evals, torch.full_like(evals, floor))
+        cov_h = (evecs / evals) @ evecs.T
+    else:
+        cov_h = Hh
+    # (θ, ϑ) | ĥ: Gaussian with precision H (block form) at the MAP
+    _, _, _, K, A = _blocks(pool, th_hat[None], V_hat[None], hb[None].exp(), hl[None].exp())
+    chol_a, chol_s = _schur(pool, K, A, hl[None].exp())
+    n = num_draws
+    if nf:
+        ch = torch.linalg.cholesky(0.5 * (cov_h + cov_h.T))
+        dh = torch.randn(n, nf, generator=gen, dtype=dt).to(dev) @ ch.T  # [n, nf]
+    else:
+        dh = torch.zeros(n, 0, dtype=dt, device=dev)
+    e_t = torch.randn(n, d, generator=gen, dtype=dt).to(dev)
+    e_V = torch.randn(n, R, d, generator=gen, dtype=dt).to(dev)
+    # θ − θ̂ = S^{-1/2} e ; ϑ_i − ϑ̂_i = A_i⁻¹ λ_i² (θ − θ̂) + A_i^{-1/2} e_i
+    dtheta = torch.linalg.solve_triangular(chol_s[0].mT, e_t.T, upper=True).T  # [n,d]
+    lam2 = hl.exp() ** 2
+    cond = torch.cholesky_solve((lam2[:, None, None] * dtheta.T.unsqueeze(0)), chol_a[0])  # [R,d,n]
+    noise = torch.linalg.solve_triangular(chol_a[0].mT, e_V.permute(1, 2, 0), upper=True)  # [R,d,n]
+    theta_d = th_hat + dtheta + dh @ J_t.T
+    V_d = V_hat + (cond + noise).permute(2, 0, 1) + torch.einsum("rdj,nj->nrd", J_V, dh)
+    h_all = torch.cat([hb, hl]).expand(n, 2 * R).clone()
+    if nf:
+        h_all[:, free] = h_all[:, free] + dh
+    diag.update(
+        competence_grad=grad_norm,
+        log_competence_map=torch.cat([hb, hl]).tolist(),
+        log_competence_cov=cov_h.tolist(),
+        theta_map=th_hat.tolist(),
+    )
+    draws = {"theta": theta_d, "vartheta": V_d, "beta": h_all[:, :R].exp(), "lam": h_all[:, R:].exp()}
+    return {k: v.unsqueeze(0) for k, v in draws.items()}, diag
+
+
+# ---------------------------------------------------------------------------- Pyro engines
+def _pyro_model(pool: _Pool, beta_fixed, lam_fixed, free_b, free_l, prior: RaterPrior, ids):
+    zeros = pool.mu0.new_zeros(0, pool.mu0.shape[0])
+    bp = CompetencePrior("lognormal", {"loc": prior.beta_loc, "scale": prior.beta_scale})
+    lp = CompetencePrior("lognormal", {"loc": prior.lam_loc, "scale": prior.lam_scale})
+    return partial(
+        bt_linear_model,
+        pool.mu0,
+        pool.cov0,
+        beta_fixed,
+        lam_fixed,
+        1.0,
+        pool.x0,
+        pool.x1,
+        pool.y,
+        pool.rater,
+        zeros,
+        None,
+        rater_ids=tuple(ids),
+        beta_priors={i: bp for i in range(len(ids)) if free_b[i]},
+        lam_priors={i: lp for i in range(len(ids)) if free_l[i]},
+    )
+
+
+def _assemble(samples: dict[str, torch.Tensor], beta_fixed, lam_fixed, free_b, free_l, ids) -> dict:
+    """Pyro site draws ``[C,D,...]`` → ``theta, vartheta, beta [C,D,R], lam [C,D,R]``."""
+    th = samples["theta"]
+    C, Dn = th.shape[:2]
+    out = {"theta": th.double(), "vartheta": samples["vartheta"].double()}
+    for name, fixed, free in (("beta", beta_fixed, free_b), ("lam", lam_fixed, free_l)):
+        cols = []
+        for i, rid in enumerate(ids):
+            if free[i]:
+                cols.append(samples[f"{name}_{rid}"].reshape(C, Dn).double())
+            else:
+                cols.append(torch.full((C, Dn), float(fixed[i]), dtype=torch.float64))
+        out[name] = torch.stack(cols, -1)
+    return out
+
+
+# ---------------------------------------------------------------------------- public entry point
+def fit_rater_pool(
+    X0,
+    X1,
+    y,
+    rater_index,
+    raters: Sequence[PoolRater | str | Mapping],
+    prior: RaterPrior | Mapping | None = None,
+    engine: str = "laplace-eb",
+    *,
+    mu0=None,
+    cov0=None,
+    num_draws: int = 1000,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    tol: float = 1e-6,
+    max_iter: int = 200,
+    **engine_options: Any,
+) -> RaterPoolPosterior:
+    """Infer θ, every rater's belief ϑ_i and its competences β_i, λ_i from a pool's comparisons.
+
+    Inputs (N comparisons, d features, R raters):
+
+    * ``X0, X1 [N,d]``: the two items' features; ``y [N]``: 1 if rater ``rater_index[n]`` preferred
+      ``X1[n]`` (Bradley–Terry, Eq. `rater_preference_dist`: P(y = 1) = σ(β_i⟨X1 − X0, ϑ_i⟩)), else 0;
+    * ``rater_index [N]``: integer positions into ``raters`` or rater ids (str); an undeclared rater is a
+      ``ConfigError("rater_index", ...)``;
+    * ``raters``: R entries, each a :class:`PoolRater`, an id, or ``{"id", "beta"?, "lam"?}``; a given
+      ``beta`` / ``lam`` is known (fixed, anchors the pool), a missing one is inferred;
+    * ``prior``: :class:`RaterPrior` (or its fields as a mapping): ``log β_i ~ N(beta_loc, beta_scale²)``,
+      ``log λ_i ~ N(lam_loc, lam_scale²)`` (LogNormal β_i, λ_i); ``mu0 [d]``, ``cov0 [d,d]``: the prior
+      N(μ0, Σ0) of θ (default N(0, I));
+    * ``engine``: ``"laplace-eb"`` (fast, type-II MAP of the competences, see the module docstring),
+      ``"svi"`` or ``"nuts"`` (the reference); ``engine_options`` go to
+      :func:`~bayescrl.inference.svi.fit_svi` / :func:`~bayescrl.inference.nuts.fit_nuts`
+      (e.g. ``num_samples``, ``warmup``, ``num_chains``; ``max_steps``, ``guide``);
+    * ``num_draws``: draws kept by laplace-eb and svi; ``seed``; ``device``; ``tol`` / ``max_iter``: the
+      competence optimiser's gradient tolerance and iterations (laplace-eb).
+
+    Returns a :class:`RaterPoolPosterior` (draws of ``theta``, ``vartheta``, ``beta``, ``lam`` with rater
+    coordinate; ``rater_table()``, ``to_arviz()``, ``plot(path)``, ``summary()``). With one rater λ is not
+    identified: it stays at its prior (flagged ``lam_from_prior``; θ uses the prior median). Without any
+    known competence a ``UserWarning`` says that only the prior fixes the β–θ scale; an engine that did not
+    converge raises a ``RuntimeWarning`` (reasons in ``diagnostics["warnings"]``).
+    """
+    if engine not in POOL_ENGINES:
+        raise ConfigError("engine", engine, f"must be one of {list(POOL_ENGINES)}")
+    if prior is None:
+        prior = RaterPrior()
+    elif isinstance(prior, Mapping):
+        unknown = set(prior) - {"beta_loc", "beta_scale", "lam_loc", "lam_scale"}
+        if unknown:
+            raise ConfigError(
+                "prior", sorted(unknown), "unknown field(s); known: beta_loc, beta_scale, lam_loc, lam_scale"
+            )
+        prior = RaterPrior(**prior)
+    prior.validate()
+    if num_draws < 1:
+        raise ConfigError("num_draws", num_draws, "must be >= 1")
+    rs = _raters(raters)
+    ids = [r.id for r in rs]
+    R = len(rs)
+    dt = torch.float64
+    X0 = torch.as_tensor(X0, dtype=dt, device=device)
+    X1 = torch.as_tensor(X1, dtype=dt, device=device)
+    if X0.dim() != 2 or X1.shape != X0.shape:
+        raise ConfigError("X1", tuple(X1.shape), f"X0 and X1 must both be [N, d] (X0 is {tuple(X0.shape)})")
+    N, d = X0.shape
+    y_t = torch.as_tensor(y, dtype=dt, device=device).reshape(-1)
+    if y_t.shape[0] != N:
+        raise ConfigError("y", y_t.shape[0], f"needs one label per comparison ({N})")
+    if not bool(((y_t == 0) | (y_t == 1)).all()):
+        raise ConfigError("y", y_t[(y_t != 0) & (y_t != 1)][:3].tolist(), "labels must be 0 or 1")
+    if not bool(torch.isfinite(X0).all() & torch.isfinite(X1).all()):
+        raise ConfigError("X0", "non-finite", "features must be finite")
+    rater = _rater_index(rater_index, ids, N, device)
+    mu0_t = (
+        torch.zeros(d, dtype=dt, device=device)
+        if mu0 is None
+        else torch.as_tensor(mu0, dtype=dt, device=device)
+    )
+    cov0_t = (
+        torch.eye(d, dtype=dt, device=device)
+        if cov0 is None
+        else torch.as_tensor(cov0, dtype=dt, device=device)
+    )
+    if mu0_t.shape != (d,):
+        raise ConfigError("mu0", tuple(mu0_t.shape), f"must have shape [{d}]")
+    if cov0_t.shape != (d, d) or torch.linalg.cholesky_ex(cov0_t)[1] != 0:
+        raise ConfigError(
+            "cov0", tuple(cov0_t.shape), f"must be a symmetric positive-definite [{d}, {d}] matrix"
+        )
+
+    known_b = torch.tensor([r.beta is not None for r in rs])
+    known_l = torch.tensor([r.lam is not None for r in rs])
+    single = R == 1
+    lam_prior_only = (~known_l) & torch.tensor(single)
+    free_b, free_l = ~known_b, (~known_l) & ~lam_prior_only
+    h_b0 = torch.tensor(
+        [math.log(r.beta) if r.beta is not None else prior.beta_loc for r in rs], dtype=dt, device=device
+    )
+    h_l0 = torch.tensor(
+        [math.log(r.lam) if r.lam is not None else prior.lam_loc for r in rs], dtype=dt, device=device
+    )
+    user_warn = []
+    if not bool(known_b.any() | known_l.any()):
+        user_warn.append(
+            "no rater's competence is known: only the prior (of theta and of log beta, log lam) fixes the "
+            "beta-theta scale; anchor the pool with a rater of known beta/lam where one exists"
+        )
+    pool = _pool(X0, X1, y_t, rater, R, mu0_t, cov0_t, device, dt)
+    gen = torch.Generator().manual_seed(int(seed))
+    if engine == "laplace-eb":
+        unknown = set(engine_options)
+        if unknown:
+            raise ConfigError("engine_options", sorted(unknown), "laplace-eb takes no further options")
+        problem = BTLinearProblem.from_data(
+            mu0_t,
+            cov0_t,
+            h_b0.exp(),
+            h_l0.exp(),
+            x0=X0,
+            x1=X1,
+            y=y_t,
+            rater=rater,
+            rater_ids=ids,
+            device=device,
+        )
+        draws, diag = _fit_laplace_eb(
+            pool,
+            prior,
+            problem,
+            h_b0,
+            h_l0,
+            free_b.to(device).to(dt),
+            free_l.to(device).to(dt),
+            num_draws,
+            gen,
+            tol,
+            max_iter,
+        )
+    else:
+        beta_fixed, lam_fixed = h_b0.exp(), h_l0.exp()
+        fn = _pyro_model(pool, beta_fixed, lam_fixed, free_b.tolist(), free_l.tolist(), prior, ids)
+        infos = site_infos(fn)
+        if engine == "nuts":
+            chains, _stats, diag = fit_nuts(fn, infos, seed=seed, **engine_options)
+        else:
+            opts = {"guide": "mvn", "reparam": True, **engine_options}
+            sampler, diag = fit_svi(fn, infos, seed=seed, **opts)
+            chains = {k: v.unsqueeze(0) for k, v in sampler(num_draws, gen).items()}
+        draws = _assemble(chains, beta_fixed, lam_fixed, free_b.tolist(), free_l.tolist(), ids)
+        diag = {k: v for k, v in diag.items() if k != "elbo"}
+        diag.setdefault("warnings", [])
+    for name, known, vals in (("beta", known_b, [r.beta for r in rs]), ("lam", known_l, [r.lam for r in rs])):
+        for i in torch.nonzero(known).flatten().tolist():
+            draws[name][..., i] = float(vals[i])  # exactly the user's value (not exp(log(value)))
+    if bool(lam_prior_only.any()):
+        C, Dn = draws["lam"].shape[:2]
+        z = torch.randn(C, Dn, generator=gen, dtype=dt)
+        draws["lam"][..., 0] = torch.exp(prior.lam_loc + prior.lam_scale * z).to(draws["lam"])
+        diag["warnings"] = list(diag.get("warnings", [])) + [
+            "one rater: lam is not identified from a single rater's data (the thesis' observation) and "
+            "stays at its prior (lam_from_prior)"
+        ]
+    diag["converged"] = not any(not w.startswith(("one rater",)) for w in diag.get("warnings", []))
+    th_mean = draws["theta"].reshape(-1, d).mean(0)
+    margin = float(((X1 - X0) @ th_mean).pow(2).mean().sqrt()) if N else 1.0
+    post = RaterPoolPosterior(engine, ids, draws, known_b, known_l, lam_prior_only, margin, diag)
+    for msg in user_warn:
+        warnings.warn(msg, UserWarning, stacklevel=2)
+        post.diagnostics["warnings"].append(msg)
+    for msg in diag.get("warnings", []):
+        if msg.startswith(("one rater", "no rater")):
+            continue
+        warnings.warn(f"{engine} did not converge: {msg}", RuntimeWarning, stacklevel=2)
+    return post
+
+
+def simulate_pool(
+    d: int,
+    betas: Sequence[float],
+    lams: Sequence[float],
+    n_per_rater: int | Sequence[int],
+    *,
+    seed: int = 0,
+    theta: torch.Tensor | None = None,
+    device: str | torch.device = "cpu",
+) -> dict[str, torch.Tensor]:
+    """Simulate a linear rater pool: θ ~ N(0, I) (unless given), ϑ_i = θ + ε_i/λ_i (ε_i ~ N(0, I)),
+    items x ~ N(0, I/d) (so ⟨x1 − x0, θ⟩ has variance ≈ 2), y ~ Bernoulli(σ(β_i⟨x1 − x0, ϑ_i⟩)).
+
+    Returns ``X0, X1 [N,d]``, ``y [N]``, ``rater [N]`` (rater i's rows contiguous), ``theta [d]``,
+    ``vartheta [R,d]``.
+    """
+    g = torch.Generator().manual_seed(int(seed))
+    R = len(betas)
+    n = [int(n_per_rater)] * R if isinstance(n_per_rater, int) else [int(v) for v in n_per_rater]
+    dt = torch.float64
+    th = torch.randn(d, generator=g, dtype=dt) if theta is None else torch.as_tensor(theta, dtype=dt)
+    lam = torch.tensor(list(lams), dtype=dt)
+    beta = torch.tensor(list(betas), dtype=dt)
+    vt = th + torch.randn(R, d, generator=g, dtype=dt) / lam[:, None]
+    rater = torch.cat([torch.full((k,), i, dtype=torch.long) for i, k in enumerate(n)])
+    N = rater.shape[0]
+    X0 = torch.randn(N, d, generator=g, dtype=dt) / math.sqrt(d)
+    X1 = torch.randn(N, d, generator=g, dtype=dt) / math.sqrt(d)
+    p = torch.sigmoid(beta[rater] * ((X1 - X0) * vt[rater]).sum(-1))
+    y = torch.bernoulli(p, generator=g)
+    out = {"X0": X0, "X1": X1, "y": y, "rater": rater, "theta": th, "vartheta": vt}
+    return {k: v.to(device) for k, v in out.items()}

@@ -1,0 +1,136 @@
+"""Hierarchical rater competence (bayescrl.inference.hierarchical): known answers on simulated pools."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from bayescrl.inference.hierarchical import PoolRater, RaterPrior, fit_rater_pool, simulate_pool
+from bayescrl.utils import ConfigError, set_torch_threads
+
+set_torch_threads()
+
+# an expert (known competence, anchors the pool), a deliberate rater, a deliberate-but-misinformed rater
+# (high β, low λ) and a near-random rater (tiny β)
+BETAS, LAMS = [10.0, 5.0, 10.0, 0.2], [30.0, 3.0, 0.3, 1.0]
+IDS = ["expert", "ok", "misinformed", "random"]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return simulate_pool(3, BETAS, LAMS, 150, seed=1)
+
+
+@pytest.fixture(scope="module")
+def fast(pool):
+    raters = [PoolRater("expert", beta=10.0, lam=30.0), "ok", "misinformed", "random"]
+    return fit_rater_pool(pool["X0"], pool["X1"], pool["y"], pool["rater"], raters)
+
+
+def test_fast_engine_ranks_lambda_and_flags_the_misinformed_rater(fast):
+    table = {r["rater"]: r for r in fast.rater_table()}
+    assert fast.diagnostics["converged"]
+    # λ of the deliberate raters ranked as the truth (3 > 0.3), with the truth inside the 90 % intervals
+    assert table["ok"]["lam_mean"] > 3 * table["misinformed"]["lam_mean"]
+    assert table["misinformed"]["lam_lo"] < 0.3 < table["misinformed"]["lam_hi"]
+    assert table["ok"]["lam_lo"] < 3.0 < table["ok"]["lam_hi"]
+    # the misinformed rater is deliberate (β well above the random rater's) but not trusted
+    assert table["misinformed"]["beta_lo"] > table["random"]["beta_hi"]
+    verdict = {k: v["verdict"] for k, v in table.items()}
+    assert verdict == {
+        "expert": "trusted",
+        "ok": verdict["ok"],  # trusted or uncertain: λ = 3 sits near the threshold
+        "misinformed": "deliberate-but-misinformed",
+        "random": "random",
+    }
+    assert verdict["ok"] in ("trusted", "uncertain")
+
+
+def test_known_competence_anchors_the_pool(pool, fast):
+    b, lam = fast.draws["beta"][..., 0], fast.draws["lam"][..., 0]
+    assert torch.all(b == 10.0) and torch.all(lam == 30.0)
+    assert bool(fast.known_beta[0]) and not bool(fast.known_beta[1])
+    # anchored, θ's scale is recovered (cosine and norm close to the truth)
+    th = fast.theta_mean
+    assert torch.nn.functional.cosine_similarity(th, pool["theta"], 0) > 0.97
+    assert 0.7 < float(th.norm() / pool["theta"].norm()) < 1.4
+
+
+def test_no_known_competence_warns_that_only_the_prior_fixes_the_scale(pool):
+    with pytest.warns(UserWarning, match="only the prior"):
+        post = fit_rater_pool(pool["X0"], pool["X1"], pool["y"], pool["rater"], IDS)
+    assert any("only the prior" in w for w in post.diagnostics["warnings"])
+
+
+def test_single_rater_keeps_lambda_at_its_prior():
+    s = simulate_pool(2, [5.0], [0.5], 120, seed=3)
+    prior = RaterPrior(lam_loc=math.log(2.0), lam_scale=0.5)
+    with pytest.warns(UserWarning):
+        post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], ["solo"], prior, num_draws=4000)
+    assert bool(post.lam_from_prior[0])
+    lam = post.flat("lam")[:, 0]
+    # λ draws are the prior's: median 2, log-sd 0.5 (not fitted towards the truth 0.5)
+    assert float(lam.log().median()) == pytest.approx(math.log(2.0), abs=0.05)
+    assert float(lam.log().std()) == pytest.approx(0.5, rel=0.08)
+    assert post.rater_table()[0]["verdict"] == "uncertain"
+    assert "prior only" in post.summary()
+    # β is still inferred from the data (its posterior is narrower than the prior's log-sd 1.5)
+    assert float(post.flat("beta")[:, 0].log().std()) < 0.8
+
+
+def test_fast_engine_theta_agrees_with_nuts():
+    """Tiny pool (d = 2, an anchor and one unknown rater): laplace-eb's θ mean within 0.35 NUTS posterior
+    sd of NUTS' mean on each coordinate, its sd within 40 %."""
+    s = simulate_pool(2, [5.0, 5.0], [10.0, 1.0], 40, seed=0)
+    raters = [PoolRater("a", beta=5.0, lam=10.0), "b"]
+    fast = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters)
+    nuts = fit_rater_pool(
+        s["X0"], s["X1"], s["y"], s["rater"], raters, engine="nuts",
+        num_samples=250, warmup=150, num_chains=1,
+    )  # fmt: skip
+    m_n, sd_n = nuts.theta_mean, nuts.theta_cov.diagonal().sqrt()
+    m_f, sd_f = fast.theta_mean, fast.theta_cov.diagonal().sqrt()
+    assert torch.all((m_f - m_n).abs() < 0.35 * sd_n)
+    assert torch.all((sd_f / sd_n - 1).abs() < 0.4)
+
+
+def test_bad_input_names_the_field(pool):
+    args = (pool["X0"], pool["X1"], pool["y"], pool["rater"])
+    with pytest.raises(ConfigError) as e:
+        fit_rater_pool(*args, IDS, RaterPrior(lam_scale=0.0))
+    assert e.value.field == "prior.lam_scale"
+    with pytest.raises(ConfigError) as e:
+        fit_rater_pool(*args, IDS, {"beta_scale": -1.0})
+    assert e.value.field == "prior.beta_scale"
+    with pytest.raises(ConfigError) as e:
+        fit_rater_pool(pool["X0"][:2], pool["X1"][:2], pool["y"][:2], ["ok", "carol"], IDS)
+    assert e.value.field == "rater_index" and e.value.value == "carol"
+    with pytest.raises(ConfigError) as e:
+        fit_rater_pool(*args, IDS[:3])  # rater 3 in the data is not declared
+    assert e.value.field == "rater_index"
+    with pytest.raises(ConfigError) as e:
+        fit_rater_pool(*args, [PoolRater("expert", beta=-1.0), "ok", "misinformed", "random"])
+    assert e.value.field == "raters.beta"
+
+
+def test_unconverged_engine_warns(pool):
+    raters = [PoolRater("expert", beta=10.0, lam=30.0), "ok", "misinformed", "random"]
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        post = fit_rater_pool(pool["X0"], pool["X1"], pool["y"], pool["rater"], raters, max_iter=2)
+    assert not post.diagnostics["converged"]
+
+
+def test_arviz_table_and_plot(fast, tmp_path):
+    idata = fast.to_arviz()
+    assert idata.posterior["beta"].dims == ("chain", "draw", "rater")
+    assert list(idata.posterior["lam"].coords["rater"].values) == IDS
+    assert idata.posterior["vartheta"].shape[-2:] == (4, 3)
+    row = fast.rater_table()[2]
+    assert row["rater"] == "misinformed" and row["lam_lo"] <= row["lam_mean"] <= row["lam_hi"]
+    fig = fast.plot(tmp_path / "raters.png", truth={"beta": BETAS, "lam": LAMS})
+    assert (tmp_path / "raters.png").stat().st_size > 1000
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][
+        2
+    ] == "misinformed (deliberate-but-misinformed)"
