@@ -33,6 +33,7 @@ Engines (:func:`fit_rater_pool`):
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -419,7 +420,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         init = None if state["theta"] is None else (state["theta"], state["V"])
         res = map_estimate(prob, tol=1e-9, max_iter=200, return_hessian=False, init=init)
         state["theta"], state["V"] = res.theta[0].detach(), res.vartheta[0].detach()
-        state["inner_ok"] = state["inner_ok"] and bool(res.converged.all())
+        state["inner_ok"] = bool(res.converged.all())  # judged at the last (returned) point
         return state["theta"], state["V"]
 
     def value_grad(u):
@@ -431,6 +432,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
 
     u0 = torch.cat([h_b0, h_l0])[free].clone()
     grad_norm = 0.0
+    t0 = time.perf_counter()
     if nf:
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -459,6 +461,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
     hb, hl = split(u_hat)
     th_hat, V_hat = state["theta"], state["V"]
+    t1 = time.perf_counter()
     # Hessian of −F over the free log competences (forward differences of the exact gradient) and the
     # MAP's sensitivity J = d(θ̂, ϑ̂)/dh from the same evaluations
     eps = 1e-4
@@ -494,6 +497,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         cov_h = (evecs / evals) @ evecs.T
     else:
         cov_h = Hh
+    t2 = time.perf_counter()
     # (θ, ϑ) | ĥ: Gaussian with precision H (block form) at the MAP
     _, _, _, K, A = _blocks(pool, th_hat[None], V_hat[None], hb[None].exp(), hl[None].exp())
     chol_a, chol_s = _schur(pool, K, A, hl[None].exp())
@@ -516,6 +520,9 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     if nf:
         h_all[:, free] = h_all[:, free] + dh
     diag.update(
+        optimise_seconds=t1 - t0,
+        hessian_seconds=t2 - t1,
+        sample_seconds=time.perf_counter() - t2,
         competence_grad=grad_norm,
         log_competence_map=torch.cat([hb, hl]).tolist(),
         log_competence_cov=cov_h.tolist(),

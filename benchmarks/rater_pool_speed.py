@@ -1,0 +1,162 @@
+"""Speed of the hierarchical rater-pool engines, and the fast engine's agreement with NUTS.
+
+1. ``laplace-eb`` on a pool of R = 10 raters, N = 2,000 comparisons (200 each), d = 256, one CPU thread
+   (target ≤ 3 s): wall time split into the competence optimisation, the competence Hessian and the
+   draws; θ cosine to the truth; λ rank correlation with the truth.
+2. Agreement at small d (d = 4, N = 400, R = 4: an anchor of known competence, a deliberate rater, a
+   deliberate-but-misinformed rater, a near-random rater): laplace-eb, svi and NUTS (2 chains) on the same
+   pool — θ cosine of each engine's posterior mean to NUTS', the largest |mean − mean_NUTS| / sd_NUTS over
+   θ's coordinates, Spearman correlation of the posterior-mean λ_i (unknown raters) with NUTS', and times.
+
+    .venv/bin/python benchmarks/rater_pool_speed.py            # both parts (NUTS takes minutes)
+    .venv/bin/python benchmarks/rater_pool_speed.py --no-nuts  # part 1 and laplace-eb/svi only
+
+Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
+The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from bayescrl.inference.hierarchical import PoolRater, fit_rater_pool, simulate_pool
+from bayescrl.utils import set_torch_threads, write_json
+from bayescrl.utils.plotting import plt
+
+OUT = Path(__file__).parent / "results" / "raters"
+
+SMALL = {"d": 4, "n_per_rater": 100, "betas": [5.0, 5.0, 10.0, 0.3], "lams": [10.0, 3.0, 0.3, 1.0]}
+SMALL_IDS = ["anchor", "deliberate", "misinformed", "random"]
+
+
+def spearman(a, b) -> float:
+    ra = np.argsort(np.argsort(np.asarray(a)))
+    rb = np.argsort(np.argsort(np.asarray(b)))
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def small_pool(seed: int = 0):
+    """The agreement case (also the known answer of tests/test_hierarchical_raters.py)."""
+    s = simulate_pool(SMALL["d"], SMALL["betas"], SMALL["lams"], SMALL["n_per_rater"], seed=seed)
+    raters = [PoolRater("anchor", beta=5.0, lam=10.0)] + SMALL_IDS[1:]
+    return s, raters
+
+
+def large(seed: int = 0) -> dict:
+    R, d = 10, 256
+    lams = [3.0, 3.0, 0.3, 3.0, 1.0, 1.0, 3.0, 0.5, 3.0, 2.0]
+    betas = [5.0, 5.0, 5.0, 5.0, 5.0, 0.5, 5.0, 5.0, 2.0, 5.0]
+    s = simulate_pool(d, betas, lams, 200, seed=seed)
+    raters = [PoolRater("r0", beta=betas[0], lam=lams[0])] + [f"r{i}" for i in range(1, R)]
+    fit_rater_pool(s["X0"][:50], s["X1"][:50], s["y"][:50], s["rater"][:50], raters[:1])  # warm-up
+    t = time.perf_counter()
+    post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters)
+    wall = time.perf_counter() - t
+    lam_mean = post.flat("lam").mean(0)
+    dg = post.diagnostics
+    return {
+        "R": R,
+        "N": int(s["y"].shape[0]),
+        "d": d,
+        "seconds": wall,
+        "optimise_seconds": dg["optimise_seconds"],
+        "hessian_seconds": dg["hessian_seconds"],
+        "sample_seconds": dg["sample_seconds"],
+        "objective_evals": dg["objective_evals"],
+        "converged": dg["converged"],
+        "theta_cosine_to_truth": float(torch.nn.functional.cosine_similarity(post.theta_mean, s["theta"], 0)),
+        "lam_spearman_to_truth": spearman(lam_mean[1:].tolist(), lams[1:]),
+        "target_seconds": 3.0,
+    }
+
+
+def agreement(nuts: bool, seed: int = 0) -> tuple[dict, dict]:
+    s, raters = small_pool(seed)
+    runs, posts = {}, {}
+    engines = [("laplace-eb", {}), ("svi", {})] + (
+        [("nuts", {"num_samples": 300, "warmup": 300, "num_chains": 2})] if nuts else []
+    )
+    for eng, kw in engines:
+        t = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters, engine=eng, seed=seed, **kw)
+        runs[eng] = {
+            "seconds": time.perf_counter() - t,
+            "theta_mean": post.theta_mean.tolist(),
+            "theta_sd": post.theta_cov.diagonal().sqrt().tolist(),
+            "lam_mean": post.flat("lam").mean(0).tolist(),
+            "beta_mean": post.flat("beta").mean(0).tolist(),
+            "verdicts": post.verdicts(),
+            "warnings": [str(w.message) for w in caught],
+            "options": kw,
+        }
+        posts[eng] = post
+    if nuts:
+        ref = posts["nuts"]
+        m, sd = ref.theta_mean, ref.theta_cov.diagonal().sqrt()
+        for eng, post in posts.items():
+            runs[eng]["theta_cosine_to_nuts"] = float(
+                torch.nn.functional.cosine_similarity(post.theta_mean, m, 0)
+            )
+            runs[eng]["theta_max_z_to_nuts"] = float(((post.theta_mean - m) / sd).abs().max())
+            runs[eng]["theta_sd_ratio_to_nuts"] = (post.theta_cov.diagonal().sqrt() / sd).tolist()
+            runs[eng]["lam_spearman_to_nuts"] = spearman(
+                runs[eng]["lam_mean"][1:], runs["nuts"]["lam_mean"][1:]
+            )
+    for eng in runs:
+        runs[eng]["lam_spearman_to_truth"] = spearman(runs[eng]["lam_mean"][1:], SMALL["lams"][1:])
+        runs[eng]["theta_cosine_to_truth"] = float(
+            torch.nn.functional.cosine_similarity(torch.tensor(runs[eng]["theta_mean"]), s["theta"], 0)
+        )
+    return {"case": {**SMALL, "raters": SMALL_IDS, "seed": seed}, "engines": runs}, posts
+
+
+def plot(posts: dict, path: Path) -> None:
+    fig, axes = plt().subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    for k, (eng, post) in enumerate(posts.items()):
+        for ax, site in zip(axes, ("beta", "lam"), strict=True):
+            lo, hi = post.interval(site)
+            mid = post.flat(site).median(0).values
+            y = np.arange(len(post.rater_ids)) + 0.2 * (k - 1)
+            ax.errorbar(mid, y, xerr=[mid - lo, hi - mid], fmt="o", label=eng, capsize=2)
+    for ax, site, truth in zip(axes, ("β", "λ"), (SMALL["betas"], SMALL["lams"]), strict=True):
+        ax.plot(truth, np.arange(len(truth)), "kx", label="truth")
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{site}: posterior median and 90 % interval")
+    axes[0].set_yticks(np.arange(len(SMALL_IDS)), SMALL_IDS)
+    axes[1].legend(fontsize=8)
+    fig.suptitle("rater pool d = 4, N = 400: engines vs truth")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-nuts", action="store_true")
+    ap.add_argument("--out", default=str(OUT))
+    args = ap.parse_args()
+    set_torch_threads(1)
+    out = Path(args.out)
+    load0 = os.getloadavg()
+    res = {"threads": torch.get_num_threads(), "load_average_start": load0}
+    res["large"] = large()
+    print("large:", {k: v for k, v in res["large"].items()}, flush=True)
+    res["small"], posts = agreement(not args.no_nuts)
+    res["load_average_end"] = os.getloadavg()
+    res["command"] = "python benchmarks/rater_pool_speed.py" + (" --no-nuts" if args.no_nuts else "")
+    write_json(out / "rater_pool_speed.json", res)
+    plot(posts, out / "rater_pool_speed.png")
+    for eng, r in res["small"]["engines"].items():
+        print(eng, {k: v for k, v in r.items() if k not in ("warnings", "options")})
+
+
+if __name__ == "__main__":
+    main()
