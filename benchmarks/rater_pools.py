@@ -21,7 +21,7 @@ Metrics per (scenario, method), mean ± sd over seeds: cosine of the posterior-m
 posterior-interval coverage of θ's coordinates, and (hierarchical only; the others have no per-rater λ)
 the Spearman correlation of the posterior-mean λ_i of the raters with unknown λ with the true λ_i (not
 defined for ``all_alike``). ``flagged``: the fraction of seeds in which the misinformed rater of (a) gets
-the verdict ``deliberate-but-misinformed``; ``false_flags``: the fraction of the four other raters that get it.
+the verdict ``deliberate-but-misinformed``; ``false_flags``: the fraction of the four other raters given it.
 
     .venv/bin/python benchmarks/rater_pools.py             # 20 seeds (a few minutes on one core)
     .venv/bin/python benchmarks/rater_pools.py --seeds 3   # quick look
