@@ -10,6 +10,7 @@
 
     .venv/bin/python benchmarks/rater_pool_speed.py            # both parts (NUTS takes minutes)
     .venv/bin/python benchmarks/rater_pool_speed.py --no-nuts  # part 1 and laplace-eb/svi only
+    .venv/bin/python benchmarks/rater_pool_speed.py --large-only  # re-measure part 1 into the JSON
 
 Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
 The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
@@ -18,6 +19,7 @@ The machine's load average is recorded: on a shared machine wall time also measu
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 import warnings
@@ -141,6 +143,7 @@ def plot(posts: dict, path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-nuts", action="store_true")
+    ap.add_argument("--large-only", action="store_true", help="re-measure part 1 only (keep part 2)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
@@ -149,6 +152,13 @@ def main() -> None:
     res = {"threads": torch.get_num_threads(), "load_average_start": load0}
     res["large"] = large()
     print("large:", {k: v for k, v in res["large"].items()}, flush=True)
+    res["load_average_end_large"] = os.getloadavg()
+    if args.large_only:
+        old = json.loads((out / "rater_pool_speed.json").read_text())
+        old.update({k: v for k, v in res.items() if k != "load_average_start"})
+        old["load_average_start_large"] = load0
+        write_json(out / "rater_pool_speed.json", old)
+        return
     res["small"], posts = agreement(not args.no_nuts)
     res["load_average_end"] = os.getloadavg()
     res["command"] = "python benchmarks/rater_pool_speed.py" + (" --no-nuts" if args.no_nuts else "")

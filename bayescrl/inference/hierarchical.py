@@ -418,7 +418,8 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     def inner(hb, hl):
         prob = replace(problem, beta=hb.detach().exp(), lam=hl.detach().exp())
         init = None if state["theta"] is None else (state["theta"], state["V"])
-        res = map_estimate(prob, tol=1e-9, max_iter=200, return_hessian=False, init=init)
+        # a loose tolerance suffices: the objective applies one more Newton correction (error O(‖g‖²))
+        res = map_estimate(prob, tol=1e-6, max_iter=200, return_hessian=False, init=init)
         state["theta"], state["V"] = res.theta[0].detach(), res.vartheta[0].detach()
         state["inner_ok"] = bool(res.converged.all())  # judged at the last (returned) point
         return state["theta"], state["V"]
@@ -449,7 +450,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         _, g = fun(res.x)  # the MAP at the returned point (L-BFGS-B may end on a line-search trial)
         grad_norm = float(np.abs(g).max())
         diag["competence_iters"] = int(res.nit)
-        if not grad_norm <= 1e3 * tol or not math.isfinite(grad_norm):
+        if not grad_norm <= 100 * tol or not math.isfinite(grad_norm):
             diag["warnings"].append(
                 f"laplace-eb: competence optimiser stopped with gradient {grad_norm:.2e} after {res.nit} "
                 f"iterations (max_iter = {max_iter}): {res.message}"
@@ -587,7 +588,7 @@ def fit_rater_pool(
     num_draws: int = 1000,
     seed: int = 0,
     device: str | torch.device = "cpu",
-    tol: float = 1e-6,
+    tol: float = 1e-4,
     max_iter: int = 200,
     **engine_options: Any,
 ) -> RaterPoolPosterior:
