@@ -83,7 +83,7 @@ def agreement(nuts: bool, seed: int = 0) -> tuple[dict, dict]:
     s, raters = small_pool(seed)
     runs, posts = {}, {}
     engines = [("laplace-eb", {}), ("svi", {})] + (
-        [("nuts", {"num_samples": 300, "warmup": 300, "num_chains": 2})] if nuts else []
+        [("nuts", {"num_samples": 150, "warmup": 100, "num_chains": 2})] if nuts else []
     )
     for eng, kw in engines:
         t = time.perf_counter()

@@ -86,7 +86,7 @@ def test_single_rater_keeps_lambda_at_its_prior():
 
 
 def test_fast_engine_theta_agrees_with_the_stored_nuts_reference():
-    """The agreement case of benchmarks/rater_pool_speed.py (d = 4, N = 400, R = 4; NUTS 2 × 300 draws
+    """The agreement case of benchmarks/rater_pool_speed.py (d = 4, N = 400, R = 4; NUTS 2 × 150 draws
     stored in its JSON): laplace-eb's θ mean within TOL_Z NUTS posterior sd of NUTS' mean on every
     coordinate, its sd within 35 %, and the λ of the misinformed rater the smallest in both."""
     ref = json.loads(SPEED.read_text())["small"]
