@@ -127,7 +127,7 @@ class RaterPoolPosterior:
     def interval(self, site: str, level: float = 0.9) -> tuple[torch.Tensor, torch.Tensor]:
         """Equal-tailed ``level`` interval of every component of ``site`` (lower, upper)."""
         s = self.flat(site)
-        q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=s.dtype)
+        q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=s.dtype, device=s.device)
         lo, hi = torch.quantile(s, q, dim=0)
         return lo, hi
 
@@ -568,7 +568,7 @@ def _assemble(samples: dict[str, torch.Tensor], beta_fixed, lam_fixed, free_b, f
             if free[i]:
                 cols.append(samples[f"{name}_{rid}"].reshape(C, Dn).double())
             else:
-                cols.append(torch.full((C, Dn), float(fixed[i]), dtype=torch.float64))
+                cols.append(torch.full((C, Dn), float(fixed[i]), dtype=torch.float64, device=th.device))
         out[name] = torch.stack(cols, -1)
     return out
 
