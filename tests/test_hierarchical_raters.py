@@ -6,6 +6,7 @@ import json
 import math
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -158,3 +159,14 @@ def test_arviz_table_and_plot(fast, tmp_path):
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()][
         2
     ] == "misinformed (deliberate-but-misinformed)"
+
+
+def test_rater_objects_with_id_beta_lam_are_accepted(pool, fast):
+    """Objects with ``id``, ``beta``, ``lam`` (like bayescrl.raters.Rater): numbers known, priors inferred."""
+    prior_obj = object()
+    raters = [SimpleNamespace(id="expert", beta=10.0, lam=30.0)] + [
+        SimpleNamespace(id=r, beta=None, lam=prior_obj) for r in IDS[1:]
+    ]
+    post = fit_rater_pool(pool["X0"], pool["X1"], pool["y"], pool["rater"], raters)
+    assert torch.equal(post.draws["theta"], fast.draws["theta"])
+    assert post.known_beta.tolist() == [True, False, False, False]

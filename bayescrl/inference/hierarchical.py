@@ -267,6 +267,9 @@ def _raters(raters: Sequence[PoolRater | str | Mapping]) -> list[PoolRater]:
             if unknown or "id" not in r:
                 raise ConfigError("raters", dict(r), "each rater needs 'id' and may set 'beta', 'lam'", i)
             r = PoolRater(str(r["id"]), r.get("beta"), r.get("lam"))
+        elif not isinstance(r, PoolRater) and hasattr(r, "id"):  # e.g. bayescrl.raters.Rater
+            known = [v if isinstance(v, (int, float)) else None for v in (r.beta, getattr(r, "lam", None))]
+            r = PoolRater(str(r.id), *known)  # a prior object or None: inferred under `prior`
         elif not isinstance(r, PoolRater):
             raise ConfigError("raters", r, "must be a PoolRater, an id or a mapping", i)
         for name in ("beta", "lam"):
@@ -600,8 +603,9 @@ def fit_rater_pool(
       ``X1[n]`` (Bradley–Terry, Eq. `rater_preference_dist`: P(y = 1) = σ(β_i⟨X1 − X0, ϑ_i⟩)), else 0;
     * ``rater_index [N]``: integer positions into ``raters`` or rater ids (str); an undeclared rater is a
       ``ConfigError("rater_index", ...)``;
-    * ``raters``: R entries, each a :class:`PoolRater`, an id, or ``{"id", "beta"?, "lam"?}``; a given
-      ``beta`` / ``lam`` is known (fixed, anchors the pool), a missing one is inferred;
+    * ``raters``: R entries, each a :class:`PoolRater`, an id, ``{"id", "beta"?, "lam"?}``, or any object
+      with ``id``, ``beta``, ``lam`` attributes (a rater of :mod:`bayescrl.raters`); a numeric ``beta`` /
+      ``lam`` is known (fixed, anchors the pool), a missing one (or a prior object) is inferred;
     * ``prior``: :class:`RaterPrior` (or its fields as a mapping): ``log β_i ~ N(beta_loc, beta_scale²)``,
       ``log λ_i ~ N(lam_loc, lam_scale²)`` (LogNormal β_i, λ_i); ``mu0 [d]``, ``cov0 [d,d]``: the prior
       N(μ0, Σ0) of θ (default N(0, I));
