@@ -116,11 +116,13 @@ def plot_regret(agents: dict[str, Any], seeds: int, path: Path, title: str) -> P
 def demo(out: Path, seeds: int, config: Path | None, overrides: tuple[str, ...], force: bool) -> None:
     """warmPref-PS (Alg. 1) against naive-PS, PS and LinTS; prints and plots the final regrets."""
     from bayescrl.bandits import run_experiment
+    from bayescrl.bandits.config import resolve_config
     from bayescrl.utils.io import write_json
 
     set_torch_threads()
-    prepare_out_dir(out, force=force, create=False)
     cfg = apply_overrides(load_yaml(config) if config is not None else DEMO_CONFIG, overrides)
+    resolve_config(cfg)  # a bad config or output folder is refused before the run
+    prepare_out_dir(out, force=force)
     results = run_experiment(cfg, seeds=seeds, out=None, progress=False)
     agents = results.get("agents", results)
     write_json(out / "results.json", results)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from bayescrl.utils.checks import prepare_out
 from bayescrl.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -50,11 +51,20 @@ def copy_examples(dest: str | Path, family: str | None = None, force: bool = Fal
         raise ConfigError("DIR", str(dest), "exists and is not a folder")
     root = examples_root()
     files = list_examples(family)
+    for f in files:  # a file standing where a family folder goes, or a folder where a file goes
+        for parent in (dest / f).parents:
+            if parent == dest:
+                break
+            if parent.exists() and not parent.is_dir():
+                raise ConfigError("DIR", str(dest), f"cannot write {f}: {str(parent)!r} is a file")
+        if (dest / f).is_dir():
+            raise ConfigError("DIR", str(dest), f"cannot write {f}: a folder stands there")
     clash = [f for f in files if (dest / f).exists()]
     if clash and not force:
         raise ConfigError(
             "DIR", str(dest), f"already holds {clash[0]} (and {len(clash) - 1} more); use --force"
         )
+    prepare_out(dest, "DIR")  # everything checked: made (or probed) now, so a read-only place is one line
     written = []
     for f in files:
         target = dest / f

@@ -121,8 +121,8 @@ def test_import_merges_and_counts_remaining(run, tmp_path):
     second = {
         "round": 3,
         "labels": [
-            {"query": "r3q2", "choice": "left", "rater": "alice"},
-            {"query": "r3q2", "choice": "right", "rater": "bob"},  # same query twice in one file: last wins
+            {"query": "r3q2", "choice": "right", "rater": "bob"},
+            {"query": "r3q2", "choice": "right", "rater": "bob"},  # the same label twice in one file: one
         ],
     }
     s = L.import_labels(run, _write(tmp_path / "b.json", second))

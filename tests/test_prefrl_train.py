@@ -188,8 +188,8 @@ def test_offline_preferences_warm_start_the_posterior(tmp_path):
     off = tmp_path / "offline.json"
     off.write_text(json.dumps({"rater": {"id": "log", "beta": 2.0, "lam": 10.0}, "records": recs}))
     algo = get_algorithm("ppo-lag")(cmdp.make_env, [1.0], 0, {"n_envs": 2, "rollout_steps": 8})
-    spec = {"raters": [{"id": "a"}], "offline": str(off), "competence": "known"}
-    learner = PreferenceLearner(algo, spec)
+    spec = {"raters": [{"id": "a"}], "offline": str(off), "competence": "known", "segment_length": 4}
+    learner = PreferenceLearner(algo, spec)  # (the default segment_length 8 > horizon 4 is refused)
     theta = learner.posterior.mean().reshape(2, 2)
     assert learner.posterior.num_labels == 30 and (theta[1] > theta[0] + 0.3).all()
     bad = tmp_path / "bad.json"

@@ -62,7 +62,7 @@ def bandit(
     cfg = load_yaml(config) if config is not None else {}
     cfg = apply_overrides(cfg, overrides)
     if not cfg.get("sweep"):
-        resolve_config(cfg)  # refused before the output folder is made
+        resolve_config(cfg, seeds)  # refused (also a size beyond memory) before the output folder is made
     prepare_out_dir(out, force=force)
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"bandit:{out.name}")
     if cfg.get("sweep"):

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayescrl.raters import Rater, parse_rater
-from bayescrl.utils.checks import check_device
+from bayescrl.utils.checks import check_device, check_memory_of, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
@@ -191,8 +191,27 @@ def normalise_agents(agents: Any) -> list[dict[str, Any]]:
     return out
 
 
-def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Merge ``config`` over :data:`DEFAULTS` and validate every field (raises :class:`ConfigError`)."""
+def check_size(cfg: Mapping[str, Any], seeds: int = 1) -> None:
+    """Refuse a resolved config whose ``seeds`` batched seeds would not fit in memory: per seed the arms
+    (``K x d``), the offline pairs (``N x 2 x d``), the online rounds and regret curves (``T``, per agent)
+    and the posterior covariances (``d x d``)."""
+    seeds = positive_int(seeds, "seeds")
+    b, n_agents = cfg["bandit"], len(cfg["agents"])
+    N = sum(raters_of(cfg["offline"])[1])
+
+    def estimate(n: Mapping[str, int]) -> float:
+        K, d, T = n["bandit.K"], n["bandit.d"], n["bandit.T"]
+        per_seed = K * (d + 1) + 4 * d * d + n["offline.N"] * 2 * (d + 2) + T * (2 * d + 4 * n_agents)
+        return 8 * 4 * n["--seeds"] * per_seed  # float64, ~4 live copies (temporaries, each agent's data)
+
+    sizes = {"bandit.K": b["K"], "bandit.d": b["d"], "bandit.T": b["T"], "offline.N": N, "--seeds": seeds}
+    what = f"{seeds} seed(s) of this bandit run (K={b['K']}, d={b['d']}, T={b['T']}, N={N})"
+    check_memory_of(estimate, sizes, what)
+
+
+def resolve_config(config: Mapping[str, Any] | None, seeds: int = 1) -> dict[str, Any]:
+    """Merge ``config`` over :data:`DEFAULTS` and validate every field, and that ``seeds`` seeds of it fit
+    in memory (:func:`check_size`; raises :class:`ConfigError`)."""
     config = {k: v for k, v in dict(config or {}).items() if k != "sweep"}
     sections = {**{k: v for k, v in DEFAULTS.items() if isinstance(v, dict)}, "options": DEFAULT_OPTIONS}
     check_keys(config, {k: sections.get(k) for k in sorted(TOP_KEYS)})  # a misplaced key: its section
@@ -256,4 +275,5 @@ def resolve_config(config: Mapping[str, Any] | None) -> dict[str, Any]:
     _num("options.dpo_prior_weight", o["dpo_prior_weight"], 0.0)
     _num("options.eps0", o["eps0"], 0.0)
     _num("options.naive_beta", o["naive_beta"], 0.0)
+    check_size(cfg, seeds)
     return cfg

@@ -235,7 +235,7 @@ def run_experiment(
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ConfigError("seeds", seeds, "must be an integer >= 1")
     set_torch_threads()
-    cfg = resolve_config(config)
+    cfg = resolve_config(config, seeds)
     t0 = time.perf_counter()
     env, data = make_world(cfg, seeds)
     agents: dict[str, Any] = {}
@@ -287,7 +287,7 @@ def run_sweep(
         assign = dict(zip(keys, values, strict=True))
         cfg = apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in assign.items()])
         try:
-            resolve_config(cfg)  # every cell is validated before the first one runs
+            resolve_config(cfg, seeds)  # every cell is validated before the first one runs
         except ConfigError as exc:
             why = f"{exc.reason} (sweep cell {_cell_name(assign)})"
             raise ConfigError(exc.field, exc.value, why, exc.index) from None

@@ -10,7 +10,6 @@ Examples::
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import click
 from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
-from bayescrl.utils.io import apply_overrides, check_keys, write_json
+from bayescrl.utils.io import apply_overrides, check_keys, json_loads, load_json, write_json
 from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
 from bayescrl.utils.runlog import RunLogger, log_options
 from bayescrl.utils.seeding import set_torch_threads
@@ -216,6 +215,13 @@ def train(
             raise ConfigError(
                 "preferences", preferences_file, "differs from the spec of the run being resumed"
             )
+        if prefs is not None and stored is None:
+            raise ConfigError(
+                "preferences",
+                preferences_file or spec.get("preferences"),
+                "the run being resumed learned from the env reward; a preference spec would switch its "
+                "reward source mid-run (start a new run with --out instead)",
+            )
         if stored is not None:
             from bayescrl.prefrl.spec import parse_preference_spec
 
@@ -351,9 +357,17 @@ def _learner(agent, prefs, out: Path):
         raise
 
 
-def _stored_preferences(run_dir) -> dict | None:
+def _run_json(run_dir) -> dict | None:
+    """The resumed run's ``run.json`` (None if absent); a damaged one is named with how to recover."""
     p = Path(run_dir) / "run.json"
-    return json.loads(p.read_text()).get("preferences") if p.exists() else None
+    if not p.exists():
+        return None
+    fix = "restore it from a copy or start the run again with a new --out (it records the run's settings)"
+    return load_json(p, "run.json", kind=dict, recover=fix)
+
+
+def _stored_preferences(run_dir) -> dict | None:
+    return (_run_json(run_dir) or {}).get("preferences")
 
 
 def _spec_from_dict(d: dict) -> dict:
@@ -362,18 +376,30 @@ def _spec_from_dict(d: dict) -> dict:
 
 
 def _stored_total(run_dir) -> int | None:
-    p = Path(run_dir) / "run.json"
-    return json.loads(p.read_text())["total_steps"] if p.exists() else None
+    return (_run_json(run_dir) or {}).get("total_steps")
 
 
 def _truncate_metrics(out: Path, iteration: int) -> None:
-    """Drop metric lines written after the checkpoint (a killed run may have logged one more)."""
+    """Drop metric lines written after the checkpoint (a killed run may have logged one more, or left its
+    last line half-written: that line is dropped with a message; a damaged earlier line is refused)."""
     p = out / "metrics.jsonl"
     if not p.exists():
         return
-    keep = [
-        ln for ln in p.read_text().splitlines() if ln.strip() and json.loads(ln)["iteration"] <= iteration
-    ]
+    lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
+    keep = []
+    for i, ln in enumerate(lines):
+        try:
+            rec = json_loads(ln, "metrics.jsonl", str(p))
+            it = rec["iteration"]
+        except (DataError, KeyError, TypeError) as exc:
+            if i == len(lines) - 1:  # the line a kill cut short
+                _log.warning("%s: dropped its half-written last line (the run was killed mid-write)", p)
+                break
+            why = exc.reason if isinstance(exc, DataError) else "a record without 'iteration'"
+            fix = "delete the damaged line and rerun with --resume"
+            raise DataError("metrics.jsonl", str(p), f"line {i + 1}: {why}; {fix}") from None
+        if isinstance(it, int) and it <= iteration:
+            keep.append(ln)
     p.write_text("".join(ln + "\n" for ln in keep))
 
 

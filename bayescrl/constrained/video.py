@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bayescrl.utils.checks import prepare_out_file
 from bayescrl.utils.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ def check_video_path(path: str | Path) -> Path:
         raise ConfigError("--video", str(path), f"must end in one of {', '.join(VIDEO_SUFFIXES)}")
     if path.exists() and path.is_dir():
         raise ConfigError("--video", str(path), "is a folder; give a file name such as out.mp4")
+    prepare_out_file(path, "--video")  # a file above it, a read-only folder or file: refused before work
     try:
         import imageio  # noqa: F401
     except ImportError:

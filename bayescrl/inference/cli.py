@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
-from bayescrl.utils.checks import check_memory, check_no_nan
+from bayescrl.utils.checks import check_memory, check_memory_of, check_no_nan
 from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
 
 ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
@@ -184,7 +184,7 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
 
 @click.command()
 @click.argument("spec", type=click.Path(dir_okay=False))
-@click.option("--engines", default="", help="Comma-separated engines (default: every applicable one).")
+@click.option("--engines", default=None, help="Comma-separated engines (default: every applicable one).")
 @click.option("--samples", "num_samples", type=click.IntRange(min=10), default=1000, show_default=True)
 @click.option(
     "--coverage-reps",
@@ -231,7 +231,9 @@ def compare(
     from bayescrl.models.spec import parse_spec
     from bayescrl.utils.io import check_keys
 
-    eng = [e.strip() for e in engines.split(",") if e.strip()] or None
+    eng = None if engines is None else [e.strip() for e in engines.split(",") if e.strip()]
+    if eng == []:  # "", "," or " ": an explicit list that names none (leave --engines out for all)
+        raise ConfigError("--engines", engines, f"names no engine; give some of {', '.join(ENGINES)}")
     for i, e in enumerate(eng or []):
         if e not in ENGINES:
             raise ConfigError("--engines", e, f"must be one of {list(ENGINES)}", index=i)
@@ -242,6 +244,18 @@ def compare(
             raise ConfigError(f"engine_options.{e}", v, "engine options are engine_options.ENGINE.KEY=VALUE")
         opts[e] = check_engine_options(e, v, f"engine_options.{e}")
     model = parse_spec(raw)
+    n_eng = len(eng or ENGINES)
+    records = sum(len(raw.get(k) or []) for k in _RECORD_KEYS)
+    per_draw = model.dim * (1 + len(model.rater_ids))
+
+    def estimate(n) -> float:  # float64 tensors, ~4 live copies: the draws, the batched coverage fits
+        draws = n_eng * n["--samples"] * per_draw
+        coverage = n["--coverage-reps"] * (400 * (model.dim + records) + 2 * records * model.dim)
+        return 8 * 4 * (draws + coverage)
+
+    sizes = {"--samples": num_samples, "--coverage-reps": coverage_reps}
+    what = f"{n_eng} engine(s) with {num_samples} draws and {coverage_reps} coverage reps"
+    check_memory_of(estimate, sizes, what)
     prepare_out_dir(out_dir, force=force)
     report = compare_engines(
         model,

@@ -23,7 +23,6 @@ also be inferred jointly by the svi / nuts engines).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from functools import partial
@@ -37,7 +36,7 @@ from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import CompetencePrior, TransitionData, bt_linear_model
 from bayescrl.raters import parse_raters
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import check_keys, load_yaml
+from bayescrl.utils.io import check_keys, json_loads, load_yaml
 
 DT = torch.float64
 
@@ -423,9 +422,9 @@ def load_spec(path: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError("config", str(path), "file not found")
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(path.read_text())
-        except ValueError:
+        try:  # a repeated key, which json.loads would let the last win, is refused (by the YAML reader)
+            data = json_loads(path.read_text(), "config", str(path))
+        except (DataError, UnicodeDecodeError):
             data = None
         if isinstance(data, dict):
             return data

@@ -60,6 +60,9 @@ SCHEMAS: dict[str, dict] = {
 }
 
 
+_REALS = ("lr", "lr_final", "lr_lambda", "sigma0", "sigma_min", "eps", "beta", "gamma", "tau", "t0")
+
+
 def _schema_name(config: dict) -> str | None:
     mode = config.get("mode")
     if mode == "synthetic":
@@ -102,7 +105,8 @@ def check_config(config: dict) -> None:
             raise ConfigError(sect, sub, "must be a mapping")
         for key, value in (sub or {}).items():
             field = f"{sect}.{key}"
-            if value is None or isinstance(value, (dict, list, str)):
+            numeric = key in _COUNTS or key in _REALS
+            if value is None or isinstance(value, (dict, list)) or (isinstance(value, str) and not numeric):
                 continue  # null means "default / all", others are checked by the solver
             if key in _COUNTS:
                 positive_int(value, field)
@@ -121,6 +125,10 @@ def check_config(config: dict) -> None:
     for key in ("n", "n_y"):
         if key in config and name == "motivating":
             positive_int(config[key], key)
+    if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
+        from bayescrl.mopo.tabular import parse_tabular
+
+        parse_tabular(config)
 
 
 def run_config(config: dict, out: Path, device: str | None = None, logger=None) -> dict:

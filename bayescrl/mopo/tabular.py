@@ -41,6 +41,7 @@ from torch import Tensor
 from bayescrl.mopo import objective as O
 from bayescrl.raters import check_rater_ids
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.io import check_keys
 from bayescrl.utils.seeding import randint, run_generators
 
 
@@ -109,6 +110,10 @@ class TabularProblem:
         return empirical_scores(y, p, q, self.ref, self.estimator)
 
 
+#: the fields of one preference record of ``data:``
+RECORD_KEYS = ("y", "y_prime", "prefs", "rater")
+
+
 def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu") -> TabularProblem:
     """Build a :class:`TabularProblem` from the inline config of the ``mopo`` command.
 
@@ -141,6 +146,7 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
     for i, rec in enumerate(data):
         if not isinstance(rec, Mapping):
             raise DataError("data", rec, "record must be a mapping with y, y_prime, prefs", index=i)
+        check_keys(rec, RECORD_KEYS, f"data[{i}]")  # a misspelt 'rater' would silently pool the raters
         for key in ("y", "y_prime", "prefs"):
             if key not in rec:
                 raise DataError(f"data.{key}", dict(rec), f"missing field '{key}'", index=i)

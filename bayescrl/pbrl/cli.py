@@ -77,7 +77,7 @@ def pspl(
         return run_diffusion(
             cfg, seeds, out, device, not no_progress, not no_plots, no_train, log_dir, wandb, force=force
         )
-    validate_config(cfg)  # every field (and sweep cell) before any work or output
+    validate_config(cfg, seeds)  # every field (and sweep cell), and memory, before any work or output
     prepare_out_dir(out, force=force)
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")
     res = run_experiment(cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots)

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -106,6 +107,26 @@ def mountaincar(
 
 def make_env(cfg: Mapping[str, Any], *, device=None) -> TabularMDP:
     """Build an environment from the ``env:`` config block (``name`` plus that environment's keys)."""
+    name, kwargs = _env_args(cfg)
+    builder = riverswim if name == "riverswim" else mountaincar
+    return builder(**kwargs, device=device)
+
+
+def env_sizes(cfg: Mapping[str, Any]) -> dict[str, int]:
+    """``S, A, H`` and ``grid`` (physics points simulated to build P) of the ``env:`` block, without
+    building it (so a size too large for memory is refused before any allocation)."""
+    name, kwargs = _env_args(cfg)
+    builder = riverswim if name == "riverswim" else mountaincar
+    defaults = {k: p.default for k, p in inspect.signature(builder).parameters.items() if k != "device"}
+    a = {**defaults, **kwargs}
+    if name == "riverswim":
+        return {"S": a["S"], "A": 2, "H": a["H"], "grid": 0}
+    cells = a["n_pos"] * a["n_vel"]
+    return {"S": cells + 1, "A": 3, "H": a["H"], "grid": cells * a["m"] ** 2}
+
+
+def _env_args(cfg: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
+    """The ``env:`` block checked: its name and the builder's keyword arguments."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("env", cfg, "must be a mapping with at least 'name'")
     cfg = dict(cfg)
@@ -117,8 +138,7 @@ def make_env(cfg: Mapping[str, Any], *, device=None) -> TabularMDP:
     for key, val in cfg.items():
         if not isinstance(val, int) or isinstance(val, bool) or val < 1:
             raise ConfigError(f"env.{key}", val, "must be a positive integer")
-    builder = riverswim if name == "riverswim" else mountaincar
-    return builder(**cfg, device=device)
+    return name, cfg
 
 
 def describe(mdp: TabularMDP) -> dict:

@@ -35,12 +35,13 @@ from tqdm.auto import tqdm
 
 from bayescrl.pbrl.agents import AGENTS, OFFLINE_AGENTS, ONLINE_AGENTS, Context
 from bayescrl.pbrl.data import BEHAVIOURS, behaviour_policy, offline_dataset, offline_rater, sample_pairs
-from bayescrl.pbrl.envs import describe, make_env
+from bayescrl.pbrl.envs import describe, env_sizes, make_env
 from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.pbrl.posterior import reference_theta
 from bayescrl.raters import BeliefRater
 from bayescrl.raters.competence import beta_entropy, beta_mle_given_theta
+from bayescrl.utils.checks import check_memory_of, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
 from bayescrl.utils.seeding import run_generators
@@ -92,8 +93,9 @@ def _num(
     return float(v)
 
 
-def validate_config(cfg: Mapping[str, Any]) -> dict:
-    """Merge ``cfg`` into :data:`DEFAULTS` and check every field; raises :class:`ConfigError`."""
+def validate_config(cfg: Mapping[str, Any], seeds: int = 1) -> dict:
+    """Merge ``cfg`` into :data:`DEFAULTS` and check every field, and that ``seeds`` seeds of it fit in
+    memory (:func:`check_size`); raises :class:`ConfigError`."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", cfg, "must be a mapping")
     # the sections' keys let a misplaced section be pointed at (``raters: {lam: 3}`` -> ``offline.lam``)
@@ -154,9 +156,44 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
         for key in ("p_online", "p_offline"):
             if key in p and not (isinstance(p[key], (int, float)) and 0 < p[key] <= 1):
                 raise ConfigError(f"agent_params.{a}.{key}", p[key], "Bernoulli weight must be in (0, 1]")
+    if (
+        "pspl" in agents
+        and mo["beta"] is None
+        and mo["beta_estimate"] is None
+        and math.isinf(float(off["beta"]))
+    ):
+        raise ConfigError(
+            "offline.beta",
+            off["beta"],
+            "the pspl agent would assume this β, and its Laplace posterior needs a finite one (an infinite β "
+            "makes the likelihood a step function); set model.beta to the β it should assume, e.g. 100",
+        )
+    check_size(out, seeds)  # before the env is built: a huge S or H is refused, not allocated
     make_env(out["env"])  # validates the env block
-    validate_sweep_block(out, validate_config)
+    validate_sweep_block(out, lambda c: validate_config(c, seeds))
     return out
+
+
+def check_size(cfg: Mapping[str, Any], seeds: int = 1) -> None:
+    """Refuse a run whose tensors would not fit in memory: the MDP and its one-hot features
+    (``S·A x S·A``), and per seed the posterior over θ (``d x d``, ``d = S·A``), the transition counts, the
+    offline and online trajectory pairs (states, actions and features φ) and value iteration."""
+    seeds = positive_int(seeds, "seeds")
+    sz = env_sizes(cfg["env"])
+    A = sz["A"]
+    field = "env.S" if cfg["env"].get("name") == "riverswim" else "env (S = n_pos·n_vel + 1)"
+
+    def estimate(n: Mapping[str, int]) -> float:
+        S, H, d = n[field], n["env.H"], n[field] * A
+        pair = 2 * (2 * H + 1 + d)  # one trajectory pair: states, actions and φ of both sides
+        per_seed = 3 * d * d + 2 * S * A * S + 2 * H * S * A + (n["offline.N"] + n["K"]) * pair
+        shared = d * d + S * A * S + 8 * sz["grid"] * S / sz["S"]
+        return 8 * 4 * (n["--seeds"] * per_seed + shared)  # float64, ~4 live copies (temporaries, agents)
+
+    sizes = {field: sz["S"], "env.H": sz["H"], "offline.N": cfg["offline"]["N"], "K": cfg["K"]}
+    sizes["--seeds"] = seeds
+    what = f"{seeds} seed(s) of this PSPL run (S={sz['S']}, A={A}, H={sz['H']}, d={sz['S'] * A})"
+    check_memory_of(estimate, sizes, what)
 
 
 #: β estimates from D0: ``mle``/``entropy`` use only D0 and the prior; ``*-oracle`` use the true θ / β
@@ -305,7 +342,7 @@ def run_experiment(
     plots: bool = True,
 ) -> dict:
     """Validate, run (every sweep value if ``sweep`` is set), write ``out/results.json`` and plots."""
-    cfg = validate_config(config)
+    cfg = validate_config(config, seeds)
     t0 = time.perf_counter()
     result: dict[str, Any] = {"config": cfg, "seeds": seeds, "env": describe(make_env(cfg["env"]))}
     if cfg["sweep"] is None:

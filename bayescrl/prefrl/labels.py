@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from bayescrl.utils.errors import DataError
-from bayescrl.utils.io import check_keys, to_jsonable, write_json
+from bayescrl.utils.io import check_keys, load_json, to_jsonable, write_json
 
 PENDING_FILE = "pending.json"
 ANSWERS_FILE = "answers.json"
@@ -98,17 +98,8 @@ def load_pending(run_dir: str | Path) -> dict:
     return pending
 
 
-def _read_json(path: Path, field: str, limit: int | None = MAX_LABELS_BYTES) -> Any:
-    if limit is not None and path.stat().st_size > limit:
-        raise DataError(field, str(path), f"file larger than {limit // 2**20} MiB")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DataError(field, str(path), "not UTF-8 text") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(field, str(path), f"not valid JSON ({exc.msg}, line {exc.lineno})") from exc
+def _read_json(path: Path, field: str, limit: int | None = MAX_LABELS_BYTES, recover: str = "") -> Any:
+    return load_json(path, field, limit=limit, recover=recover)
 
 
 def _round(value: Any, field: str) -> int:
@@ -220,7 +211,8 @@ def export_queries(run_dir: str | Path, out: str | Path | None = None) -> Path:
 
 # ---------------------------------------------------------------------------------------------------- import
 def parse_labels(obj: Any, pending: dict) -> dict[str, dict]:
-    """Check a labels.json mapping against the pending queries; returns query id -> answer (last wins)."""
+    """Check a labels.json mapping against the pending queries; returns query id -> answer (a query labelled
+    twice in one file must have the same label both times; a later import replaces an earlier one)."""
     if not isinstance(obj, dict):
         raise DataError("labels.json", type(obj).__name__, "top level must be a mapping {round, labels}")
     check_keys(obj, LABELS_KEYS, "labels.json", error=DataError)
@@ -241,6 +233,7 @@ def parse_labels(obj: Any, pending: dict) -> dict[str, dict]:
         raise DataError("labels", labels, "must be a list of {query, choice, rater}")
     ids = {q["id"] for q in pending["queries"]}
     answers: dict[str, dict] = {}
+    first: dict[str, int] = {}
     for i, entry in enumerate(labels):
         if not isinstance(entry, dict):
             raise DataError("labels", entry, "each label must be a mapping {query, choice, rater}", index=i)
@@ -255,8 +248,14 @@ def parse_labels(obj: Any, pending: dict) -> dict[str, dict]:
         if rater is None:
             raise DataError("labels.rater", None, "missing (and no top-level 'rater')", index=i)
         _check_rater(rater, raters, "labels.rater", i)
-        answers.pop(query, None)  # a later label for the same query replaces the earlier one
-        answers[query] = {"query": query, "y": CHOICE_CODES[choice], "rater": rater}
+        answer = {"query": query, "y": CHOICE_CODES[choice], "rater": rater}
+        if query in answers and answers[query] != answer:  # which one is meant? never guess
+            j = first[query]
+            why = f"a second, different label for this query (labels[{j}]: {labels[j].get('choice')!r}"
+            why += f" by {answers[query]['rater']!r}); keep one"
+            raise DataError("labels.query", query, why, index=i)
+        first.setdefault(query, i)
+        answers[query] = answer
     return answers
 
 
@@ -304,9 +303,10 @@ def _previous_answers(run_dir: Path, rnd: int, ids: set[str]) -> list[dict]:
     path = queries_dir(run_dir) / ANSWERS_FILE
     if not path.is_file():
         return []
-    old = _read_json(path, "answers")
+    fix = "move it away and import the labels again"
+    old = _read_json(path, "answers", recover=fix)
     if not isinstance(old, dict) or not isinstance(old.get("answers"), list):
-        raise DataError("answers", str(path), "existing file is not {round, answers}; move it away")
+        raise DataError("answers", str(path), f"existing file is not {{round, answers}}; {fix}")
     if old.get("round") != rnd:
         return []
     codes = set(CHOICE_CODES.values())

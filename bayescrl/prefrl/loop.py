@@ -25,7 +25,6 @@ optimiser saw.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -33,13 +32,14 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from bayescrl.constrained.core.envs import env_horizon
 from bayescrl.prefrl.queries import select_pairs
 from bayescrl.prefrl.reward_model import CostPosterior, LinearRewardPosterior
 from bayescrl.prefrl.segments import SegmentBuffer, cut_segments
 from bayescrl.prefrl.spec import PreferenceSpec, parse_preference_spec
 from bayescrl.raters import EQUAL, SKIP, RaterPool
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import check_keys, load_yaml, to_jsonable, write_json
+from bayescrl.utils.io import check_keys, load_json, load_yaml, to_jsonable, write_json
 
 PREFS_STATE = "prefs_state.pt"
 
@@ -73,6 +73,7 @@ class PreferenceLearner:
         self.algo = algo
         self.out_dir = None if out_dir is None else Path(out_dir)
         self.seed = algo.seed if seed is None else int(seed)
+        _check_segment_length(algo, s.segment_length)
         obs_space = algo.envs.single_observation_space
         act_space = algo.envs.single_action_space
         env_dim = None
@@ -389,14 +390,20 @@ class PreferenceLearner:
         path = None if self.out_dir is None else self.out_dir / "queries" / "answers.json"
         if not self.pending or path is None or not path.exists():
             return 0
-        raw = json.loads(path.read_text())
+        fix = f"delete it and import the labels again (bayescrl prefs import {self.out_dir} LABELS.json)"
+        raw = load_json(path, "answers.json", kind=dict, recover=fix)
         rnd = int(self.pending[0]["id"][1:].split("q")[0])
         if raw.get("round") != rnd:
             raise DataError("answers.round", raw.get("round"), f"the pending queries are round {rnd}")
         by_id = {q["id"]: q for q in self.pending}
         ids = [r.id for r in self.spec.raters]
         rows = []
-        for i, a in enumerate(raw.get("answers", [])):
+        answers = raw.get("answers", [])
+        if not isinstance(answers, list):
+            raise DataError("answers.json", str(path), f"'answers' must be a list; {fix}")
+        for i, a in enumerate(answers):
+            if not isinstance(a, dict):
+                raise DataError("answers", a, f"each answer is {{query, y, rater}}; {fix}", i)
             q = by_id.get(a.get("query"))
             if q is None:
                 raise DataError("answers.query", a.get("query"), "not a pending query", i)
@@ -559,10 +566,24 @@ def _pearson(a: np.ndarray, b: np.ndarray) -> float:
     return float((a * b).sum() / den) if den > 0 else float("nan")
 
 
+def _check_segment_length(algo, length: int) -> None:
+    """Refuse a segment length that no rollout window can hold: longer than a rollout (per env), or than
+    every episode (a segment lies within one episode), so that no query would ever be asked."""
+    steps = int(algo.config.rollout_steps)
+    if length > steps:
+        why = f"longer than a rollout (config.rollout_steps = {steps}): no segment, so no query, ever"
+        raise ConfigError("preferences.segment_length", length, why)
+    if length > algo.horizon:
+        known = algo.config.horizon or env_horizon(algo.factory)  # not the 1000-step fallback
+        if known is not None and length > int(known):
+            why = f"longer than an episode (horizon {int(known)}): no segment, so no query, ever"
+            raise ConfigError("preferences.segment_length", length, why)
+
+
 def _load_offline(path: str, d: int, rater_ids: list[str]) -> dict:
     """An offline preference file: ``{rater: {id, beta?, lam?}, records: [{x0: [...], x1: [...], y: 0|1}]}``
     with x0, x1 the segments' embeddings Φ in the spec's feature space (d numbers each)."""
-    raw = load_yaml(path) if not str(path).endswith(".json") else json.loads(Path(path).read_text())
+    raw = load_yaml(path) if not str(path).endswith(".json") else load_json(path, "offline")
     if not isinstance(raw, dict):
         raise DataError("offline", path, "must be a mapping with 'rater' and 'records'")
     check_keys(raw, ("rater", "records"), "offline", error=DataError)

@@ -168,10 +168,12 @@ def report(sweep_dir, plots) -> None:
     """Tabulate a sweep: mean ± sd over seeds per grid point, the thesis' numbers beside them (the sweep
     file's `reference:` block), learning curves; writes DIR/report.md, DIR/report.json, DIR/curves_*.png."""
     from bayescrl.sweep.report import build_report
-    from bayescrl.utils.checks import prepare_out
+    from bayescrl.utils.checks import prepare_out, prepare_out_file
     from bayescrl.utils.outdir import written
 
     prepare_out(sweep_dir, "DIR", create=False)
+    for name in ("report.md", "report.json") if Path(sweep_dir).is_dir() else ():  # written last: check now
+        prepare_out_file(Path(sweep_dir) / name, "DIR")
     rep = build_report(Path(sweep_dir), plots=plots)
     click.echo(rep["markdown"].rstrip())
     for w in rep["warnings"]:

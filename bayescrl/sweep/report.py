@@ -10,7 +10,7 @@ finished seeds and ``sd`` the sample standard deviation (``ddof = 1``; none for 
 from __future__ import annotations
 
 import fnmatch
-import json
+import logging
 import math
 import statistics
 from collections.abc import Mapping
@@ -18,11 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from bayescrl.sweep.spec import SweepSpec, parse_sweep
-from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import write_json
+from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.io import load_json, write_json
 from bayescrl.utils.spread import fmt_spread, sample_sd
 
 MANIFEST = "sweep.json"
+#: the states ``sweep`` writes into ``status/<run>.json``
+STATUSES = ("running", "done", "failed")
+#: how to repair a damaged file of one run: the sweep re-runs a run whose status or result is damaged
+RERUN = "delete it and rerun the sweep (bayescrl sweep SWEEP.yaml --out DIR) to recompute that run"
+_log = logging.getLogger(__name__)
+_WARNED: set[tuple[str, str]] = set()
 
 
 def flatten(obj: Any, prefix: str = "", max_list: int = 16) -> dict[str, float]:
@@ -107,29 +113,62 @@ def _num(v: Any) -> bool:
 
 
 def read_manifest(out: Path) -> dict:
+    """The sweep folder's manifest, checked: a damaged or hand-edited one is named with how to recover."""
     path = Path(out) / MANIFEST
     if not path.exists():
         raise ConfigError(
             "DIR", str(out), f"holds no {MANIFEST}: not a sweep folder (bayescrl sweep ... --out)"
         )
-    return json.loads(path.read_text())
+    fix = "restore it from a copy, or rerun the sweep file into a new --out"
+    data = load_json(path, MANIFEST, kind=dict, recover=fix)
+    runs = data.get("runs")
+    bad = None
+    if not isinstance(data.get("spec"), dict):
+        bad = "'spec' is not a mapping"
+    elif not isinstance(runs, list):
+        bad = "'runs' is not a list"
+    else:
+        for i, r in enumerate(runs):
+            ok = isinstance(r, dict) and isinstance(r.get("id"), str) and isinstance(r.get("point"), dict)
+            if not ok:
+                bad = f"runs[{i}] is not a mapping with a string 'id' and a 'point' mapping"
+                break
+    if bad:
+        raise DataError(MANIFEST, str(path), f"{bad}; {fix}")
+    return data
 
 
-def run_done(out: Path, run_id: str, result: str) -> bool:
+def run_done(out: Path, run_id: str, result: str, strict: bool = False) -> bool:
+    """Whether run ``run_id`` of the sweep in ``out`` finished: its status file says ``done`` and its
+    result file parses. A damaged status or result file (a run killed mid-write, a hand edit) raises
+    :class:`DataError` naming it when ``strict`` (``report``), else is logged and the run counts as
+    unfinished, so a resumed sweep runs it again."""
     status = Path(out) / "status" / f"{run_id}.json"
-    if not status.exists() or not (Path(out) / run_id / result).exists():
+    if not status.exists():
         return False
     try:
-        return json.loads(status.read_text()).get("status") == "done"
-    except json.JSONDecodeError:
+        rec = load_json(status, f"status/{run_id}.json", kind=dict, recover=RERUN)
+        if rec.get("status") not in STATUSES:
+            why = f"'status' must be one of {list(STATUSES)}; {RERUN}"
+            raise DataError(f"status/{run_id}.json", str(status), f"{why} (got {rec.get('status')!r})")
+        if rec["status"] != "done" or not (Path(out) / run_id / result).exists():
+            return False
+        load_json(Path(out) / run_id / result, f"{run_id}/{result}", kind=dict, recover=RERUN)
+    except DataError as exc:
+        if strict:
+            raise
+        if (str(out), run_id) not in _WARNED:  # once per run, though the sweep asks twice
+            _WARNED.add((str(out), run_id))
+            _log.warning("run %s will run again: %s", run_id, exc)
         return False
+    return True
 
 
 def run_summary(spec: SweepSpec, run_dir: Path, n: int = 3) -> str:
     """A few of a finished run's headline numbers, for its progress line."""
     try:
-        data = json.loads((run_dir / spec.adapter.result).read_text())
-    except (OSError, json.JSONDecodeError):
+        data = load_json(run_dir / spec.adapter.result, "result", kind=dict)
+    except DataError:
         return ""
     vals = select(flatten(data), spec.report.get("metrics") or spec.adapter.metrics)
     return ", ".join(f"{k} {v:.4g}" for k, v in list(vals.items())[:n])
@@ -164,10 +203,10 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
         point = run["point"]
         label = ", ".join(f"{k}={point[k]}" for k in varying) or "all"
         g = groups.setdefault(label, {"point": {k: point[k] for k in varying}, "runs": [], "values": {}})
-        if not run_done(out, run["id"], adapter.result):
+        if not run_done(out, run["id"], adapter.result, strict=True):
             missing.append(run["id"])
             continue
-        data = json.loads((out / run["id"] / adapter.result).read_text())
+        data = load_json(out / run["id"] / adapter.result, f"{run['id']}/{adapter.result}", recover=RERUN)
         g["runs"].append(run)
         finished.append(g)
         found.append(_matches(flatten(data), patterns))
@@ -363,12 +402,12 @@ def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> 
     found: list[dict] = []
     labels: list[tuple] = []
     for run in manifest["runs"]:
-        if not run_done(out, run["id"], adapter.result):
+        if not run_done(out, run["id"], adapter.result, strict=True):
             continue
-        try:
-            data = json.loads((out / run["id"] / adapter.curve_file).read_text())
-        except (OSError, json.JSONDecodeError):
+        path = out / run["id"] / adapter.curve_file
+        if not path.exists():
             continue
+        data = load_json(path, f"{run['id']}/{adapter.curve_file}", kind=dict, recover=RERUN)
         xs = data.get(adapter.curve_x) if adapter.curve_x else None
         label = ", ".join(f"{k}={run['point'][k]}" for k in varying) or "all"
         found.append({pat: series(data, pat) for pat in patterns})
@@ -415,6 +454,6 @@ def _axis_label(name: str) -> str:
 
 def _cost_limit(run_dir: Path, i: int) -> float | None:
     try:
-        return float(json.loads((run_dir / "metrics.json").read_text())["cost_limits"][i])
-    except (OSError, KeyError, IndexError, ValueError, TypeError):
+        return float(load_json(run_dir / "metrics.json")["cost_limits"][i])
+    except (KeyError, IndexError, ValueError, TypeError):
         return None

@@ -13,7 +13,6 @@ process is killed is retried, and a lost Ray worker's task is retried by Ray and
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shlex
@@ -30,7 +29,7 @@ from bayescrl.sweep.report import MANIFEST, run_done
 from bayescrl.sweep.spec import Run, SweepSpec
 from bayescrl.sweep.warm import launch
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import write_json
+from bayescrl.utils.io import load_json, write_json
 
 _log = logging.getLogger(__name__)
 _STOP = threading.Event()  # set on Ctrl-C: no retries, no new runs
@@ -93,8 +92,8 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
 def _attempts(status_path: Path) -> int:
     """Attempts made so far (the run's status file; 0 when it has none)."""
     try:
-        return int(json.loads(status_path.read_text()).get("attempts", 0))
-    except (OSError, ValueError, AttributeError):
+        return int(load_json(status_path, kind=dict).get("attempts", 0))
+    except (ValueError, TypeError):
         return 0
 
 
@@ -126,10 +125,8 @@ def check_dir(out: Path, spec: SweepSpec) -> None:
     """Refuse a folder holding another sweep (or other files); writes nothing."""
     path = out / MANIFEST
     if path.exists():
-        try:
-            old = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            raise ConfigError("--out", str(out), f"{MANIFEST} is not valid JSON") from None
+        fix = "restore it from a copy, or give a new --out"
+        old = load_json(path, MANIFEST, kind=dict, recover=fix)
         if old.get("hash") != spec.hash:
             raise ConfigError(
                 "--out",

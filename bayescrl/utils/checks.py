@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,24 @@ def prepare_out(path: str | Path, field: str = "out", *, create: bool = True) ->
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(field, str(path), f"cannot create the folder: {exc.strerror or exc}") from None
+    if path.is_dir():
+        _check_writable(path, field, str(path))
+    elif not create:  # made later: the nearest existing folder above it must let it be made
+        above = next((p for p in path.parents if p.exists()), None)
+        if above is not None and above.is_dir():
+            _check_writable(above, field, str(path))
     return path
+
+
+def _check_writable(folder: Path, field: str, value: str) -> None:
+    """Refuse a folder no file can be created in (read-only, another user's), before any work."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ConfigError(field, value, f"cannot write here: {exc.strerror or exc}") from None
 
 
 def prepare_out_file(path: str | Path, field: str = "out") -> Path:
@@ -94,6 +111,8 @@ def prepare_out_file(path: str | Path, field: str = "out") -> Path:
         if parent.exists() and not parent.is_dir():
             raise ConfigError(field, str(path), f"cannot write here: {str(parent)!r} is a file")
     prepare_out(path.parent, field)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ConfigError(field, str(path), "cannot write here: the file is read-only")
     return path
 
 
@@ -115,6 +134,19 @@ def check_memory(estimate: float, field: str, value: Any, what: str, fraction: f
             f"{what} would need about {estimate / 2**30:.1f} GiB, more than {fraction:.0%} of this "
             f"machine's {total / 2**30:.1f} GiB",
         )
+
+
+def check_memory_of(
+    estimate: Callable[[Mapping[str, int]], float], sizes: Mapping[str, int], what: str, fraction: float = 0.5
+) -> None:
+    """:func:`check_memory` of a job of ``estimate(sizes)`` bytes, its sizes given as ``{field: n}``; the
+    refusal names the field that matters most (whose reduction to 1 would save the most memory)."""
+    total = estimate(sizes)
+    total_mem = physical_memory()
+    if total_mem is None or total <= fraction * total_mem:
+        return
+    field = max(sizes, key=lambda k: total - estimate({**sizes, k: 1}))
+    check_memory(total, field, sizes[field], what, fraction)
 
 
 def first_nan(obj: Any, path: str = "") -> str | None:

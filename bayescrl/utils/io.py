@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.hints import close_keys, did_you_mean, format_hint
 
 
@@ -38,6 +38,25 @@ YAMLLoader.add_implicit_resolver(
     ),
     list("-+0123456789."),
 )
+
+
+def _unique_mapping(loader: YAMLLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    """A YAML mapping whose keys are distinct (PyYAML silently keeps the last of two equal keys)."""
+    seen: set = set()
+    for key_node, _ in node.value:  # the node's own keys (a ``<<`` merge may be overridden by them)
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, (str, int, float, bool)) or key is None:
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+                )
+            seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+YAMLLoader.add_constructor("tag:yaml.org,2002:map", _unique_mapping)
 
 
 def yaml_loads(text: str) -> Any:
@@ -80,6 +99,71 @@ def write_json(path: str | Path, obj: Any, indent: int = 2) -> Path:
     tmp.write_text(json.dumps(to_jsonable(obj), indent=indent) + "\n")
     tmp.replace(path)  # atomic: a killed run never leaves half a file
     return path
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
+class _RepeatedKey(ValueError):
+    pass
+
+
+def json_loads(text: str, field: str = "json", where: str = "", recover: str = "") -> Any:
+    """Parse JSON ``text``; a malformed or truncated document, or an object with a repeated key, raises
+    :class:`DataError` naming ``field`` and ``where`` (the file) in one line, with ``recover`` (how to
+    repair it) appended. The one JSON reader of data and run files (see :func:`load_json`)."""
+    tail = f"; {recover}" if recover else ""
+    try:
+        return json.loads(text, object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKey as exc:
+        raise DataError(field, where, f"key {exc.args[0]!r} appears twice in one object{tail}") from None
+    except json.JSONDecodeError as exc:
+        # the parser ran out of text (an unterminated string runs to the end too): a half-written file
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+        why = "truncated (ends mid-document)" if cut and text.strip() else "empty" if not text.strip() else ""
+        why = why or f"not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+        raise DataError(field, where, f"{why}{tail}") from None
+    except RecursionError:
+        raise DataError(field, where, f"nested too deeply{tail}") from None
+
+
+def load_json(
+    path: str | Path,
+    field: str = "file",
+    *,
+    kind: type | tuple[type, ...] | None = None,
+    recover: str = "",
+    limit: int | None = None,
+) -> Any:
+    """The JSON document in ``path``, refused in one line naming the file when it is missing, a folder,
+    not UTF-8, larger than ``limit`` bytes, malformed, truncated, holds an object with a repeated key
+    (``json`` would silently keep the last) or (with ``kind``) its top level is of another type.
+    ``recover`` says how to repair the file (e.g. "delete it and rerun with --resume")."""
+    path = Path(path)
+    tail = f"; {recover}" if recover else ""
+    if not path.exists():
+        raise DataError(field, str(path), f"file not found{tail}")
+    if path.is_dir():
+        raise DataError(field, str(path), "is a folder, expected a JSON file")
+    if limit is not None and path.stat().st_size > limit:
+        raise DataError(field, str(path), f"file larger than {limit / 2**20:g} MiB")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DataError(field, str(path), f"not UTF-8 text (a binary or damaged file){tail}") from None
+    except OSError as exc:
+        raise DataError(field, str(path), f"cannot read: {exc.strerror or exc}") from None
+    data = json_loads(text, field, str(path), recover)
+    if kind is not None and not isinstance(data, kind):
+        want = {dict: "an object {...}", list: "a list [...]"}.get(kind, getattr(kind, "__name__", str(kind)))
+        raise DataError(field, str(path), f"top level must be {want}, got {type(data).__name__}{tail}")
+    return data
 
 
 def yaml_error_line(exc: Exception) -> str:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bayescrl.utils.checks import finite_float
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
@@ -82,7 +83,7 @@ class TrainConfig:
             positive_int(name)
         for name in ("eval_episodes", "eval_every", "checkpoint_every"):
             v = getattr(self, name)
-            if not isinstance(v, int) or v < 0:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(name, v, "must be an integer >= 0")
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
             raise ConfigError("horizon", self.horizon, "must be an integer >= 1 (or null)")
@@ -92,26 +93,37 @@ class TrainConfig:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
                 raise ConfigError(name, v, "must be in [0, 1]")
-        if self.cost_gamma is not None and not 0.0 <= self.cost_gamma <= 1.0:
-            raise ConfigError("cost_gamma", self.cost_gamma, "must be in [0, 1]")
+        if self.cost_gamma is not None:
+            finite_float(self.cost_gamma, "cost_gamma", 0.0, 1.0)
         for name in ("pi_lr", "vf_lr", "clip"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ConfigError(name, v, "must be a finite number > 0")
-        if self.target_kl is not None and not self.target_kl > 0:
+        if self.target_kl is not None and finite_float(self.target_kl, "target_kl") <= 0:
             raise ConfigError("target_kl", self.target_kl, "must be > 0 (or null to disable)")
+        for name in ("max_grad_norm", "obs_clip"):  # optional: null (max_grad_norm: also 0) disables them
+            if getattr(self, name) is not None:
+                finite_float(getattr(self, name), name, low=0.0)
+        finite_float(self.lagrange_lr, "lagrange_lr", low=0.0)
+        finite_float(self.log_std_init, "log_std_init")
+        for name in ("async_envs", "normalize_advantages", "time_feature", "anneal_lr", "normalize_obs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "must be true or false")
         if not isinstance(self.compile_update, bool):
             raise ConfigError("compile_update", self.compile_update, "must be true or false")
-        if self.lagrange_init < 0:
-            raise ConfigError("lagrange_init", self.lagrange_init, "must be >= 0")
+        finite_float(self.lagrange_init, "lagrange_init", low=0.0)
         if self.activation not in ("tanh", "relu", "elu"):
             raise ConfigError("activation", self.activation, "must be tanh, relu or elu")
-        self.actor_hidden = tuple(int(h) for h in self.actor_hidden)
-        self.critic_hidden = tuple(int(h) for h in self.critic_hidden)
         for name in ("actor_hidden", "critic_hidden"):
-            for i, h in enumerate(getattr(self, name)):
-                if h < 1:
-                    raise ConfigError(name, h, "layer sizes must be >= 1", index=i)
+            sizes = getattr(self, name)
+            if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+                raise ConfigError(name, sizes, "must be a list of layer sizes, e.g. [64, 64]")
+            sizes = list(sizes)
+            for i, h in enumerate(sizes):
+                ok = isinstance(h, (int, float)) and not isinstance(h, bool) and math.isfinite(h)
+                if not ok or h != int(h) or h < 1:
+                    raise ConfigError(name, h, "layer sizes must be integers >= 1", index=i)
+            setattr(self, name, tuple(int(h) for h in sizes))
 
     # ------------------------------------------------------------------ helpers
     @classmethod

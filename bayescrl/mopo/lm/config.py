@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from bayescrl.utils import ConfigError
+from bayescrl.utils.checks import finite_float, positive_int
 from bayescrl.utils.io import check_keys
 
 METHODS = ("mopo", "mopo-lb", "dpo")
@@ -106,8 +107,8 @@ class MOPOLMConfig:
             raise ConfigError("method", self.method, f"must be one of {', '.join(METHODS)}")
         if self.extraction not in EXTRACTIONS:
             raise ConfigError("extraction", self.extraction, f"must be one of {', '.join(EXTRACTIONS)}")
-        for name in ("tau", "lr", "dpo_beta"):
-            if not getattr(self, name) > 0:
+        for name in ("tau", "lr", "dpo_beta", "chi_init", "sigma_init"):  # finite: an inf lr is a NaN later
+            if finite_float(getattr(self, name), name) <= 0:
                 raise ConfigError(name, getattr(self, name), "must be > 0")
         for name in (
             "epsilon",
@@ -118,26 +119,27 @@ class MOPOLMConfig:
             "merge_lagged_mb",
             "sigma_min",
         ):
-            if getattr(self, name) < 0:
+            if finite_float(getattr(self, name), name) < 0:
                 raise ConfigError(name, getattr(self, name), "must be >= 0")
-        for name in ("t0", "steps", "batch_size", "max_length", "threshold_batches"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ConfigError(name, v, "must be an integer >= 1")
-        if not self.chi_init > 0 or not self.sigma_init > 0:
-            raise ConfigError("chi_init/sigma_init", (self.chi_init, self.sigma_init), "must be > 0")
-        if not 0 < self.sigma_decay <= 1:
+        for name in ("t0", "steps", "batch_size", "max_length", "threshold_batches"):  # 1e9 is 10**9
+            setattr(self, name, positive_int(getattr(self, name), name))
+        if not 0 < finite_float(self.sigma_decay, "sigma_decay") <= 1:
             raise ConfigError("sigma_decay", self.sigma_decay, "must be in (0, 1]")
+        for name in ("multi_head", "lagged_reference", "cache_logprobs"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "must be true or false")
         betas = self.beta if isinstance(self.beta, list) else [self.beta]
         for i, v in enumerate(betas):
-            if not 0 < v <= 1:
-                raise ConfigError(
-                    "beta", v, "must be in (0, 1]", index=i if isinstance(self.beta, list) else None
-                )
+            idx = i if isinstance(self.beta, list) else None
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise ConfigError("beta", v, "must be in (0, 1]", index=idx)
         if self.thresholds is not None:
+            if not isinstance(self.thresholds, (list, tuple)):
+                raise ConfigError("thresholds", self.thresholds, "must be a list of win-rates in [0, 1]")
             for i, v in enumerate(self.thresholds):
-                if not 0 <= v <= 1:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
                     raise ConfigError("thresholds", v, "a win-rate threshold must be in [0, 1]", index=i)
+        _check_peft(self.peft)
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ConfigError("dtype", self.dtype, "must be auto, float32 or bfloat16")
 
@@ -164,3 +166,15 @@ class MOPOLMConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def _check_peft(peft: Any) -> None:
+    """The LoRA settings peft itself checks only deep inside the model build: rank, alpha, dropout."""
+    if not isinstance(peft, Mapping):
+        raise ConfigError("peft", peft, "must be a mapping of peft.LoraConfig options (r, lora_alpha, ...)")
+    if "r" in peft:
+        positive_int(peft["r"], "peft.r")
+    if "lora_alpha" in peft and finite_float(peft["lora_alpha"], "peft.lora_alpha") <= 0:
+        raise ConfigError("peft.lora_alpha", peft["lora_alpha"], "must be > 0")
+    if "lora_dropout" in peft and not 0 <= finite_float(peft["lora_dropout"], "peft.lora_dropout") < 1:
+        raise ConfigError("peft.lora_dropout", peft["lora_dropout"], "must be in [0, 1)")

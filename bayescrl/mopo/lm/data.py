@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from bayescrl.utils import DataError
+from bayescrl.utils.io import check_keys, json_loads
 
 REQUIRED = ("prompt", "response_a", "response_b", "prefs")
 
@@ -234,19 +235,22 @@ def _read_jsonl(path: str | Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"{path.name}", line[:80], f"line {line_no + 1} is not valid JSON: {exc}"
-            ) from exc
+            rows.append(json_loads(line, path.name, str(path)))
+        except DataError as exc:  # a repeated key, a malformed or half-written line
+            raise DataError(f"{path.name}", line[:80], f"line {line_no + 1}: {exc.reason}") from None
     return rows
 
 
 def load_jsonl(
     path: str | Path, num_objectives: int | None = None, names: Sequence[str] = ()
 ) -> PreferenceData:
-    """Load native JSONL records (one per line; blank lines skipped); index in errors = record number."""
-    return validate_records(_read_jsonl(path), num_objectives, names, source=Path(path).name)
+    """Load native JSONL records (one per line; blank lines skipped); index in errors = record number.
+    A field other than ``prompt, response_a, response_b, prefs`` is refused (a misspelt one would be lost)."""
+    rows = _read_jsonl(path)
+    for i, row in enumerate(rows):
+        if isinstance(row, Mapping):
+            check_keys(row, REQUIRED, f"{Path(path).name}[{i}]")
+    return validate_records(rows, num_objectives, names, source=Path(path).name)
 
 
 def from_trl_rows(

@@ -39,9 +39,10 @@ import torch
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.evaluate import generate, pareto_summary
 from bayescrl.mopo.lm.model import lora_policy
-from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, sft
+from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, check_shape, sft
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
+from bayescrl.utils.checks import positive_int
 from bayescrl.utils.io import check_keys
 
 KNOWN = {
@@ -97,10 +98,7 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     for key, names in sections.items():
         check_keys(_section(config, key), names, key)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     seed = int(config.get("seed", 0))
-    set_torch_threads(config.get("threads"))
-    seed_everything(seed)
     try:
         task = TinyTask(**_section(config, "task"))
     except TypeError as exc:
@@ -108,10 +106,21 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     if not 0 < task.l_low <= task.l_high <= task.max_words:
         raise ConfigError("task", config.get("task"), "need 0 < l_low <= l_high <= max_words")
     dcfg, mcfg = _section(config, "data"), _section(config, "model")
+    ctx = check_shape(mcfg, "model")  # the tiny GPT-2's context: 64 tokens
+    longest = max(len(p.split()) for p in task.eval_prompts(8)) + task.max_words + 4  # prompt + answer
+    if longest > ctx:
+        why = f"prompt + answer ({longest} tokens) would exceed the tiny model's context of {ctx} tokens"
+        raise ConfigError("task.max_words", task.max_words, why)
     train_cfg = _section(config, "train")
     train_cfg.setdefault("peft", GPT2_LORA)
     train_cfg.setdefault("seed", seed)
     base_cfg = MOPOLMConfig.from_dict(train_cfg)
+    n_train = positive_int(dcfg.get("n_train", 512), "data.n_train")
+    if base_cfg.batch_size > n_train:
+        raise ConfigError("train.batch_size", base_cfg.batch_size, f"larger than data.n_train = {n_train}")
+    out.mkdir(parents=True, exist_ok=True)
+    set_torch_threads(config.get("threads"))
+    seed_everything(seed)
     methods = list(config.get("methods", METHODS))
     for i, m in enumerate(methods):
         if m not in METHODS:

@@ -20,10 +20,14 @@ Departure: the base model is first fitted (full fine-tuning, a few hundred steps
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
+
+from bayescrl.utils.checks import positive_int
+from bayescrl.utils.errors import ConfigError
 
 HELPFUL = ("sure", "here", "step", "because", "example", "first", "then", "check", "tip", "answer")
 FILLER = ("um", "well", "so", "like", "maybe", "the", "a", "it", "thing", "stuff")
@@ -112,6 +116,17 @@ def build_tokenizer():
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<eos>"
     )
+
+
+def check_shape(model: Mapping[str, Any], prefix: str = "model", n_positions: int = 64) -> int:
+    """Refuse a GPT-2 shape transformers refuses only while building it (``n_head`` must divide ``n_embd``);
+    returns the context length ``n_positions``."""
+    n_embd = positive_int(model.get("n_embd", 64), f"{prefix}.n_embd")
+    n_head = positive_int(model.get("n_head", 2), f"{prefix}.n_head")
+    if n_embd % n_head:
+        why = f"must divide {prefix}.n_embd = {n_embd} (the attention heads split it)"
+        raise ConfigError(f"{prefix}.n_head", n_head, why)
+    return positive_int(model.get("n_positions", n_positions), f"{prefix}.n_positions")
 
 
 def build_model(

@@ -51,6 +51,7 @@ from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData, TokenizedPairs, collate, tokenize
 from bayescrl.mopo.lm.model import Policy
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.io import load_json
 from bayescrl.utils.optim import make_adam
 from bayescrl.utils.safe_state import load_state, save_state
 
@@ -493,7 +494,8 @@ class MOPOLMTrainer:
         path = Path(path)
         if not (path / "state.pt").exists():
             raise DataError("checkpoint", str(path), "no state.pt: not a MOPO trainer checkpoint")
-        config = MOPOLMConfig.from_dict(json.loads((path / "config.json").read_text()))
+        fix = "delete the checkpoint folder and rerun without --resume (or restore it from a copy)"
+        config = MOPOLMConfig.from_dict(load_json(path / "config.json", "checkpoint", kind=dict, recover=fix))
         policy = Policy.load(base_model, path / "policy")
         tr = cls(policy, tokenizer, data, config, **kwargs)
         st = load_state(path / "state.pt", field="checkpoint")

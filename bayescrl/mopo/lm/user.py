@@ -53,7 +53,7 @@ from bayescrl.mopo.lm.reward_head import fit_lm_preferences, parse_lm_preference
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, DataError, seed_everything, set_torch_threads
 from bayescrl.utils.checks import positive_int
-from bayescrl.utils.io import check_keys
+from bayescrl.utils.io import check_keys, json_loads, load_json
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,16 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
 def is_user_config(config: dict[str, Any]) -> bool:
     """True when the config names a data file or a model directory (else: the tiny built-in task)."""
     return bool(_section(config, "data").get("path") or _section(config, "model").get("path"))
+
+
+def model_context(path: str | Path) -> int | None:
+    """The context length (``n_positions`` / ``max_position_embeddings``) a local model's config.json
+    declares (None when it declares none); a damaged config.json is named."""
+    cfg = load_json(Path(path).expanduser() / "config.json", "model.path", kind=dict)
+    for key in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if isinstance(cfg.get(key), int) and not isinstance(cfg.get(key), bool):
+            return int(cfg[key])
+    return None
 
 
 def load_local_model(path: str | Path, dtype: torch.dtype) -> tuple[torch.nn.Module, Any]:
@@ -153,10 +163,24 @@ def _check_resume(saved: dict[str, Any], cfg: MOPOLMConfig) -> None:
 
 
 def _metrics_upto(path: Path, step: int) -> None:
-    """Keep the lines of ``metrics.jsonl`` up to ``step`` (a resumed run appends the rest)."""
+    """Keep the lines of ``metrics.jsonl`` up to ``step`` (a resumed run appends the rest). A half-written
+    last line (the run was killed mid-write) is dropped with a message; a damaged earlier one is refused."""
     if not path.exists():
         return
-    keep = [ln for ln in path.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] <= step]
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    keep = []
+    for i, ln in enumerate(lines):
+        try:
+            s = json_loads(ln, "metrics.jsonl", str(path))["step"]
+        except (DataError, KeyError, TypeError) as exc:
+            if i == len(lines) - 1:
+                log.warning("%s: dropped its half-written last line (the run was killed mid-write)", path)
+                break
+            why = exc.reason if isinstance(exc, DataError) else "a record without 'step'"
+            fix = "delete the damaged line and rerun with --resume"
+            raise DataError("metrics.jsonl", str(path), f"line {i + 1}: {why}; {fix}") from None
+        if isinstance(s, int) and s <= step:
+            keep.append(ln)
     path.write_text("".join(ln + "\n" for ln in keep))
 
 
@@ -183,6 +207,13 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     seed_everything(seed)
     dspec.setdefault("format", "trl")
     data: PreferenceData = load_data(dspec)
+    if cfg.batch_size > len(data):  # the batch would repeat records within one step
+        why = f"larger than the data set ({len(data)} records)"
+        raise ConfigError("train.batch_size", cfg.batch_size, why)
+    ctx = model_context(model_path) if (Path(model_path).expanduser() / "config.json").is_file() else None
+    if ctx is not None and cfg.max_length > ctx:
+        why = f"longer than the model's context ({ctx} tokens)"
+        raise ConfigError("train.max_length", cfg.max_length, why)
     pref_spec = parse_lm_preferences(config, data)  # raters, preference_model: checked before the model
     if pref_spec is not None and cfg.method == "dpo":
         raise ConfigError(
@@ -219,7 +250,8 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
             pref_spec.options["engine"], prefs.feature_dim, time.perf_counter() - t_fit, prefs.beta,
         )  # fmt: skip
     if resume and (ckpt / "state.pt").exists():
-        _check_resume(json.loads((ckpt / "config.json").read_text()), cfg)
+        fix = "delete the checkpoint folder and rerun without --resume (or restore it from a copy)"
+        _check_resume(load_json(ckpt / "config.json", "checkpoint", kind=dict, recover=fix), cfg)
         trainer = MOPOLMTrainer.from_checkpoint(
             ckpt, base, tok, data, accelerator=acc, atom_scores=atom_scores
         )

@@ -32,7 +32,9 @@ import torch
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData
 from bayescrl.mopo.lm.model import lora_policy
+from bayescrl.mopo.lm.tiny import check_shape
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
+from bayescrl.mopo.lm.user import model_context
 from bayescrl.mopo.textgen import labels as lab
 from bayescrl.mopo.textgen import parm as parm_mod
 from bayescrl.mopo.textgen import ric as ric_mod
@@ -42,7 +44,7 @@ from bayescrl.mopo.textgen.table import build_table, load_runs, markdown, plot_f
 from bayescrl.mopo.textgen.tasks import DEFAULT_SCORERS, TASKS, Task, build_task
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
 from bayescrl.utils.checks import positive_int
-from bayescrl.utils.io import check_keys
+from bayescrl.utils.io import check_keys, load_json
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,9 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds)
     ):
         raise ConfigError("seeds", seeds, "must be a non-empty list of integers")
+    dup = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
+    if dup is not None:  # one seed's run would overwrite the other's
+        raise ConfigError("seeds", seeds, f"seed {dup} appears twice; give distinct seeds")
     algos = config.get("algorithms", list(ALGORITHMS))
     if not isinstance(algos, list) or not algos:
         raise ConfigError("algorithms", algos, f"must be a non-empty list of {', '.join(ALGORITHMS)}")
@@ -163,11 +168,15 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
             positive_int(m[key], f"model.{key}", minimum=0 if key == "sft_steps" else 1)
     if m.get("path") and not (Path(str(m["path"])).expanduser() / "config.json").is_file():
         raise ConfigError("model.path", m["path"], "need a local Hugging Face model directory (config.json)")
+    ctx = model_context(m["path"]) if m.get("path") else check_shape(m, "model", n_positions=128)
     if "sft_lr" in m:
         _number(m["sft_lr"], "model.sft_lr")
     for key in ("n_train_prompts", "n_eval_prompts", "samples_per_prompt", "eval_samples", "max_new_tokens"):
         if key in t:
             positive_int(t[key], f"task.{key}")
+    if ctx is not None and int(t.get("max_new_tokens", 40)) >= ctx:
+        why = f"leaves no room for the prompt in the model's context of {ctx} tokens"
+        raise ConfigError("task.max_new_tokens", t["max_new_tokens"], why)
     if int(t.get("samples_per_prompt", 4)) % 2:
         raise ConfigError(
             "task.samples_per_prompt", t["samples_per_prompt"], "must be even (answers are paired)"
@@ -526,7 +535,8 @@ def run_textgen(config: dict[str, Any], out: Path) -> dict[str, Any]:
     for seed in s["seeds"]:
         log.info("textgen %s: seed %d", s["task"].name, seed)
         path = out / f"seed_{seed}" / "results.json"
-        old = json.loads(path.read_text()) if path.exists() else {}
+        fix = f"delete {path.parent} and rerun to recompute seed {seed}"
+        old = load_json(path, f"seed_{seed}/results.json", kind=dict, recover=fix) if path.exists() else {}
         rec = run_seed(s, seed, out / f"seed_{seed}", device)
         if old.get("fingerprint") == fp:  # algorithms run in an earlier call on the same base and data
             rec["algorithms"] = {**old["algorithms"], **rec["algorithms"]}

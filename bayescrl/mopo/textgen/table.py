@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from bayescrl.utils.io import load_json
+
 ORDER = ("ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag")
 NAMES = {
     "ric": "RiC",
@@ -221,7 +223,8 @@ def plot_fronts(tables: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
 def load_runs(out: str | Path) -> list[dict[str, Any]]:
     """Every ``seed_*/results.json`` under ``out``, by seed."""
     files = sorted(Path(out).glob("seed_*/results.json"))
-    return [json.loads(f.read_text()) for f in files]
+    fix = "delete its seed folder and rerun that seed"
+    return [load_json(f, f"{f.parent.name}/results.json", kind=dict, recover=fix) for f in files]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
