@@ -180,7 +180,9 @@ def one_seed(name: str, seed: int, taus: tuple[float, ...] = TAUS) -> dict:
     known = [Rater(f"r{i}", beta, DEFAULT_LAM) for i, (beta, _) in enumerate(RATERS[budget])]
     infer = [known[0]] + [Rater(r.id, None, DEFAULT_LAM) for r in known[1:]]
     est_k = fit_bradley_terry(y, yp, ind, rt, known, ref, num_samples=1000, seed=seed)
-    est_i = fit_bradley_terry(y, yp, ind, rt, infer, ref, num_samples=1000, seed=seed)
+    est_i = fit_bradley_terry(
+        y, yp, ind, rt, infer, ref, num_samples=1000, seed=seed, competence="infer-beta"
+    )
     scores = {"empirical": emp, "bt_known": est_k.mean, "bt_infer": est_i.mean}
     lq = est_i.mean.clone()
     lq[1 - PRIMARY] = est_i.quantile(0.1)[1 - PRIMARY]

@@ -114,7 +114,8 @@ def test_careless_raters_labels_are_down_weighted(tiny):
     model, tok = tiny
     data = careless_data()
     n_e = data.raters.count("e")
-    base = {"preference_model": "bradley-terry", "bradley_terry": {"num_samples": 400}}
+    bt = {"num_samples": 400, "competence": "infer-beta"}  # the beta-only plug-in's pinned numbers
+    base = {"preference_model": "bradley-terry", "bradley_terry": bt}
 
     def fit(raters, d=data):
         return fit_lm_preferences(parse_lm_preferences({**base, "raters": raters}, d), model, tok, d, 64)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from bayescrl.inference.rater_report import format_table
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.outdir import force_option
@@ -148,7 +149,7 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
     if mode == "tabular":
         from bayescrl.mopo.tabular import plot_history, solve_config
 
-        results, run = solve_config(config, device)
+        results, run = solve_config(config, device, out=out)
         if run is not None:
             plot_history(
                 run,
@@ -268,6 +269,8 @@ def mopo(
     table = summary_table(results)
     if table:
         click.echo(table)
+    if results.get("raters"):
+        click.echo(format_table(results["raters"]))
     files = sorted(p.name for p in Path(out).iterdir() if p.name != "results.json")
     click.echo(written(out, ["results.json", *files]))
 

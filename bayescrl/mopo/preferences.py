@@ -39,20 +39,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
+from bayescrl.inference.rater_report import check_choice, table_rows
 from bayescrl.raters import Rater
 from bayescrl.raters import parse_raters as parse_rater_list
 from bayescrl.raters.competence import log_marginal_likelihood
 from bayescrl.utils import ConfigError, DataError
 from bayescrl.utils.io import check_keys
 
+if TYPE_CHECKING:  # the inference engines load Pyro
+    from bayescrl.inference.hierarchical import RaterPoolPosterior
+
 PREFERENCE_MODELS = ("empirical", "bradley-terry")
 ESTIMATORS = ("win_rate", "score")
-COMPETENCE = ("infer", "joint")
+COMPETENCE = ("infer", "infer-beta", "joint")
 DEFAULT_LAM = 1000.0
 #: keys of the ``bradley_terry`` config section
 BT_KEYS = (
@@ -77,6 +81,7 @@ class PreferenceEstimate:
     draws: Tensor | None = None
     beta: dict[str, list[float]] = field(default_factory=dict)  # rater -> beta per objective
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    pools: list[RaterPoolPosterior] = field(default_factory=list)  # competence: infer, one per objective
 
     def quantile(self, q: float) -> Tensor:
         """Posterior ``q``-quantile of ``p_k(a)`` ``[K, A]`` (the mean when there are no draws)."""
@@ -159,8 +164,13 @@ def parse_bt_options(opts: Any) -> dict[str, Any]:
     s = out["prior_scale"]
     if isinstance(s, bool) or not isinstance(s, (int, float)) or not 0 < s < math.inf:
         raise ConfigError("bradley_terry.prior_scale", s, "must be a finite number > 0")
-    if out["competence"] not in COMPETENCE:
-        raise ConfigError("bradley_terry.competence", out["competence"], f"must be one of {list(COMPETENCE)}")
+    check_choice(out["competence"], "bradley_terry.competence", COMPETENCE)
+    if out["competence"] == "infer" and out["engine"] == "bootstrap":
+        raise ConfigError(
+            "bradley_terry.engine",
+            "bootstrap",
+            "competence: infer (the rater pool) runs laplace, svi or nuts",
+        )
     sd = out["beta_prior_sd"]
     if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not sd > 0:
         raise ConfigError("bradley_terry.beta_prior_sd", sd, "must be a number > 0 (.inf: no prior)")
@@ -300,6 +310,7 @@ class RewardPosterior:
     theta: Tensor
     beta: dict[str, list[float]]
     diagnostics: dict[str, Any]
+    pools: list[RaterPoolPosterior] = field(default_factory=list)  # competence: infer, one per objective
 
     def to_arviz(self):
         """``arviz.InferenceData`` of the draws ``theta`` (dims ``(chain, draw, objective, theta_dim)``; the
@@ -307,6 +318,67 @@ class RewardPosterior:
         from bayescrl.inference.arviz import draws_to_arviz  # deferred: the inference package loads Pyro
 
         return draws_to_arviz({"theta": self.theta}, dims={"theta": ["objective", "theta_dim"]})
+
+
+POOL_ENGINE = {"laplace": "laplace-eb", "svi": "svi", "nuts": "nuts"}
+
+
+def _fit_pool_rewards(
+    x1: Tensor,
+    x0: Tensor,
+    ind: Tensor,
+    rater: Tensor,
+    raters: list[Rater],
+    prior_sd: float,
+    engine: str,
+    engine_options: Mapping[str, Any] | None,
+    num_samples: int,
+    beta_prior_sd: float,
+    seed: int,
+) -> RewardPosterior:
+    """``competence: infer``: the hierarchical rater model per objective
+    (:func:`~bayescrl.inference.hierarchical.fit_rater_pool`: ``theta = u_k``, every rater's belief
+    ``vartheta_i ~ N(u_k, I/lam_i^2)``, ``beta_i`` and ``lam_i`` jointly; Eq. `rater_preference_dist`). A
+    rater with a given ``beta`` anchors the pool (its ``lam`` as given, default 1000); the others' ``beta``
+    and ``lam`` are inferred under ``log beta ~ N(0, s^2)`` (s = ``beta_prior_sd``, 1.5 when infinite: beta
+    = 1 labels with the true preference probability) and ``log lam ~ N(0, 1.5^2)``. Engine ``laplace`` runs
+    the fast ``laplace-eb``; ``svi`` / ``nuts`` run Pyro on the same model."""
+    from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool  # deferred: loads Pyro
+
+    if engine not in POOL_ENGINE:
+        raise ConfigError("bradley_terry.engine", engine, "competence: infer runs laplace, svi or nuts")
+    d, k_n = x1.shape[-1], ind.shape[-1]
+    pool_raters = [
+        {"id": r.id} if r.beta is None else {"id": r.id, "beta": float(r.beta), "lam": float(r.lam)}
+        for r in raters
+    ]
+    prior = RaterPrior(beta_loc=0.0, beta_scale=beta_prior_sd if math.isfinite(beta_prior_sd) else 1.5)
+    draws, diags, pools = [], {}, []
+    for k in range(k_n):
+        post = fit_rater_pool(
+            x0,
+            x1,
+            ind[:, k].double().cpu(),
+            rater,
+            pool_raters,
+            prior,
+            POOL_ENGINE[engine],
+            mu0=torch.zeros(d, dtype=torch.float64),
+            cov0=prior_sd**2 * torch.eye(d, dtype=torch.float64),
+            num_draws=num_samples,
+            seed=seed + k,
+            **dict(engine_options or {}),
+        )
+        draws.append(post.flat("theta")[:num_samples].double())
+        pools.append(post)
+        diags[str(k)] = {
+            key: val
+            for key, val in post.diagnostics.items()
+            if isinstance(val, (bool, int, float, str)) or key == "warnings"
+        }
+        diags[str(k)]["raters"] = table_rows(post, objective=k) if k_n > 1 else table_rows(post)
+    beta = {r.id: [float(p.flat("beta")[:, i].mean()) for p in pools] for i, r in enumerate(raters)}
+    return RewardPosterior(torch.stack(draws, 1), beta, diags, pools)
 
 
 def fit_bt_rewards(
@@ -348,9 +420,13 @@ def fit_bt_rewards(
     ids = tuple(r.id for r in raters)
     draws, diags, betas_used = [], {}, {}
     joint_sd = beta_prior_sd if math.isfinite(beta_prior_sd) else 1.5  # a proper prior for the joint fit
+    if competence == "infer":
+        return _fit_pool_rewards(
+            x1, x0, ind, rater, raters, prior_sd, engine, engine_options, num_samples, beta_prior_sd, seed
+        )
     for k in range(k_n):
         labels = ind[:, k].double().cpu()
-        if competence == "infer":
+        if competence == "infer-beta":
             betas = _infer_betas(x1, x0, labels, rater, raters, prior_sd, beta_prior_sd)
             priors = {}
         else:
@@ -429,4 +505,4 @@ def fit_bradley_terry(
         seed=seed,
     )
     d = pairwise_to_action(post.theta.transpose(0, 1), ref.double().cpu()).transpose(0, 1)  # [S, K, A]
-    return PreferenceEstimate(d.mean(0), d, beta=post.beta, diagnostics=post.diagnostics)
+    return PreferenceEstimate(d.mean(0), d, beta=post.beta, diagnostics=post.diagnostics, pools=post.pools)

@@ -32,12 +32,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from bayescrl.inference.rater_report import PLOT_NAME, save_plot
 from bayescrl.mopo import objective as O
 from bayescrl.raters import check_rater_ids
 from bayescrl.utils import ConfigError, DataError
@@ -642,6 +644,7 @@ def apply_preference_model(
         "preference_model": model,
         "preference_probs": est.to_json(problem.actions),
         "rater_beta": est.beta,
+        **({"raters": [row for r in est.diagnostics.values() for row in r["raters"]]} if est.pools else {}),
         "inference": {
             "engine": opts["engine"],
             "competence": opts["competence"],
@@ -650,13 +653,17 @@ def apply_preference_model(
             "diagnostics": est.diagnostics,
         },
     }
+    if est.pools:
+        extra["_pools"] = est.pools  # plotted (then dropped) by solve_config
     return replace(problem, scores=scores), extra
 
 
 def solve_config(
-    config: Mapping[str, Any], device: str | torch.device = "cpu"
+    config: Mapping[str, Any], device: str | torch.device = "cpu", out: str | Path | None = None
 ) -> tuple[dict, MopoRun | None]:
-    """Run the tabular solver ``config['solver']``; returns (results dict, stochastic run or None)."""
+    """Run the tabular solver ``config['solver']``; returns (results dict, stochastic run or None). With
+    ``competence: infer`` and ``out``, the rater plot goes to ``out/rater_competence.png`` (one per
+    objective, ``rater_competence_<objective>.png``, when there are several)."""
     problem = parse_tabular(config, device)
     c_n = problem.n_objectives - 1
     tau = config.get("tau", 1.0)
@@ -670,6 +677,11 @@ def solve_config(
     problem, pref_extra = apply_preference_model(
         problem, config.get("preference_model", "empirical"), config.get("bradley_terry")
     )
+    pools = pref_extra.pop("_pools", [])
+    if out is not None:
+        for k, pool in enumerate(pools):
+            suffix = "" if len(pools) == 1 else f"_{k}"
+            save_plot(pool, out, PLOT_NAME.replace(".png", f"{suffix}.png"))
     opts: dict[str, Any] = (
         dict(config.get(solver.replace("-", "_"), {}) or {}) if isinstance(solver, str) else {}
     )
