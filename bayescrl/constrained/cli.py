@@ -337,6 +337,10 @@ def train(
     if not metrics["cost_limits"]:
         perf += " (unconstrained: the env reports no cost)"
     click.echo(f"{agent.name} on {agent.env_id}: {perf}, {metrics['env_steps_per_s']:.0f} env steps/s")
+    if metrics.get("raters"):
+        from bayescrl.inference.rater_report import format_table  # deferred: loads the inference package
+
+        click.echo(format_table(metrics["raters"]))
     if learner is not None and learner.waiting:
         click.echo(
             f"paused at {metrics['env_steps']} steps: {learner.waiting} queries wait for labels -> "

@@ -14,8 +14,9 @@ posterior spread; Thompson sampling picks one member.
 
 With ``competence: ignore`` (every label from one rater with β = 1) this is the reward ensemble of the
 `imitation` library's preference comparisons plus the prior functions; ``known`` uses the raters' β;
-``infer`` estimates β_i by marginal likelihood in the linear model on Φ (a proxy: the network's own β
-is not identified separately from its scale).
+``infer`` (and ``infer-beta``: the ensemble has no linear belief ϑ_i, so no λ_i) estimates β_i by marginal
+likelihood in the linear model on Φ (a proxy: the network's own β is not identified separately from its
+scale).
 
 All members train together: the weights are stacked (M, ...) and every forward pass is one batched matmul.
 """
@@ -80,8 +81,10 @@ class EnsembleRewardPosterior:
         learner_lam: float = 1000.0,
         seed: int = 0,
     ):
-        if competence not in ("known", "infer", "ignore"):
-            raise ConfigError("competence", competence, "must be known, infer or ignore")
+        if competence not in ("known", "infer", "infer-beta", "ignore"):
+            raise ConfigError("competence", competence, "must be known, infer, infer-beta or ignore")
+        if competence == "infer-beta":  # the ensemble has no linear belief ϑ_i: infer estimates β_i only
+            competence = "infer"
         self.dim, self.competence, self.rater_ids = int(dim), competence, list(rater_ids)
         self.M, self.steps, self.lr, self.kappa = int(members), int(steps), float(lr), float(weight_decay)
         self.batch_pairs = int(batch_pairs)

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from bayescrl.constrained.core.envs import env_horizon
+from bayescrl.inference.rater_report import save_plot
 from bayescrl.prefrl.queries import select_pairs
 from bayescrl.prefrl.reward_model import CostPosterior, LinearRewardPosterior
 from bayescrl.prefrl.segments import SegmentBuffer, cut_segments
@@ -128,6 +129,8 @@ class PreferenceLearner:
                 num_samples=s.posterior_samples,
                 **common,
             )
+            if self.offline is not None:  # competence: infer: the offline file's rater anchors the pool
+                self.posterior.known_raters[len(rater_ids) - 1] = (self.offline["beta"], self.offline["lam"])
         if self.offline is not None:
             o = self.offline
             self.posterior.add(
@@ -457,6 +460,7 @@ class PreferenceLearner:
                 if self.spec.competence == "ignore"
                 else dict(zip(self.posterior.rater_ids, self.posterior.beta, strict=True))
             ),
+            **({"raters": rows} if (rows := getattr(self.posterior, "rater_rows", list)()) else {}),
             "posterior_converged": self.posterior.diagnostics["converged"],
             **({"num_cost_queries": self.num_cost_queries} if self.cost_posteriors else {}),
             "preference_seconds": self.update_seconds,
@@ -500,6 +504,8 @@ class PreferenceLearner:
             fig.tight_layout()
             fig.savefig(out / "preference_curves.png", dpi=90)
             p.close(fig)
+        if getattr(self.posterior, "pool", None) is not None:
+            save_plot(self.posterior.pool, out)
         return metrics
 
     # ------------------------------------------------------------------ checkpoint

@@ -7,9 +7,12 @@ applies: ``laplace`` and ``bootstrap`` use the fast batched Newton paths (warm-s
 fit, so an update after a round of queries costs a few Newton steps), ``svi`` / ``nuts`` / ``exact`` go
 through :func:`bayescrl.inference.fit` on the same data.
 
-Rater competence is ``known`` (the learner is told each rater's β, λ), ``infer`` (β_i estimated from the
-rater's own labels by marginal maximum likelihood, θ integrated out — the thesis' plug-in recipe of chapter
-`warmPref-PS`, :func:`bayescrl.raters.competence.beta_mle`; λ is the learner's ``learner_lam``) or ``ignore``
+Rater competence is ``known`` (the learner is told each rater's β, λ), ``infer`` (the hierarchical rater
+model, :func:`bayescrl.inference.hierarchical.fit_rater_pool`: θ, every rater's belief ϑ_i, β_i and λ_i
+jointly; a rater of known competence, such as an offline file's, anchors the pool; λ of a single rater stays
+at its prior), ``infer-beta`` (β_i estimated from the rater's own labels by marginal maximum likelihood, θ
+integrated out — the thesis' plug-in recipe of chapter `warmPref-PS`,
+:func:`bayescrl.raters.competence.beta_mle`; λ is the learner's ``learner_lam``) or ``ignore``
 (all labels treated as from one rater with β = 1, λ = ``learner_lam``: the usual point of view of
 preference-based RL libraries, kept as the ablation).
 """
@@ -25,7 +28,9 @@ import torch
 from bayescrl.inference.arviz import draws_to_arviz, import_arviz, num_draws
 from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.laplace import laplace
+from bayescrl.inference.rater_report import table_rows
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.prefrl.spec import COMPETENCE, POOL_ENGINE
 from bayescrl.raters.competence import beta_mle
 from bayescrl.utils.errors import ConfigError
 
@@ -60,8 +65,10 @@ class LinearRewardPosterior:
         prior_mean: torch.Tensor | None = None,
         prior_cov: torch.Tensor | None = None,
     ):
-        if competence not in ("known", "infer", "ignore"):
-            raise ConfigError("competence", competence, "must be known, infer or ignore")
+        if competence not in COMPETENCE:
+            raise ConfigError("competence", competence, f"must be one of {', '.join(COMPETENCE)}")
+        if competence == "infer" and engine not in POOL_ENGINE:
+            raise ConfigError("engine", engine, f"competence: infer runs one of {', '.join(POOL_ENGINE)}")
         self.dim, self.competence, self.engine = int(dim), competence, engine
         mu0 = torch.zeros(dim, dtype=torch.float64) if prior_mean is None else prior_mean.double()
         cov0 = (
@@ -73,8 +80,10 @@ class LinearRewardPosterior:
         R = len(rater_ids)
         if competence == "known":
             b, lm = list(beta), list(lam)
-        elif competence == "infer":
+        elif competence == "infer-beta":
             b, lm = [1.0] * R, [learner_lam] * R
+        elif competence == "infer":  # placeholders: the pool fit infers them (known_raters keep theirs)
+            b, lm = [1.0] * R, [1.0] * R
         else:  # one anonymous rater
             b, lm = [1.0], [learner_lam]
         self.learner_lam = float(learner_lam)
@@ -93,6 +102,8 @@ class LinearRewardPosterior:
         self._pool: torch.Tensor | None = None  # bootstrap / MCMC draws of θ, (M, d)
         self._warm = None  # the previous fit (LaplaceResult or MAPResult): Newton's starting point
         self.diagnostics: dict = {"converged": True, "fits": 0}
+        self.known_raters: dict[int, tuple[float, float]] = {}  # infer: raters of known (β, λ), by index
+        self.pool = None  # infer: the last RaterPoolPosterior
 
     # ------------------------------------------------------------------ data
     @property
@@ -122,10 +133,12 @@ class LinearRewardPosterior:
     # ------------------------------------------------------------------ fitting
     def update(self) -> None:
         """Refit after new labels (competence first when inferred, then the θ posterior)."""
-        if self.competence == "infer":
+        if self.competence == "infer-beta":
             self._infer_beta()
         p = self.problem
-        if self.engine == "laplace":
+        if self.competence == "infer":
+            conv = self._fit_pool()
+        elif self.engine == "laplace":
             res = laplace(p, init=self._warm)  # warm start: a round adds few labels
             self._warm = res
             self._mean, self._cov = res.theta_mean.clone(), res.theta_cov.clone()
@@ -157,6 +170,50 @@ class LinearRewardPosterior:
         self._mean, self._cov = th.mean(0), torch.cov(th.T).reshape(self.dim, self.dim)
         diag = post.diagnostics
         return bool(diag.get("converged", diag.get("converged_fraction", 1.0) == 1.0))
+
+    def _fit_pool(self) -> bool:
+        """``competence: infer``: θ's posterior from the pool's labels under the hierarchical rater model
+        (:func:`~bayescrl.inference.hierarchical.fit_rater_pool`; engine ``laplace`` -> ``laplace-eb``);
+        the raters of :attr:`known_raters` keep their (β, λ), the others' are inferred. Sets the draws of θ,
+        each rater's posterior-mean β (for the query rules) and :attr:`pool` (its rater table)."""
+        from bayescrl.inference.hierarchical import fit_rater_pool  # deferred: loads Pyro
+
+        p = self.problem
+        m = p.pref_mask
+        if not int(m.sum()):
+            return True
+        raters = [
+            {"id": rid, "beta": self.known_raters[i][0], "lam": self.known_raters[i][1]}
+            if i in self.known_raters
+            else {"id": rid}
+            for i, rid in enumerate(self.rater_ids)
+        ]
+        seed = int(torch.randint(2**31 - 1, (1,), generator=self.gen))
+        opts = self.engine_options if self.engine != "laplace" else {}
+        post = fit_rater_pool(  # warns once when no rater is known: only the priors fix the scale
+            p.x0[m].double().cpu(),
+            p.x1[m].double().cpu(),
+            p.y[m].double().cpu(),
+            p.rater[m].cpu(),
+            raters,
+            engine=POOL_ENGINE[self.engine],
+            mu0=p.mu0.double().cpu(),
+            cov0=p.cov0.double().cpu(),
+            num_draws=max(self.num_samples, 200),
+            seed=seed,
+            **opts,
+        )
+        self.pool = post
+        th = post.flat("theta").double().to(self.device)
+        self._pool = th
+        self._mean, self._cov = th.mean(0), torch.cov(th.T).reshape(self.dim, self.dim)
+        p.beta[:] = post.flat("beta").mean(0).to(p.beta)
+        return bool(post.diagnostics.get("converged", True))
+
+    def rater_rows(self) -> list[dict]:
+        """The rater table (:func:`bayescrl.inference.rater_report.table_rows`) of the last pool fit, or
+        ``[]`` (competence other than ``infer``, or no labels yet)."""
+        return table_rows(self.pool) if self.pool is not None else []
 
     def _infer_beta(self) -> None:
         """β̂_i by marginal maximum likelihood on rater i's own labels (θ ~ prior integrated out)."""

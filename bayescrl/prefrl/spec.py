@@ -7,12 +7,12 @@ segment_length: 8
 buffer_size: 2000           # recent segments kept as query candidates
 raters: [{id: expert, beta: 10.0, lam: 100.0}, {id: novice, beta: 0.5, lam: 2.0}]   # simulated
 labels: simulated           # simulated | external (people label through `bayescrl prefs export/import`)
-competence: infer           # infer | known | ignore
+competence: infer           # infer (hierarchical: β_i, λ_i per rater) | infer-beta | known | ignore
 queries: {total: 400, per_round: 20, every: 1, select: bald, candidates: 1000}
 engine: laplace             # any bayescrl.inference engine (engine_options: {...})
 posterior_samples: 64
 prior_scale: 1.0
-learner_lam: 1000.0         # λ the learner assumes when competence is inferred or ignored (ϑ_i ≈ θ)
+learner_lam: 1000.0         # λ the learner assumes with infer-beta or ignore (ϑ_i ≈ θ)
 reward: thompson            # thompson | mean | lcb   (lcb_quantile: 0.1; thompson_hold: 1)
 cost: env                   # env | learned (from cost_raters' safety judgements; cost_quantile: 0.9)
 cost_raters: [{id: safety, beta: 5.0, lam: 100.0}]   # cost: learned only; their beta sets the cost's scale
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bayescrl.inference.engines import ENGINES
+from bayescrl.inference.rater_report import check_choice
 from bayescrl.prefrl.queries import RULES
 from bayescrl.raters import Rater, parse_raters
 from bayescrl.utils.configpaths import load_config
@@ -37,6 +38,11 @@ from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
 FEATURES = ("onehot", "env", "rff")
+#: the values of ``competence`` (``infer``: the hierarchical rater model; ``infer-beta``: β_i only)
+COMPETENCE = ("infer", "infer-beta", "known", "ignore")
+#: ``engine`` -> the rater-pool engine of ``competence: infer`` (:func:`bayescrl.inference.fit_rater_pool`)
+POOL_ENGINE = {"laplace": "laplace-eb", "svi": "svi", "nuts": "nuts"}
+
 #: the rater keys of a preference spec (simulated raters: known competence, B-Pref irrationalities)
 RATER_KEYS = ("id", "beta", "lam", "gamma", "skip_below", "equal_within", "mistake", "weight")
 
@@ -184,10 +190,12 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         raise ConfigError(
             "preferences.offline", spec["offline"], "offline files carry Φ only: use reward_model linear"
         )
-    out["competence"] = _choice(
-        spec.get("competence", "infer"), "preferences.competence", ("infer", "known", "ignore")
-    )
+    out["competence"] = check_choice(spec.get("competence", "infer"), "preferences.competence", COMPETENCE)
     out["engine"] = _choice(spec.get("engine", "laplace"), "preferences.engine", ENGINES)
+    if out["competence"] == "infer" and out["reward_model"] == "linear" and out["engine"] not in POOL_ENGINE:
+        raise ConfigError(
+            "preferences.engine", out["engine"], f"competence: infer runs one of {', '.join(POOL_ENGINE)}"
+        )
     opts = spec.get("engine_options", {}) or {}
     if not isinstance(opts, dict):
         raise ConfigError("preferences.engine_options", opts, "must be a mapping")
