@@ -71,7 +71,7 @@ def bandit(
         files = written(out, ["summary.json", "summary.png"], f"and {cells} cell folders" if cells else "")
     else:
         result = run_experiment(cfg, seeds=seeds, out=out, progress=progress)
-        files = written(out, ["results.json", "regret.png"])
+        files = written(out, ["results.json", "regret.png", "rater_competence.png"])
     check_no_nan(result, str(out))
     with logger:
         logger.log_results({k: v for k, v in result.items() if k not in ("config", "sweep")})

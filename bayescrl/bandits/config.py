@@ -11,6 +11,7 @@ Schema (every key optional; defaults are the thesis' evaluation protocol, Sectio
              # or several raters: raters: [{N: 10, beta: 5, lam: 10, expert: bt}, ...]
     assumed: {beta: true, lam: true}   # competence the agents assume: a number (or one per rater),
                                        # 'true', or for beta an estimator 'mle' | 'entropy' | 'bayes'
+                                       # | 'infer' (hierarchical: β_i and λ_i) | 'infer-beta' (= 'mle')
     agents: [warmpref-ps-bootstrap, naive-ps, ps, lints]
              # an item may be a mapping {id: ..., label: ..., beta: ..., lam: ..., <option>: ...}
     options: {...}                     # agent options, see ``DEFAULT_OPTIONS``
@@ -31,6 +32,7 @@ from typing import Any
 from bayescrl.raters import Rater, parse_rater
 from bayescrl.utils.checks import check_device, check_memory_of, positive_int
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.hints import did_you_mean
 from bayescrl.utils.io import check_keys
 
 AGENT_IDS = (
@@ -43,7 +45,8 @@ AGENT_IDS = (
     "hybrid-ipo",
     "warmtsof",
 )
-BETA_ESTIMATORS = ("mle", "entropy", "bayes", "entropy-oracle")  # *-oracle: labelled ablation (true β)
+#: *-oracle: labelled ablation (true β); infer: β_i and λ_i of the hierarchical rater model; infer-beta = mle
+BETA_ESTIMATORS = ("mle", "entropy", "bayes", "entropy-oracle", "infer", "infer-beta")
 
 DEFAULT_OPTIONS: dict[str, Any] = {
     # Bootstrapped warmPref-PS (Eq. `final_surrogate_perturbed_loss`)
@@ -161,7 +164,10 @@ def _check_competence(field: str, v: Any, n_raters: int, estimators: tuple[str, 
     for i, x in enumerate(items):
         if isinstance(x, str):
             if x != "true" and x not in estimators:
-                raise ConfigError(field, x, f"must be a number, 'true' or one of {list(estimators)}", index=i)
+                hint = did_you_mean(x, ["true", *estimators])
+                raise ConfigError(
+                    field, x, f"must be a number, 'true' or one of {list(estimators)}{hint}", index=i
+                )
         else:
             if field.endswith("lam"):
                 _num(field, x, 0.0, strict=True)

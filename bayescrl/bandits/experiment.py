@@ -27,6 +27,7 @@ from bayescrl.bandits.env import LinearBandit
 from bayescrl.bandits.offline import OfflineData, sample_offline
 from bayescrl.bandits.prior import informed_prior
 from bayescrl.bandits.warmtsof import WarmTSOFAgent
+from bayescrl.inference.rater_report import format_table, save_plot, table_rows
 from bayescrl.raters.competence import beta_bayes, beta_entropy, beta_mle
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, write_json
@@ -51,6 +52,57 @@ def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, Offlin
     return env, data
 
 
+def pool_competence(
+    infer: list[bool],
+    beta: torch.Tensor,
+    lam: torch.Tensor,
+    env: LinearBandit,
+    data: OfflineData,
+    opts: Mapping[str, Any],
+    seed: int = 0,
+) -> list:
+    """``beta: infer``: per seed, the hierarchical rater model on ``D0``
+    (:func:`~bayescrl.inference.hierarchical.fit_rater_pool`, engine ``options.engine``: laplace ->
+    laplace-eb; priors ``log β ~ N(beta_prior_loc, beta_prior_scale²)``, ``log λ ~ N(0, 1.5²)``, θ ~ the
+    bandit's prior). Raters with ``infer[r]`` get β_i and λ_i inferred (posterior medians written into
+    ``beta, lam [S,R]`` in place); the others anchor the pool with their assumed (β, λ). A single rater's λ
+    stays at its prior median (not identified from one rater). Returns the pool posteriors, one per
+    seed."""
+    from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool  # deferred: loads Pyro
+
+    engine = {"laplace": "laplace-eb", "svi": "svi", "nuts": "nuts"}[opts["engine"]]
+    extra = dict(opts["engine_options"]) if engine != "laplace-eb" else {}
+    prior = RaterPrior(beta_loc=opts["beta_prior_loc"], beta_scale=opts["beta_prior_scale"])
+    x0, x1 = data.features(env.arms)
+    pools = []
+    for s in range(env.num_seeds):
+        raters = [
+            {"id": r.id} if infer[i] else {"id": r.id, "beta": float(beta[s, i]), "lam": float(lam[s, i])}
+            for i, r in enumerate(data.raters)
+        ]
+        post = fit_rater_pool(
+            x0[s].double().cpu(),
+            x1[s].double().cpu(),
+            data.y[s].double().cpu(),
+            data.rater[s].cpu(),
+            raters,
+            prior,
+            engine,
+            mu0=env.mu0.double().cpu(),
+            cov0=env.cov0.double().cpu(),
+            num_draws=400,
+            seed=seed + s,
+            **extra,
+        )
+        for name, t in (("beta", beta), ("lam", lam)):
+            med = post.flat(name).median(0).values
+            for i in range(len(data.raters)):
+                if infer[i]:
+                    t[s, i] = float(med[i])
+        pools.append(post)
+    return pools
+
+
 def assumed_competence(
     spec_beta: Any,
     spec_lam: Any,
@@ -58,9 +110,12 @@ def assumed_competence(
     data: OfflineData,
     opts: Mapping[str, Any],
     seed: int = 0,
+    pools: list | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The competence ``(beta [S,R], lam [S,R])`` an agent assumes: numbers, ``'true'`` or β-estimates
-    (``bayes``: seed ``s`` fitted with Pyro seed ``seed + s``)."""
+    """The competence ``(beta [S,R], lam [S,R])`` an agent assumes: numbers, ``'true'``, β-estimates
+    (``bayes``: seed ``s`` fitted with Pyro seed ``seed + s``; ``infer-beta`` is ``mle``) or ``infer`` (β_i
+    and λ_i of the hierarchical rater model, :func:`pool_competence`; their ``lam`` is not used). The pool
+    posteriors of ``infer`` (one per seed) are appended to ``pools`` when given."""
     S, R = env.num_seeds, len(data.raters)
     dt, dev = env.arms.dtype, env.arms.device
     lam_items = spec_lam if isinstance(spec_lam, (list, tuple)) else [spec_lam] * R
@@ -80,7 +135,9 @@ def assumed_competence(
 
         if item == "true":
             beta[:, r] = data.raters[r].beta_value()
-        elif item == "mle":
+        elif item == "infer":
+            beta[:, r] = 1.0  # set by the pool fit below
+        elif item in ("mle", "infer-beta"):
             lam_r = float(lam[0, r])
             beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r)
         elif item == "entropy":
@@ -104,6 +161,11 @@ def assumed_competence(
             )
         else:
             beta[:, r] = float(item)
+    infer = [item == "infer" for item in beta_items]
+    if any(infer):
+        fitted = pool_competence(infer, beta, lam, env, data, opts, seed=seed)
+        if pools is not None:
+            pools.extend(fitted)
     return beta, lam
 
 
@@ -125,6 +187,7 @@ def make_agent(
         max_iter=opts["max_iter"],
     )
     if aid in ("warmpref-ps-bootstrap", "warmpref-ps", "warmtsof"):
+        pools: list = []
         beta, lam = assumed_competence(
             spec.get("beta", cfg["assumed"]["beta"]),
             spec.get("lam", cfg["assumed"]["lam"]),
@@ -132,6 +195,7 @@ def make_agent(
             data,
             opts,
             seed=cfg["seed"],
+            pools=pools,
         )
         if aid == "warmpref-ps-bootstrap":
             agent: Agent = BootstrapAgent(env, data, beta, lam, generator=gen, label=lbl, **boot)
@@ -145,6 +209,8 @@ def make_agent(
             )
             agent = GaussianPSAgent(env, mean, cov, env.noise_sd, generator=gen, label=lbl)
         agent.assumed_beta = beta  # type: ignore[attr-defined]
+        agent.assumed_lam = lam  # type: ignore[attr-defined]
+        agent.rater_pools = pools  # type: ignore[attr-defined]
         return agent
     if aid == "naive-ps":
         R = len(data.raters)
@@ -201,6 +267,9 @@ def run_agent(
         out["queries_mean"] = float(agent.queries.double().mean())
     if hasattr(agent, "assumed_beta"):
         out["assumed_beta_mean"] = agent.assumed_beta.mean(0).tolist()
+    if getattr(agent, "rater_pools", None):
+        out["assumed_lam_mean"] = agent.assumed_lam.mean(0).tolist()
+        out["rater_pool"] = agent.rater_pools[0]  # seed 0's posterior: the rater table and plot
     return out
 
 
@@ -217,9 +286,11 @@ def summarise(label: str, res: Mapping[str, Any]) -> dict[str, Any]:
         "regret_curve_std": cum.std(0, ddof=ddof).round(4).tolist(),
         "wall_time_s": res["wall_time_s"],
     }
-    for k in ("map_not_converged_fraction", "queries_mean", "assumed_beta_mean"):
+    for k in ("map_not_converged_fraction", "queries_mean", "assumed_beta_mean", "assumed_lam_mean"):
         if k in res:
             summary[k] = res[k]
+    if "rater_pool" in res:  # beta: infer: the hierarchical rater table of seed 0's D0
+        summary["raters"] = table_rows(res["rater_pool"], seed=0)
     return summary
 
 
@@ -239,8 +310,12 @@ def run_experiment(
     t0 = time.perf_counter()
     env, data = make_world(cfg, seeds)
     agents: dict[str, Any] = {}
+    pools = []
     for spec in cfg["agents"]:
-        agents[spec["label"]] = summarise(spec["label"], run_agent(spec, cfg, env, data, progress))
+        res = run_agent(spec, cfg, env, data, progress)
+        if "rater_pool" in res:
+            pools.append(res["rater_pool"])
+        agents[spec["label"]] = summarise(spec["label"], res)
     result = {"config": cfg, "seeds": seeds, "agents": agents, "wall_time_s": time.perf_counter() - t0}
     if out is not None:
         out = Path(out)
@@ -251,6 +326,8 @@ def run_experiment(
         plot_mean_sd(
             curves, out / "regret.png", "round t", "cumulative pseudo-regret (reward units)", title=title
         )
+        if pools:  # the first agent with beta: infer (seed 0)
+            save_plot(pools[0], out)
     return result
 
 
@@ -351,6 +428,9 @@ def final_table(result: Mapping[str, Any]) -> str:
     for label, s in result["agents"].items():
         reg = fmt_spread(s["final_regret_mean"], s["final_regret_std"], n, show_n=False)
         lines.append(f"{label:28s} {reg:>30s} {s['wall_time_s']:9.2f}")
+    for label, s in result["agents"].items():
+        if s.get("raters"):
+            lines.append(f"{label}: " + format_table(s["raters"]))
     return "\n".join(lines)
 
 
