@@ -142,7 +142,12 @@ def test_cli_trains_from_preferences_and_resumes(tmp_path, capsys):
     rounds = json.loads((out / "preference_rounds.json").read_text())
     assert [r["num_queries"] for r in rounds["rounds"]] == [20, 40, 60]
     assert (out / "preference_curves.png").stat().st_size > 1000
-    assert "true return" in capsys.readouterr().out
+    # competence: infer: the hierarchical rater table (metrics, printed) and its plot
+    assert [r["id"] for r in m["raters"]] == ["expert", "novice"]
+    assert (out / "rater_competence.png").stat().st_size > 1000
+    printed = capsys.readouterr().out
+    assert "true return" in printed and "rater competence (hierarchical model)" in printed
+    assert "rater_competence.png" in printed.splitlines()[-1]
     # resume: the preference state (labels, buffer, generators) comes back and training goes on
     main(["train", "--resume", str(out), "--total-steps", "500", "--no-progress"])
     m2 = json.loads((out / "metrics.json").read_text())
