@@ -39,7 +39,7 @@ def table_rows(post: RaterPoolPosterior, **extra: Any) -> list[dict[str, Any]]:
     for r in post.rater_table():
         notes = [f"{k} known" for k in ("beta", "lam") if r[f"{k}_known"]]
         if r["lam_from_prior"]:
-            notes.append("lam at its prior (one rater: not identified)")
+            notes.append("lam = its prior: not identified from one rater")
         rows.append(
             {
                 "id": r["rater"],
