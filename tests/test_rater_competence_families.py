@@ -63,7 +63,7 @@ def _mopo_config(n: int = 40, seed: int = 0) -> dict:
         "data": recs,
         "raters": [{"id": "e", "beta": 1.0}, {"id": "g1"}, {"id": "g2"}, {"id": "w"}],
         "preference_model": "bradley-terry",
-        "bradley_terry": {"num_samples": 200},
+        "bradley_terry": {"num_samples": 100},
     }
 
 
@@ -109,10 +109,10 @@ def test_mopo_infer_beta_reproduces_the_beta_only_numbers():
     assert not est.pools
 
 
-def _prefrl_data(post, seed=0):
+def _prefrl_data(post, seed=0, raters=((4.0, 1), (4.0, 1), (4.0, 1), (6.0, -1))):
     g = np.random.default_rng(seed)
     theta = np.array([1.0, -1.0, 0.5])
-    for r, (beta, sign) in enumerate(((4.0, 1), (4.0, 1), (4.0, 1), (6.0, -1))):
+    for r, (beta, sign) in enumerate(raters):
         x0, x1 = g.normal(size=(60, 3)), g.normal(size=(60, 3))
         p = 1 / (1 + np.exp(-beta * sign * ((x1 - x0) @ theta)))
         post.add(x0, x1, (g.random(60) < p).astype(float), np.full(60, r))
@@ -134,6 +134,16 @@ def test_prefrl_infer_gives_the_misinformed_rater_the_lowest_lambda():
     assert post.summary()["beta"] == pytest.approx([r["beta_mean"] for r in rows])
     # the reward posterior follows the three informed raters, not the misinformed one
     assert float(post.mean() @ torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)) > 0
+
+
+def test_prefrl_single_rater_keeps_lambda_at_its_prior_and_says_so():
+    post = LinearRewardPosterior(3, ["me"], beta=[1], lam=[1], competence="infer", seed=0)
+    _prefrl_data(post, raters=((4.0, 1),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        post.update()
+    (row,) = post.rater_rows()
+    assert "not identified from one rater" in row["note"] and row["verdict"] == "uncertain"
 
 
 def test_prefrl_infer_beta_reproduces_the_beta_only_numbers():
