@@ -36,6 +36,7 @@ evaluated once (:class:`_RaterRows`: an exact regrouping of the same sum). The e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -184,10 +185,13 @@ class _Terms:
         l3 = l3 + 0.5 * torch.einsum("bmd,de,bme->bm", da, self.prec0, da)
         return l1 + l2 + l3
 
-    def grad_blocks(self, theta, vartheta, pert: Perturbation) -> tuple[torch.Tensor, torch.Tensor]:
+    def grad_blocks(
+        self, theta, vartheta, pert: Perturbation, curvature: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Analytic gradient [B,M,D] and the data blocks K_i = Σ_n ω_n σ'(z_n) β_i² Δ_n Δ_nᵀ [B,M,R,d,d].
 
         The Hessian is ``[[Σ0⁻¹ + G + Σ_i λ_i² I, −λ_i² I], [−λ_i² I, λ_i² I + K_i]]`` (see :meth:`assemble`).
+        ``curvature=False``: the gradient only (the blocks are ``None``).
         """
         B, M, d = theta.shape
         R = self.R
@@ -201,7 +205,7 @@ class _Terms:
             + lam_dv.sum(-2)
         )
         g_vt = -lam_dv
-        k_vt = torch.zeros(B, M, R, d, d, dtype=theta.dtype, device=theta.device)
+        k_vt = torch.zeros(B, M, R, d, d, dtype=theta.dtype, device=theta.device) if curvature else None
         if self.has_pref:
             rows = self.rows
             # per rater, only that rater's rows (padded): z [B,M,R,U]
@@ -210,9 +214,10 @@ class _Terms:
             w = rows.weights(pert.pref_weight).permute(0, 3, 1, 2)  # [B,M,R,U]
             c = rows.targets(pert.pref_weight).permute(0, 3, 1, 2)
             g_vt = g_vt + ((w * s - c).unsqueeze(-2) @ rows.dr.unsqueeze(1)).squeeze(-2)
-            hz = w * s * (1 - s)
-            # Σ_n h_n D_n D_nᵀ as Dᵀ diag(h) D: no [N, d²] outer-product tensor in memory
-            k_vt = (hz.unsqueeze(-1) * rows.dr.unsqueeze(1)).mT @ rows.dr.unsqueeze(1)
+            if curvature:
+                hz = w * s * (1 - s)
+                # Σ_n h_n D_n D_nᵀ as Dᵀ diag(h) D: no [N, d²] outer-product tensor in memory
+                k_vt = (hz.unsqueeze(-1) * rows.dr.unsqueeze(1)).mT @ rows.dr.unsqueeze(1)
         return torch.cat([g_theta, g_vt.reshape(B, M, R * d)], -1), k_vt
 
     def assemble(self, k_vt: torch.Tensor) -> torch.Tensor:
@@ -809,6 +814,7 @@ def newton_solve(
     max_iter: int = 50,
     return_hessian: bool = False,
     solver: str = "auto",
+    linear_solve: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> MAPResult:
     """Minimise the perturbed loss for all B×M problems at once (damped Newton, Armijo backtracking).
 
@@ -819,6 +825,9 @@ def newton_solve(
     product, :meth:`_NewtonCG.exact_step`; ``"newton"`` where the Hessian is returned), otherwise CG from
     M ≥ 16 samples. Both minimise the same loss
     to the same tolerance (gradient 2-norm ≤ ``tol``). ``iters`` counts Newton steps.
+    ``linear_solve`` (``g [B,M,D] → step [B,M,D]``, a descent direction such as −H̃⁻¹g for an SPD H̃ the
+    caller has factored, e.g. the Hessian at a nearby problem's optimum): replaces the Newton system's
+    solve in the direct loop (same line search and convergence test; the Hessian's blocks are not formed).
 
     Returns batched results ``[B,M,...]`` (the caller squeezes B for unbatched problems).
     """
@@ -837,6 +846,10 @@ def newton_solve(
         vartheta = vartheta.to(pb.mu0).reshape(B, M, R, d).clone()
     exact = solver == "auto" and d <= _DIRECT_MAX_DIM  # batched exact steps in the columns layout
     use_cg = solver == "newton-cg" or (solver == "auto" and not return_hessian and (exact or _use_cg(d, M)))
+    if linear_solve is not None and (solver == "newton-cg" or return_hessian):
+        raise ConfigError("linear_solve", "given", "needs the direct solver and return_hessian=False")
+    use_cg = use_cg and linear_solve is None
+    curv = linear_solve is None
     if use_cg:
         z0 = torch.cat([theta, vartheta.reshape(B, M, R * d)], -1).mT.contiguous()
         cg = _NewtonCG(terms, pert, direct=exact)
@@ -848,11 +861,13 @@ def newton_solve(
     loss = terms.loss(theta, vartheta, pert)
     it = 0
     blocks = d >= _BLOCK_MIN_DIM  # eliminate the ϑ_i: (R + 1) d×d factorisations instead of one (R + 1)d
-    g, k_vt = terms.grad_blocks(theta, vartheta, pert)
+    g, k_vt = terms.grad_blocks(theta, vartheta, pert, curv)
     gnorm = g.norm(dim=-1)
     while it < max_iter and bool((gnorm > tol).any()):
         it += 1
-        if blocks:
+        if linear_solve is not None:
+            step, bad, diag = linear_solve(g), torch.zeros_like(gnorm, dtype=torch.bool), None
+        elif blocks:
             step, bad = terms.block_newton_step(g, k_vt)
             diag = terms.assemble(k_vt).diagonal(dim1=-2, dim2=-1) if bool(bad.any()) else None
         else:
@@ -877,7 +892,7 @@ def newton_solve(
         z = torch.where(upd, z + alpha.unsqueeze(-1) * step, z)
         theta, vartheta = _split(z, d, R)
         loss = torch.where(active, terms.loss(theta, vartheta, pert), loss)
-        g, k_vt = terms.grad_blocks(theta, vartheta, pert)
+        g, k_vt = terms.grad_blocks(theta, vartheta, pert, curv)
         gnorm = g.norm(dim=-1)
     theta, vartheta = _split(z, d, R)
     return MAPResult(
@@ -974,18 +989,28 @@ def map_estimate(
     max_iter: int = 100,
     return_hessian: bool = True,
     init: MAPResult | tuple[torch.Tensor, torch.Tensor] | None = None,
+    linear_solve: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> MAPResult:
     """The (unperturbed) MAP of lemma `mapestimatelemma` with its Hessian (M = 1).
 
     ``init`` warm-starts Newton, e.g. from the MAP before a few observations were appended: a previous
     :class:`MAPResult` (``theta [B?,1,d]``) or a ``(theta, vartheta)`` pair of shapes ``[B?,(1,)d]`` and
-    ``[B?,(1,)R,d]``, the same convention as :func:`perturbed_map`'s ``init``.
+    ``[B?,(1,)R,d]``, the same convention as :func:`perturbed_map`'s ``init``. ``linear_solve``: the
+    Newton system's solve supplied by the caller (see :func:`newton_solve`; ``g [B,1,D] → step``).
     """
     pert = sample_perturbation(
         problem, 1, p_offline=1.0, p_online=1.0, online_reward_noise=False, anchor_prior=False
     )
     init = _as_init(init, problem.batched, 1)
-    res = newton_solve(problem, pert, init=init, tol=tol, max_iter=max_iter, return_hessian=return_hessian)
+    res = newton_solve(
+        problem,
+        pert,
+        init=init,
+        tol=tol,
+        max_iter=max_iter,
+        return_hessian=return_hessian,
+        linear_solve=linear_solve,
+    )
     return _squeeze(res, problem.batched)
 
 

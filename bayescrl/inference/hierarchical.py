@@ -405,34 +405,204 @@ def _objective(pool: _Pool, prior: RaterPrior, h_b, h_l, theta_hat, V_hat, free_
     return ev + lp, theta1, V1
 
 
+# ---------------------------------------------------------------------------- laplace-eb: analytic core
+@dataclass
+class _Laplace:
+    """The Laplace approximation at a point (θ, ϑ) for log competences h, batched over a leading dim B.
+
+    Factors of the block-arrow Hessian H = [[Σ0⁻¹ + Σ_i λ_i² I, −λ_i² I], [−λ_i² I, A_i]]
+    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹ and ``chol_s`` the Cholesky factor of
+    the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i²(I − λ_i² A_i⁻¹);
+    ``F [B]`` the log evidence plus log prior (as :func:`_objective`).
+    """
+
+    beta: torch.Tensor
+    lam2: torch.Tensor
+    dv: torch.Tensor
+    z: torch.Tensor
+    s: torch.Tensor
+    w: torch.Tensor
+    g_theta: torch.Tensor
+    g_V: torch.Tensor
+    ainv: torch.Tensor
+    chol_s: torch.Tensor
+    F: torch.Tensor
+
+
+def _loss_grad(pool: _Pool, h_b, h_l, theta, V):
+    """β, λ², θ − ϑ_i, logits z, σ(z), the loss gradient (θ block, ϑ blocks) and the loss L of lemma
+    `mapestimatelemma` at ``theta [B,d]``, ``V [B,R,d]`` for ``h_b, h_l [B,R]`` (O(N d), no factorisation)."""
+    beta, lam2 = h_b.exp(), (2 * h_l).exp()
+    z = beta.unsqueeze(-1) * torch.einsum("rud,brd->bru", pool.D, V)
+    s = torch.sigmoid(z)
+    nll = ((F.softplus(z, threshold=36.0) - pool.Y * z) * pool.M).sum((-1, -2))
+    dv = theta.unsqueeze(-2) - V
+    dt = theta - pool.mu0
+    p0dt = dt @ pool.prec0
+    loss = nll + 0.5 * (lam2 * (dv**2).sum(-1)).sum(-1) + 0.5 * (p0dt * dt).sum(-1)
+    g_theta = p0dt + (lam2.unsqueeze(-1) * dv).sum(-2)
+    g_V = -lam2.unsqueeze(-1) * dv + beta.unsqueeze(-1) * torch.einsum(
+        "bru,rud->brd", pool.M * (s - pool.Y), pool.D
+    )
+    return beta, lam2, dv, z, s, g_theta, g_V, loss
+
+
+def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l) -> _Laplace:
+    """Evidence and Hessian factors at ``theta [B,d]``, ``V [B,R,d]`` (the MAP) for ``h_b, h_l [B,R]``:
+    R d×d factorisations of A_i and one of the Schur complement (no ((R+1)d)² matrix)."""
+    beta, lam2, dv, z, s, g_theta, g_V, loss = _loss_grad(pool, h_b, h_l, theta, V)
+    w = pool.M * s * (1 - s)
+    K = ((w * beta.unsqueeze(-1) ** 2).unsqueeze(-1) * pool.D).mT @ pool.D
+    d = theta.shape[-1]
+    eye = torch.eye(d, dtype=theta.dtype, device=theta.device)
+    chol_a = torch.linalg.cholesky(lam2[..., None, None] * eye + K)
+    ainv = torch.cholesky_inverse(chol_a)
+    ainv = 0.5 * (ainv + ainv.mT)
+    # λ²(I − λ² A⁻¹) = λ² A⁻¹ K: the θ Schur complement without forming A⁻¹K
+    S = pool.prec0 + (lam2[..., None, None] * (eye - lam2[..., None, None] * ainv)).sum(-3)
+    chol_s = torch.linalg.cholesky(0.5 * (S + S.mT))
+    logdet = 2 * chol_a.diagonal(dim1=-2, dim2=-1).log().sum((-1, -2)) + 2 * chol_s.diagonal(
+        dim1=-2, dim2=-1
+    ).log().sum(-1)
+    ev = -loss + d * h_l.sum(-1) + 0.5 * pool.logdet_prec0 - 0.5 * logdet
+    lp = -0.5 * (((h_b - prior.beta_loc) / prior.beta_scale) ** 2 * free_b).sum(-1)
+    lp = lp - 0.5 * (((h_l - prior.lam_loc) / prior.lam_scale) ** 2 * free_l).sum(-1)
+    return _Laplace(beta, lam2, dv, z, s, w, g_theta, g_V, ainv, chol_s, ev + lp)
+
+
+_INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
+_CHORD_ITERS = 5  # inner steps with the previous evaluation's Hessian before a full Newton solve
+_HESS_CHUNK = 5  # competence-Hessian columns evaluated per batch (memory: 2 × chunk × R d² floats)
+
+
+def _block_solve(lp: _Laplace, r_theta, r_V):
+    """H⁻¹ r for the block-arrow Hessian of ``lp``: ``r_theta [B,k,d]``, ``r_V [B,k,R,d]`` (k right-hand
+    sides) → (x_θ, x_ϑ) of the same shapes, by eliminating the ϑ_i:
+    S x_θ = r_θ + Σ_i λ_i² A_i⁻¹ r_i,   x_i = A_i⁻¹(r_i + λ_i² x_θ)."""
+    lam2 = lp.lam2[:, None, :, None]  # [B,1,R,1]
+    y = torch.einsum("brde,bkre->bkrd", lp.ainv, r_V)
+    rhs = r_theta + (lam2 * y).sum(-2)
+    x_theta = torch.cholesky_solve(rhs.mT, lp.chol_s).mT
+    x_V = y + lam2 * torch.einsum("brde,bke->bkrd", lp.ainv, x_theta)
+    return x_theta, x_V
+
+
+def _newton_direction(lp: _Laplace, R: int, d: int, g: torch.Tensor) -> torch.Tensor:
+    """−H⁻¹g for ``g [1,1,(R+1)d]`` laid out (θ, ϑ_1..ϑ_R) as in :func:`~bayescrl.inference.bootstrap.
+    newton_solve` (its ``linear_solve`` hook), with the factors of ``lp``."""
+    x_t, x_V = _block_solve(lp, g[:, :, :d], g[:, :, d:].reshape(1, 1, R, d))
+    return -torch.cat([x_t, x_V.reshape(1, 1, R * d)], -1)
+
+
+def _dg_dh(pool: _Pool, lp: _Laplace):
+    """∂g/∂h of the loss gradient g = ∇_(θ,ϑ) L with respect to (log β_1..R, log λ_1..R), as 2R right-hand
+    sides ``[B,2R,d]``, ``[B,2R,R,d]``."""
+    B, R, d = lp.dv.shape
+    r_t = lp.dv.new_zeros(B, 2 * R, d)
+    r_V = lp.dv.new_zeros(B, 2 * R, R, d)
+    idx = torch.arange(R, device=lp.dv.device)
+    # log β_i: ∂/∂h [β Σ M(σ(z) − y) Δ] = β Σ (M(σ − y) + w z) Δ on ϑ_i only
+    cb = pool.M * (lp.s - pool.Y) + lp.w * lp.z
+    r_V[:, idx, idx] = lp.beta.unsqueeze(-1) * torch.einsum("bru,rud->brd", cb, pool.D)
+    # log λ_i: ∂/∂h [λ²(θ − ϑ_i)] = 2λ²(θ − ϑ_i) on θ, its negative on ϑ_i
+    t = 2 * lp.lam2.unsqueeze(-1) * lp.dv
+    r_t[:, R:] = t
+    r_V[:, R + idx, idx] = -t
+    return r_t, r_V
+
+
+def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_b, free_l):
+    """Exact gradient of ``lp.F`` over (log β, log λ) ``[B,2R]`` at a converged MAP, analytically:
+    dF/dh = −∂L/∂h − ½ [tr(H⁻¹ ∂H/∂h) − uᵀ ∂g/∂h] + ∂ log p(h)/∂h with u = H⁻¹ ∇_(θ,ϑ) log det H
+    (the MAP's response dẑ/dh = −H⁻¹ ∂g/∂h by implicit differentiation)."""
+    B, R, d = lp.dv.shape
+    beta, lam2, ainv = lp.beta, lp.lam2, lp.ainv
+    sinv = torch.cholesky_inverse(lp.chol_s)  # Σ_θθ = S⁻¹
+    eye = torch.eye(d, dtype=sinv.dtype, device=sinv.device)
+    linv = torch.linalg.solve_triangular(lp.chol_s, eye, upper=False)  # L_S⁻¹
+    Z = linv.unsqueeze(-3) @ ainv  # L_S⁻¹ A_i⁻¹: Σ_ii = A_i⁻¹ + λ_i⁴ Zᵀ Z
+    # q_n = β_i² Δ_nᵀ Σ_ii Δ_n (the Laplace variance of the logit z_n)
+    DA = pool.D @ ainv  # [B,R,U,d]
+    DZ = pool.D @ Z.mT
+    q = beta.unsqueeze(-1) ** 2 * ((DA * pool.D).sum(-1) + lam2.unsqueeze(-1) ** 2 * (DZ**2).sum(-1))
+    # tr Cov(θ − ϑ_i) = tr Σ_θθ − 2 λ² tr(S⁻¹A⁻¹) + tr Σ_ii
+    tr_cov = (
+        sinv.diagonal(dim1=-2, dim2=-1).sum(-1).unsqueeze(-1)
+        - 2 * lam2 * (sinv.unsqueeze(-3) * ainv).sum((-1, -2))
+        + ainv.diagonal(dim1=-2, dim2=-1).sum(-1)
+        + lam2**2 * (Z**2).sum((-1, -2))
+    )
+    w1 = lp.w * (1 - 2 * lp.s)  # dσ'(z)/dz (masked)
+    # ∇_ϑ log det H (θ does not enter H), then u = H⁻¹ of it
+    t = beta.unsqueeze(-1) * torch.einsum("bru,rud->brd", w1 * q, pool.D)
+    u_t, u_V = _block_solve(lp, t.new_zeros(B, 1, d), t.unsqueeze(1))
+    r_t, r_V = _dg_dh(pool, lp)
+    implicit = (r_t * u_t).sum(-1) + (r_V * u_V).sum((-1, -2))  # uᵀ ∂g/∂h [B,2R]
+    dlogdet = torch.cat([((2 * lp.w + w1 * lp.z) * q).sum(-1), 2 * lam2 * tr_cov], -1) - implicit
+    dloss = torch.cat([(pool.M * (lp.s - pool.Y) * lp.z).sum(-1), lam2 * (lp.dv**2).sum(-1)], -1)
+    g = -dloss - 0.5 * dlogdet
+    g[:, R:] += d
+    g[:, :R] -= (h_b - prior.beta_loc) / prior.beta_scale**2 * free_b
+    g[:, R:] -= (h_l - prior.lam_loc) / prior.lam_scale**2 * free_l
+    return g
+
+
 def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws, gen, tol, max_iter):
     R, d = pool.D.shape[0], pool.D.shape[-1]
     dev, dt = pool.D.device, pool.D.dtype
     free = torch.cat([free_b, free_l]).bool()
     nf = int(free.sum())
-    diag: dict[str, Any] = {"warnings": [], "objective_evals": 0}
-    state = {"theta": None, "V": None, "inner_ok": True}
+    diag: dict[str, Any] = {"warnings": [], "objective_evals": 0, "inner_newton_steps": 0, "chord_steps": 0}
+    # the last evaluation: h, the MAP, its sensitivity dẑ/dh (warm start of the next inner solve), F, dF/dh
+    state: dict[str, Any] = {"h": None, "inner_ok": True}
 
     def split(u):
         h = torch.cat([h_b0, h_l0]).clone()
         h = h.masked_scatter(free, u) if nf else h
         return h[:R], h[R:]
 
-    def inner(hb, hl):
-        prob = replace(problem, beta=hb.detach().exp(), lam=hl.detach().exp())
-        init = None if state["theta"] is None else (state["theta"], state["V"])
-        # a loose tolerance suffices: the objective applies one more Newton correction (error O(‖g‖²))
-        res = map_estimate(prob, tol=1e-6, max_iter=200, return_hessian=False, init=init)
-        state["theta"], state["V"] = res.theta[0].detach(), res.vartheta[0].detach()
-        state["inner_ok"] = bool(res.converged.all())  # judged at the last (returned) point
-        return state["theta"], state["V"]
-
-    def value_grad(u):
+    def evaluate(u: torch.Tensor) -> None:
         hb, hl = split(u)
-        th, V = inner(hb, hl)
-        f, th1, V1 = _objective(pool, prior, hb[None], hl[None], th[None], V[None], free_b, free_l)
+        h = torch.cat([hb, hl])
+        init = None
+        if state["h"] is not None:  # first-order prediction of the MAP at the new h
+            dh = h - state["h"]
+            init = (
+                state["theta"] + dh @ state["J_t"],
+                state["V"] + torch.einsum("j,jrd->rd", dh, state["J_V"]),
+            )
+        prob = replace(problem, beta=hb.exp(), lam=hl.exp())
+        # tight: the evidence and its gradient are evaluated at this point (no further correction).
+        # Steps solve with the Hessian factored at the previous evaluation (a nearby problem: cheap steps,
+        # linear convergence); a full Newton solve where that does not get there.
+        res = None
+        if state["h"] is not None:
+            res = map_estimate(
+                prob, tol=_INNER_TOL, max_iter=_CHORD_ITERS, return_hessian=False, init=init,
+                linear_solve=partial(_newton_direction, state["lp"], R, d),
+            )  # fmt: skip
+            diag["chord_steps"] += int(res.iters)
+            init = (res.theta[0], res.vartheta[0])
+        if res is None or not bool(res.converged.all()):
+            res = map_estimate(prob, tol=_INNER_TOL, max_iter=200, return_hessian=False, init=init)
+            diag["inner_newton_steps"] += int(res.iters)
+        th, V = res.theta[0], res.vartheta[0]
+        lp = _laplace(pool, prior, hb[None], hl[None], th[None], V[None], free_b, free_l)
+        g = _evidence_grad(pool, prior, lp, hb[None], hl[None], free_b, free_l)[0]
+        x_t, x_V = _block_solve(lp, *_dg_dh(pool, lp))  # dẑ/dh = −H⁻¹ ∂g/∂h
+        state.update(
+            h=h,
+            u=u.clone(),
+            theta=th,
+            V=V,
+            J_t=-x_t[0],
+            J_V=-x_V[0],
+            F=float(lp.F[0]),
+            g=g[free],
+            lp=lp,
+            inner_ok=bool(res.converged.all()),  # judged at the last (returned) point
+        )
         diag["objective_evals"] += 1
-        return f[0], th1[0], V1[0]
 
     u0 = torch.cat([h_b0, h_l0])[free].clone()
     grad_norm = 0.0
@@ -440,18 +610,17 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     if nf:
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            u = torch.as_tensor(x, dtype=dt, device=dev).requires_grad_(True)
-            f, _, _ = value_grad(u)
-            (g,) = torch.autograd.grad(f, u)
-            return -float(f.detach()), -g.detach().cpu().numpy()
+            evaluate(torch.as_tensor(x, dtype=dt, device=dev))
+            return -state["F"], -state["g"].cpu().numpy()
 
         res = scipy.optimize.minimize(
             fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
             options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13},
         )  # fmt: skip
         u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
-        _, g = fun(res.x)  # the MAP at the returned point (L-BFGS-B may end on a line-search trial)
-        grad_norm = float(np.abs(g).max())
+        if not torch.equal(state["u"], u_hat):  # L-BFGS-B may end elsewhere than its last trial
+            evaluate(u_hat)
+        grad_norm = float(state["g"].abs().max())
         diag["competence_iters"] = int(res.nit)
         if not grad_norm <= 100 * tol or not math.isfinite(grad_norm):
             diag["warnings"].append(
@@ -460,35 +629,36 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
             )
     else:
         u_hat = u0
-        inner(h_b0, h_l0)
+        evaluate(u_hat)
     if not state["inner_ok"]:
         diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
     hb, hl = split(u_hat)
     th_hat, V_hat = state["theta"], state["V"]
     t1 = time.perf_counter()
-    # Hessian of −F over the free log competences (forward differences of the exact gradient) and the
-    # MAP's sensitivity J = d(θ̂, ϑ̂)/dh from the same evaluations
+    # Hessian of −F over the free log competences: forward differences of the exact gradient, each at the
+    # MAP predicted to second order (first-order step along dẑ/dh, then one Newton correction with the
+    # factors at ĥ), batched; the MAP's sensitivity J = dθ̂/dh, dϑ̂/dh comes from the same factors
     eps = 1e-4
+    cols = torch.nonzero(free).flatten()
+    J_t = state["J_t"][cols].T.contiguous()  # [d,nf]
+    J_V = state["J_V"][cols].permute(1, 2, 0).contiguous()  # [R,d,nf]
     Hh = torch.zeros(nf, nf, dtype=dt, device=dev)
-    J_t = torch.zeros(d, nf, dtype=dt, device=dev)
-    J_V = torch.zeros(R, d, nf, dtype=dt, device=dev)
     if nf:
-        u0 = u_hat.clone().requires_grad_(True)
-        hb0_, hl0_ = split(u0)
-        f0, _, _ = _objective(pool, prior, hb0_[None], hl0_[None], th_hat[None], V_hat[None], free_b, free_l)
-        (g0,) = torch.autograd.grad(f0[0], u0)
-        for j in range(nf):
-            uj = u_hat.clone()
-            uj[j] += eps
-            uj.requires_grad_(True)
-            hbj, hlj = split(uj)
-            fj, thj, Vj = _objective(
-                pool, prior, hbj[None], hlj[None], th_hat[None], V_hat[None], free_b, free_l
-            )
-            (gj,) = torch.autograd.grad(fj[0], uj)
-            Hh[:, j] = -(gj - g0) / eps
-            J_t[:, j] = (thj[0].detach() - th_hat) / eps
-            J_V[:, :, j] = (Vj[0].detach() - V_hat) / eps
+        lp0, g0 = state["lp"], state["g"]
+        h_hat = torch.cat([hb, hl])
+        for c in range(0, nf, _HESS_CHUNK):
+            js = cols[c : c + _HESS_CHUNK]
+            k = js.shape[0]
+            hj = h_hat.expand(k, 2 * R).clone()
+            hj[torch.arange(k), js] += eps
+            thj = th_hat + eps * state["J_t"][js]
+            Vj = V_hat + eps * state["J_V"][js]
+            g_t, g_V = _loss_grad(pool, hj[:, :R], hj[:, R:], thj, Vj)[5:7]
+            x_t, x_V = _block_solve(lp0, g_t.unsqueeze(0), g_V.unsqueeze(0))
+            thj, Vj = thj - x_t[0], Vj - x_V[0]
+            lpj = _laplace(pool, prior, hj[:, :R], hj[:, R:], thj, Vj, free_b, free_l)
+            gj = _evidence_grad(pool, prior, lpj, hj[:, :R], hj[:, R:], free_b, free_l)
+            Hh[:, c : c + k] = -(gj[:, free].T - g0[:, None]) / eps
         Hh = 0.5 * (Hh + Hh.T)
         evals, evecs = torch.linalg.eigh(Hh)
         if bool((evals <= 0).any()):
