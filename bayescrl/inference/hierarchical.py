@@ -471,7 +471,8 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l)
 
 
 _INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
-_CHORD_ITERS = 5  # inner steps with the previous evaluation's Hessian before a full Newton solve
+_CHORD_ITERS = 4  # inner steps with the previous evaluation's Hessian before a full Newton solve
+_REFACTOR = 8  # refactorisations of the inner Newton system before a plain map_estimate
 _HESS_CHUNK = 5  # competence-Hessian columns evaluated per batch (memory: 2 × chunk × R d² floats)
 
 
@@ -552,9 +553,9 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     dev, dt = pool.D.device, pool.D.dtype
     free = torch.cat([free_b, free_l]).bool()
     nf = int(free.sum())
-    diag: dict[str, Any] = {"warnings": [], "objective_evals": 0, "inner_newton_steps": 0, "chord_steps": 0}
+    diag: dict[str, Any] = {"warnings": [], "objective_evals": 0, "inner_steps": 0, "factorisations": 0}
     # the last evaluation: h, the MAP, its sensitivity dẑ/dh (warm start of the next inner solve), F, dF/dh
-    state: dict[str, Any] = {"h": None, "inner_ok": True}
+    state: dict[str, Any] = {"h": None, "lp": None, "inner_ok": True}
 
     def split(u):
         h = torch.cat([h_b0, h_l0]).clone()
@@ -573,19 +574,30 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
             )
         prob = replace(problem, beta=hb.exp(), lam=hl.exp())
         # tight: the evidence and its gradient are evaluated at this point (no further correction).
-        # Steps solve with the Hessian factored at the previous evaluation (a nearby problem: cheap steps,
-        # linear convergence); a full Newton solve where that does not get there.
+        # Newton's steps (map_estimate's line search and convergence test) solve with the block factors of
+        # the previous evaluation (a nearby problem: cheap steps, linear convergence), refactored at the
+        # current point where a few such steps do not converge; a plain map_estimate as the last resort.
+        if init is None:
+            init = (pool.mu0, pool.mu0.expand(R, d))  # map_estimate's own cold start
+        lp_solve = state["lp"]
         res = None
-        if state["h"] is not None:
+        for _ in range(_REFACTOR):
+            if lp_solve is None:
+                lp_solve = _laplace(
+                    pool, prior, hb[None], hl[None], init[0][None], init[1][None], free_b, free_l
+                )
+                diag["factorisations"] += 1
             res = map_estimate(
                 prob, tol=_INNER_TOL, max_iter=_CHORD_ITERS, return_hessian=False, init=init,
-                linear_solve=partial(_newton_direction, state["lp"], R, d),
+                linear_solve=partial(_newton_direction, lp_solve, R, d),
             )  # fmt: skip
-            diag["chord_steps"] += int(res.iters)
-            init = (res.theta[0], res.vartheta[0])
-        if res is None or not bool(res.converged.all()):
+            diag["inner_steps"] += int(res.iters)
+            init, lp_solve = (res.theta[0], res.vartheta[0]), None
+            if bool(res.converged.all()):
+                break
+        else:
             res = map_estimate(prob, tol=_INNER_TOL, max_iter=200, return_hessian=False, init=init)
-            diag["inner_newton_steps"] += int(res.iters)
+            diag["inner_steps"] += int(res.iters)
         th, V = res.theta[0], res.vartheta[0]
         lp = _laplace(pool, prior, hb[None], hl[None], th[None], V[None], free_b, free_l)
         g = _evidence_grad(pool, prior, lp, hb[None], hl[None], free_b, free_l)[0]
@@ -603,6 +615,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
             inner_ok=bool(res.converged.all()),  # judged at the last (returned) point
         )
         diag["objective_evals"] += 1
+        diag["factorisations"] += 1
 
     u0 = torch.cat([h_b0, h_l0])[free].clone()
     grad_norm = 0.0
@@ -622,6 +635,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
             evaluate(u_hat)
         grad_norm = float(state["g"].abs().max())
         diag["competence_iters"] = int(res.nit)
+        diag["log_evidence_map"] = state["F"]  # log p(D | ĥ) + log p(ĥ), Laplace (up to a constant)
         if not grad_norm <= 100 * tol or not math.isfinite(grad_norm):
             diag["warnings"].append(
                 f"laplace-eb: competence optimiser stopped with gradient {grad_norm:.2e} after {res.nit} "
