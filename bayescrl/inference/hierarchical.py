@@ -471,7 +471,7 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l)
 
 
 _INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
-_CHORD_ITERS = 4  # inner steps with the previous evaluation's Hessian before a full Newton solve
+_CHORD_ITERS = 8  # inner steps with the previous evaluation's factors before refactoring
 _REFACTOR = 8  # refactorisations of the inner Newton system before a plain map_estimate
 _HESS_CHUNK = 5  # competence-Hessian columns evaluated per batch (memory: 2 × chunk × R d² floats)
 
