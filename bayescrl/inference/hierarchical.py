@@ -19,12 +19,16 @@ Engines (:func:`fit_rater_pool`):
 
 * ``laplace-eb`` (fast, scales to d in the hundreds): competences by type-II MAP — maximise
   log p(D | log β, log λ) + log p(log β, log λ), the marginal likelihood of the data with (θ, ϑ) integrated
-  out by a Laplace approximation at the MAP of lemma `mapestimatelemma` (found by the batched Newton solver
-  of :mod:`bayescrl.inference.bootstrap`), over the log competences with SciPy's L-BFGS-B. Its gradient is
-  exact: the MAP's dependence on the competences enters through implicit differentiation (one Newton
-  correction from the converged MAP, differentiated by autograd). The competences' posterior is the
-  Gaussian (in log space) with the finite-difference Hessian of that objective; (θ, ϑ) are Gaussian at the
-  MAP, with θ's covariance widened by the competences' uncertainty through the MAP's sensitivity
+  out by a Laplace approximation at the MAP of lemma `mapestimatelemma`, over the log competences with
+  SciPy's L-BFGS-B. The Hessian of (θ, ϑ_1..ϑ_R) is block-arrow (each ϑ_i couples only to θ), so its
+  log det and solves cost R d×d factorisations of A_i = λ_i² I + K_i and one of the θ Schur complement.
+  The gradient is analytic and exact: the trace terms of d log det H/dh plus the MAP's response
+  dẑ/dh = −H⁻¹ ∂g/∂h (implicit differentiation). The inner MAP is found by the Newton solver of
+  :mod:`bayescrl.inference.bootstrap` (its line search and convergence test), warm-started at the
+  first-order prediction ẑ + (dẑ/dh)Δh and with its steps solved by the block factors of the previous
+  evaluation. The competences' posterior is the Gaussian (in log space) with the Hessian of that
+  objective (differences of the exact gradient); (θ, ϑ) are Gaussian at the MAP, with θ's covariance
+  widened by the competences' uncertainty through the MAP's sensitivity
   (θ ≈ θ̂ + J (h − ĥ) + N(0, S⁻¹), J = dθ̂/dh).
 * ``svi``: Pyro SVI on the model above (:func:`bayescrl.inference.svi.fit_svi`, multivariate-normal guide).
 * ``nuts``: Pyro NUTS (:func:`bayescrl.inference.nuts.fit_nuts`), the reference.
