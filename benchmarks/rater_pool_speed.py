@@ -11,6 +11,7 @@
     .venv/bin/python benchmarks/rater_pool_speed.py            # both parts (NUTS takes minutes)
     .venv/bin/python benchmarks/rater_pool_speed.py --no-nuts  # part 1 and laplace-eb/svi only
     .venv/bin/python benchmarks/rater_pool_speed.py --large-only  # re-measure part 1 into the JSON
+    .venv/bin/python benchmarks/rater_pool_speed.py --stored-nuts  # both parts, NUTS from the JSON
 
 Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
 The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
@@ -88,7 +89,9 @@ def large(seed: int = 0) -> dict:
     }
 
 
-def agreement(nuts: bool, seed: int = 0) -> tuple[dict, dict]:
+def agreement(nuts: bool, seed: int = 0, stored_nuts: dict | None = None) -> tuple[dict, dict]:
+    """``stored_nuts``: a previous NUTS run of this case (its JSON entry), compared against instead of
+    re-running NUTS."""
     s, raters = small_pool(seed)
     runs, posts = {}, {}
     engines = [("laplace-eb", {}), ("svi", {})] + (
@@ -110,9 +113,13 @@ def agreement(nuts: bool, seed: int = 0) -> tuple[dict, dict]:
             "options": kw,
         }
         posts[eng] = post
-    if nuts:
+    if stored_nuts is not None:
+        runs["nuts"] = stored_nuts
+        m, sd = torch.tensor(stored_nuts["theta_mean"]), torch.tensor(stored_nuts["theta_sd"])
+    elif nuts:
         ref = posts["nuts"]
         m, sd = ref.theta_mean, ref.theta_cov.diagonal().sqrt()
+    if nuts or stored_nuts is not None:
         for eng, post in posts.items():
             runs[eng]["theta_cosine_to_nuts"] = float(
                 torch.nn.functional.cosine_similarity(post.theta_mean, m, 0)
@@ -153,6 +160,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-nuts", action="store_true")
     ap.add_argument("--large-only", action="store_true", help="re-measure part 1 only (keep part 2)")
+    ap.add_argument(
+        "--stored-nuts", action="store_true", help="compare with the NUTS run stored in the JSON (no re-run)"
+    )
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
@@ -168,9 +178,15 @@ def main() -> None:
         old["load_average_start_large"] = load0
         write_json(out / "rater_pool_speed.json", old)
         return
-    res["small"], posts = agreement(not args.no_nuts)
+    stored = None
+    if args.stored_nuts:
+        old = json.loads((out / "rater_pool_speed.json").read_text())
+        stored = old["small"]["engines"]["nuts"]
+        res["nuts_from"] = old.get("command", "python benchmarks/rater_pool_speed.py")
+    res["small"], posts = agreement(not args.no_nuts and stored is None, stored_nuts=stored)
     res["load_average_end"] = os.getloadavg()
-    res["command"] = "python benchmarks/rater_pool_speed.py" + (" --no-nuts" if args.no_nuts else "")
+    flags = " --stored-nuts" if args.stored_nuts else (" --no-nuts" if args.no_nuts else "")
+    res["command"] = "python benchmarks/rater_pool_speed.py" + flags
     write_json(out / "rater_pool_speed.json", res)
     plot(posts, out / "rater_pool_speed.png")
     for eng, r in res["small"]["engines"].items():
