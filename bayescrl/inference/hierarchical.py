@@ -632,7 +632,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
 
         res = scipy.optimize.minimize(
             fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13},
+            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 30},
         )  # fmt: skip
         u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
         if not torch.equal(state["u"], u_hat):  # L-BFGS-B may end elsewhere than its last trial
