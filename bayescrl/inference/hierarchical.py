@@ -477,7 +477,8 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l)
 _INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
 _CHORD_ITERS = 8  # inner steps with the previous evaluation's factors before refactoring
 _REFACTOR = 8  # refactorisations of the inner Newton system before a plain map_estimate
-_HESS_CHUNK = 5  # competence-Hessian columns evaluated per batch (memory: 2 × chunk × R d² floats)
+_HESS_CHUNK = 5  # competence-Hessian columns evaluated per batch (at most)
+_HESS_BYTES = 2**29  # memory for one batch of competence-Hessian columns
 
 
 def _block_solve(lp: _Laplace, r_theta, r_V):
@@ -664,8 +665,10 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     if nf:
         lp0, g0 = state["lp"], state["g"]
         h_hat = torch.cat([hb, hl])
-        for c in range(0, nf, _HESS_CHUNK):
-            js = cols[c : c + _HESS_CHUNK]
+        # columns per batch: about 8 [R,d,d] float64 temporaries per column within _HESS_BYTES
+        chunk = max(1, min(_HESS_CHUNK, _HESS_BYTES // (64 * R * d * d)))
+        for c in range(0, nf, chunk):
+            js = cols[c : c + chunk]
             k = js.shape[0]
             hj = h_hat.expand(k, 2 * R).clone()
             hj[torch.arange(k), js] += eps
