@@ -41,7 +41,7 @@ def run(algo: str, env: str, steps: int, learned: bool, reward_model: str) -> tu
     if learned:
         learner = PreferenceLearner(agent, {**SPEC, "reward_model": reward_model})
     t0 = time.perf_counter()
-    agent.learn(steps, progress=False, callback=learner and learner.after_iteration)
+    agent.learn(steps, progress=False)
     dt = time.perf_counter() - t0
     agent.close()
     return steps / dt, (learner.update_seconds if learner else 0.0)

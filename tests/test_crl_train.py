@@ -94,11 +94,11 @@ def test_truncation_bootstraps_from_normalised_final_observation():
 
     envs.step = spy
     roll = col.collect(Zero(), _LinearCritic(2), steps=7, rng=np.random.default_rng(0))
-    assert roll["ended"][4, 0] and not roll["terminated"][4, 0]
+    assert roll.ended[4, 0] and not roll.terminated[4, 0]
     expect = rms.normalize(finals[0][None])[0, 0]
-    assert float(roll["next_values"][4, 0, 0]) == pytest.approx(float(expect), rel=1e-5)
+    assert float(roll.next_values[4, 0, 0]) == pytest.approx(float(expect), rel=1e-5)
     # the next obs after the reset is a *different* state: the bootstrap did not use it
-    assert float(roll["values"][5, 0, 0]) != pytest.approx(float(expect), rel=1e-3)
+    assert float(roll.values[5, 0, 0]) != pytest.approx(float(expect), rel=1e-3)
     assert isinstance(envs, gym.vector.SyncVectorEnv)
     envs.close()
 

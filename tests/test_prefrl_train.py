@@ -103,11 +103,12 @@ def test_relabel_replaces_the_env_reward_by_the_posterior_draw():
     )
     algo.collector.reset(0)
     roll = algo.collector.collect(algo.policy, algo.critic_value, 8, algo.rng)
-    true = roll["rewards"][..., 0].copy()
-    learner.relabel(roll)
+    true = roll.rewards[..., 0].copy()
+    new = learner.relabel(roll)
     phi = learner.step_features(roll)
-    np.testing.assert_allclose(roll["rewards"][..., 0], (phi @ learner.draw).numpy())
-    assert not np.allclose(roll["rewards"][..., 0], true)
+    np.testing.assert_allclose(new.rewards[..., 0], (phi @ learner.draw).numpy())
+    np.testing.assert_array_equal(roll.rewards[..., 0], true)  # the collected batch is left as it was
+    assert not np.allclose(new.rewards[..., 0], true)
     assert learner.num_queries == 4 and learner.buffer.data.true_return.shape == (8,)
     algo.close()
 
@@ -287,7 +288,7 @@ def test_ensemble_reward_model_trains_and_its_state_round_trips(tmp_path):
     }
     algo = get_algorithm("ppo-lag")(cmdp.make_env, [1.0], 0, {"n_envs": 2, "rollout_steps": 16})
     learner = PreferenceLearner(algo, spec, out_dir=tmp_path)
-    algo.learn(64, progress=False, callback=learner.after_iteration)
+    algo.learn(64, progress=False)
     assert learner.num_queries == 20 and learner.posterior.num_labels > 0
     learner.save(tmp_path)
     algo2 = get_algorithm("ppo-lag")(cmdp.make_env, [1.0], 0, {"n_envs": 2, "rollout_steps": 16})
@@ -336,7 +337,7 @@ def test_every_registered_optimiser_trains_on_the_learned_reward(algo):
     seen = []
     core_update = agent.update
     agent.update = lambda batch: (seen.append(batch.rewards[:, 0].double().clone()), core_update(batch))[1]
-    agent.learn(160, progress=False, callback=learner.after_iteration)
+    agent.learn(160, progress=False)
     assert learner.num_queries == 20 and len(seen) == 2
     # the optimiser's rewards are entries of the learned reward table θ̂(s, a), not the env's r(s, a)
     gap = lambda vals, table: (vals[:, None] - table[None, :]).abs().min(1).values.max().item()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, ProgressBar, ResultsWriter
 from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
@@ -297,18 +298,17 @@ def train(
     except BayesCRLError:
         agent.close()
         raise
-    callback = learner and learner.after_iteration
-    if logger.active:
-        log_cb = logger.callback("train/")
-
-        def callback(algo, record, _learner_cb=callback):  # the learner first: it may add fields
-            if _learner_cb is not None:
-                _learner_cb(algo, record)
-            log_cb(algo, record)
-
+    results = ResultsWriter(out)
+    callbacks = [
+        *([logger.callback("train/")] if logger.active else []),  # after the learner's fields are added
+        MetricsWriter(out),
+        Checkpointer(out),
+        *([ProgressBar()] if progress else []),
+        results,
+    ]
     try:
-        agent.learn(steps, out_dir=out, progress=progress, callback=callback)
-        metrics = agent.write_results(out)
+        agent.learn(steps, progress=False, callback=callbacks)
+        metrics = results.metrics
         if learner is not None:
             learner.save(out)
             metrics = learner.write_results(out, metrics)

@@ -1,5 +1,9 @@
 """The common on-policy training loop every constrained algorithm (e-COP, baselines, ACPO) plugs into.
 
+:meth:`OnPolicyAlgorithm.learn` reads like CleanRL: rollout, reward adapter, advantages, update, callbacks.
+Logging, checkpoints, progress and plots are callbacks (:mod:`~bayescrl.constrained.core.callbacks`); a
+learned reward or cost comes in through a :class:`~bayescrl.constrained.core.adapter.RewardAdapter`.
+
 Subclass :class:`OnPolicyAlgorithm`, set ``name`` and ``config_class`` (a :class:`TrainConfig`
 subclass), and implement :meth:`update_policy`. Optional hooks: :meth:`setup` (after networks and
 optimisers exist), :meth:`update` (default: policy, then critics), :meth:`extra_state` /
@@ -13,7 +17,6 @@ Every algorithm inherits Stable-Baselines3's interface: :meth:`~OnPolicyAlgorith
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -25,7 +28,16 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from bayescrl.constrained.core.adapter import AlgorithmView, RewardAdapter
 from bayescrl.constrained.core.advantages import average_gae, discounted_gae, finite_horizon_advantages
+from bayescrl.constrained.core.callbacks import (
+    METRICS_LINES,
+    Checkpointer,
+    MaybeCallback,
+    MetricsWriter,
+    ProgressBar,
+    as_callback,
+)
 from bayescrl.constrained.core.config import TrainConfig
 from bayescrl.constrained.core.envs import (
     ConstraintWrapper,
@@ -40,14 +52,14 @@ from bayescrl.constrained.core.envs import (
 from bayescrl.constrained.core.networks import CategoricalPolicy, EnsembleMLP, GaussianPolicy
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.predict import predict_actions
-from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutCollector
+from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutBatch, RolloutCollector
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
 from bayescrl.utils.optim import make_adam
 from bayescrl.utils.safe_state import encodable, load_state, save_state
 
 CHECKPOINT = "checkpoint.pt"
-METRICS_LINES = "metrics.jsonl"
+__all__ = ["CHECKPOINT", "METRICS_LINES", "OnPolicyAlgorithm", "checkpoint_file"]
 
 
 def checkpoint_file(path: str | Path) -> Path:
@@ -90,11 +102,10 @@ class OnPolicyAlgorithm:
         self.env_id, self.env_kwargs, self.seed = env, dict(env_kwargs or {}), seed
         self.device = torch.device(device)
         self.reward_fn, self.cost_fn = reward_fn, cost_fn
-        #: ``relabel(roll)``: called on every rollout before advantages are computed; it may overwrite
-        #: ``roll["rewards"]`` in place (a learned reward, see :mod:`bayescrl.prefrl`).
-        self.reward_relabel: Callable[[dict], None] | None = None
-        #: set by a hook or callback to end :meth:`learn` after this iteration (e.g. to wait for labels)
-        self.stop_requested = False
+        #: relabels every rollout before advantages (a learned reward, see :mod:`bayescrl.prefrl`)
+        self.reward_adapter: RewardAdapter | None = None
+        #: the budget of the current (or last) :meth:`learn` call
+        self.total_steps: int | None = None
         torch.manual_seed(seed)
         np.random.seed(seed % 2**32)  # noqa: NPY002 - global state, checkpointed for resume
         random.seed(seed)
@@ -187,6 +198,17 @@ class OnPolicyAlgorithm:
         """Current Lagrange multipliers / penalty factors (one per constraint) for logging."""
         return []
 
+    # ------------------------------------------------------------------ reward adapter
+    def view(self) -> AlgorithmView:
+        """A read-only view of this algorithm (env spaces, budget, limits, iteration) for adapters."""
+        return AlgorithmView(self)
+
+    def set_reward_adapter(self, adapter: RewardAdapter | None) -> None:
+        """Route every rollout through ``adapter.relabel`` before advantages (None: the env's rewards);
+        the collector records ``info[adapter.record_info]`` into :attr:`RolloutBatch.info`."""
+        self.reward_adapter = adapter
+        self.collector.record_info = None if adapter is None else adapter.record_info
+
     # ------------------------------------------------------------------ input builders
     def policy_input(self, obs: np.ndarray | torch.Tensor, h) -> torch.Tensor:
         x = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
@@ -224,51 +246,52 @@ class OnPolicyAlgorithm:
         return torch.tensor(limits, dtype=torch.float64)
 
     # ------------------------------------------------------------------ advantages
-    def compute_advantages(self, roll: dict) -> Batch:
+    def compute_advantages(self, roll: RolloutBatch) -> Batch:
+        """Advantages and critic targets of every channel; the flat :class:`Batch` of the update."""
         cfg = self.config
-        rewards = torch.from_numpy(roll["rewards"])
-        term, end = torch.from_numpy(roll["terminated"]), torch.from_numpy(roll["ended"])
-        values, next_values = roll["values"], roll["next_values"]
+        rewards = torch.from_numpy(roll.rewards)
+        term, end = torch.from_numpy(roll.terminated), torch.from_numpy(roll.ended)
+        values, next_values = roll.values, roll.next_values
         avg = None
         if cfg.advantage == "discounted":
             adv, ret = discounted_gae(rewards, values, next_values, term, end, self.gammas, cfg.gae_lambda)
         elif cfg.advantage == "average":
-            rates = self.average_rates(rewards, roll["h"])
+            rates = self.average_rates(rewards, roll.h)
             adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda, rates)
         else:
             adv, ret = finite_horizon_advantages(
                 rewards,
                 values,
                 next_values,
-                torch.from_numpy(roll["at_horizon"]),
+                torch.from_numpy(roll.at_horizon),
                 term,
                 end,
                 cfg.gae_lambda,
                 self.gammas,
             )
-        T, n = roll["h"].shape
+        T, n = roll.h.shape
         B = T * n
-        ep_ret, ep_costs = roll["ep_returns"], roll["ep_costs"]
+        ep_ret, ep_costs = roll.ep_returns, roll.ep_costs
         if len(ep_ret):
             j_r, j_c = float(ep_ret.mean()), torch.from_numpy(ep_costs.mean(0))
         else:  # no episode finished in this rollout: per-step rate x horizon
-            j_r = float(roll["rewards"][..., 0].mean() * self.horizon)
-            j_c = torch.from_numpy(roll["rewards"][..., 1:].reshape(-1, self.m).mean(0) * self.horizon)
+            j_r = float(roll.rewards[..., 0].mean() * self.horizon)
+            j_c = torch.from_numpy(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon)
         return Batch(
-            obs=torch.from_numpy(roll["obs"].reshape(B, -1)).to(self.device),
-            h=torch.from_numpy(roll["h"].reshape(B)).to(self.device),
-            actions=torch.from_numpy(roll["actions"].reshape(B, *roll["actions"].shape[2:])).to(self.device),
-            logp=torch.from_numpy(roll["logp"].reshape(B)).to(self.device),
+            obs=torch.from_numpy(roll.obs.reshape(B, -1)).to(self.device),
+            h=torch.from_numpy(roll.h.reshape(B)).to(self.device),
+            actions=torch.from_numpy(roll.actions.reshape(B, *roll.actions.shape[2:])).to(self.device),
+            logp=torch.from_numpy(roll.logp.reshape(B)).to(self.device),
             rewards=rewards.reshape(B, -1).float().to(self.device),
             values=values.reshape(B, -1).float().to(self.device),
             advantages=adv.reshape(B, -1).float().to(self.device),
             returns=ret.reshape(B, -1).float().to(self.device),
             ep_returns=ep_ret,
             ep_costs=ep_costs,
-            ep_lengths=roll["ep_lengths"],
+            ep_lengths=roll.ep_lengths,
             ep_return_est=j_r,
             ep_cost_est=j_c.double(),
-            raw_obs=roll["raw"].reshape(B, -1),
+            raw_obs=roll.raw.reshape(B, -1),
             horizon=self.horizon,
             avg_rates=avg,
         )
@@ -332,32 +355,36 @@ class OnPolicyAlgorithm:
 
     # ------------------------------------------------------------------ training loop
     def learn(
-        self, total_steps: int, out_dir: str | Path | None = None, progress: bool = True, callback=None
+        self,
+        total_steps: int,
+        out_dir: str | Path | None = None,
+        progress: bool = True,
+        callback: MaybeCallback = None,
     ) -> dict:
-        """Train until ``total_steps`` env steps; writes metrics/checkpoints under ``out_dir`` if given."""
+        """Train until ``total_steps`` env steps (counting those of earlier calls); returns the last record.
+
+        ``callback``: a :class:`~bayescrl.constrained.core.callbacks.BaseCallback`, a list, or a function
+        ``fn(algo, record)``. ``out_dir`` adds the :class:`~bayescrl.constrained.core.callbacks.MetricsWriter`
+        and :class:`~bayescrl.constrained.core.callbacks.Checkpointer` of that folder, ``progress`` a
+        :class:`~bayescrl.constrained.core.callbacks.ProgressBar` (both after ``callback``, so it may add
+        fields to the record they write)."""
         if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
             raise ConfigError("total_steps", total_steps, "must be an integer >= 1")
         cfg = self.config
-        out = Path(out_dir) if out_dir is not None else None
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
+        callbacks = [as_callback(callback)]
+        if out_dir is not None:
+            callbacks += [MetricsWriter(out_dir), Checkpointer(out_dir)]
+        if progress:
+            callbacks.append(ProgressBar())
+        cb = as_callback(callbacks)
+        self.total_steps = total_steps
         if not self._started:
             self.collector.reset(self.seed)
             self._started = True
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(
-                total=total_steps,
-                initial=min(self.collector.global_step, total_steps),
-                unit="step",
-                desc=f"{self.name}",
-                dynamic_ncols=True,
-                leave=False,
-            )
-        self.stop_requested = False
-        while self.collector.global_step < total_steps and not self.stop_requested:
+        cb.init_callback(self)
+        cb.on_training_start(total_steps)
+        adapter, go = self.reward_adapter, True
+        while go and self.collector.global_step < total_steps:
             t0 = time.perf_counter()
             if cfg.anneal_lr:
                 frac = max(0.0, 1.0 - self.collector.global_step / total_steps)
@@ -365,8 +392,8 @@ class OnPolicyAlgorithm:
                     for g in opt.param_groups:
                         g["lr"] = lr * frac
             roll = self.collector.collect(self.policy, self.critic_value, cfg.rollout_steps, self.rng)
-            if self.reward_relabel is not None:
-                self.reward_relabel(roll)
+            if adapter is not None:
+                roll = adapter.relabel(roll)
             batch = self.compute_advantages(roll)
             t_roll = time.perf_counter() - t0
             logs = self.update(batch)
@@ -374,29 +401,16 @@ class OnPolicyAlgorithm:
                 self.rms.update(batch.raw_obs)
             self.iteration += 1
             self.cum_cost += batch.rewards[:, 1:].double().sum(0).numpy()
-            dt = time.perf_counter() - t0
-            record = self._record(batch, logs, dt, t_roll)
+            record = self._record(batch, logs, time.perf_counter() - t0, t_roll)
             if cfg.eval_every and self.iteration % cfg.eval_every == 0:
                 ev = self.evaluate(cfg.eval_episodes)
                 record["eval_return"], record["eval_costs"] = ev["mean_return"], ev["mean_costs"]
             self.history.append(record)
-            if callback is not None:  # before the record is written, so a callback may add fields
-                callback(self, record)
-            if out is not None:
-                with open(out / METRICS_LINES, "a") as fh:
-                    fh.write(json.dumps(to_jsonable(record)) + "\n")
-                if cfg.checkpoint_every and self.iteration % cfg.checkpoint_every == 0:
-                    self.save(out)
-            if bar is not None:
-                bar.update(min(self.collector.global_step, total_steps) - bar.n)
-                costs = ",".join(f"{c:.1f}" for c in record["ep_costs"])
-                bar.set_postfix_str(
-                    f"R={record['ep_return']:.1f} C=[{costs}] sps={record['steps_per_s']:.0f}"
-                )
-        if bar is not None:
-            bar.close()
-        if out is not None:
-            self.save(out)
+            if adapter is not None:  # first: it may add fields (true returns under a learned reward)
+                adapter.on_iteration(self.view(), record)
+                go = not adapter.should_stop()
+            go = cb.on_iteration(record) is not False and go
+        cb.on_training_end()
         return self.history[-1] if self.history else {}
 
     def _record(self, batch: Batch, logs: dict, dt: float, t_roll: float) -> dict:

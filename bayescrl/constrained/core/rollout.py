@@ -1,4 +1,5 @@
-"""Rollout collection over a gymnasium vector env into a flat :class:`Batch`.
+"""Rollout collection over a gymnasium vector env: a typed :class:`RolloutBatch` per rollout (per step,
+``(T, n, ...)``), flattened with its advantages into the :class:`Batch` an algorithm's update reads.
 
 Observations are normalised with statistics *frozen during the rollout* (updated between
 iterations), so the log-probabilities stored here are exactly those the update recomputes at the
@@ -38,6 +39,35 @@ class ObsEncoder:
             return out
         arr = np.asarray(obs, dtype=np.float64)
         return arr.reshape(arr.shape[0], -1)  # batched input: (N, *shape) -> (N, D)
+
+
+@dataclass
+class RolloutBatch:
+    """One rollout as collected: ``T`` vector steps of ``n`` envs (arrays ``(T, n, ...)``).
+
+    A :class:`~bayescrl.constrained.core.adapter.RewardAdapter` may return a copy with other ``rewards``
+    (and, for learned costs, other ``ep_costs``) before advantages are computed."""
+
+    obs: np.ndarray  # (T, n, D) float32, normalised with the statistics frozen during the rollout
+    raw: np.ndarray  # (T, n, D) float64, un-normalised (encoded) observations
+    h: np.ndarray  # (T, n) int64 time index within the episode, 0-based
+    actions: np.ndarray  # (T, n, *action_shape)
+    logp: np.ndarray  # (T, n) float32 behaviour log-probabilities
+    rewards: np.ndarray  # (T, n, 1 + m) float64: reward, then the m costs
+    terminated: np.ndarray  # (T, n) bool
+    ended: np.ndarray  # (T, n) bool, terminated or truncated
+    at_horizon: np.ndarray  # (T, n) bool, h + 1 >= H
+    values: torch.Tensor  # (T, n, 1 + m) float64 critic values V(s_t)
+    next_values: torch.Tensor  # (T, n, 1 + m) float64 V(s_{t+1}) (V(final_obs) after truncation)
+    ep_returns: np.ndarray  # (n_ep,) returns of the episodes that ended in this rollout
+    ep_costs: np.ndarray  # (n_ep, m) their costs
+    ep_lengths: np.ndarray  # (n_ep,) int64
+    info: np.ndarray | None = None  # (T, n, k) the recorded ``info[collector.record_info]``, else None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(T, n)``: vector steps and envs."""
+        return self.h.shape
 
 
 @dataclass
@@ -122,7 +152,7 @@ class RolloutCollector:
     def time_feature(self, h: np.ndarray) -> np.ndarray:
         return (np.asarray(h, np.float32) / float(self.horizon)).reshape(-1, 1)
 
-    def collect(self, policy, critic_value, steps: int, rng: np.random.Generator) -> dict:
+    def collect(self, policy, critic_value, steps: int, rng: np.random.Generator) -> RolloutBatch:
         """Run ``steps`` vector steps (the policy sees ``[obs_norm, h/H]`` when ``self.policy_time``);
         ``critic_value(obs_norm, h)`` returns ``(B, 1 + m)`` values. Actions are sampled by a numpy copy
         of the policy (:class:`~bayescrl.constrained.core.networks.NumpyActor`) with ``rng``."""
@@ -204,12 +234,11 @@ class RolloutCollector:
                 ).double()
                 for k, (t, i) in enumerate(trunc_idx):
                     next_values[t, i] = tv[k]
-        acts = np.stack(act_buf)
-        out = dict(
+        return RolloutBatch(
             obs=obs_buf,
             raw=raw_buf,
             h=h_buf,
-            actions=acts,
+            actions=np.stack(act_buf),
             logp=logp_buf,
             rewards=rew_buf,
             terminated=term_buf,
@@ -220,10 +249,8 @@ class RolloutCollector:
             ep_returns=np.asarray(ep_returns, np.float64),
             ep_costs=np.asarray(ep_costs, np.float64).reshape(len(ep_costs), m),
             ep_lengths=np.asarray(ep_lengths, np.int64),
+            info=np.stack(info_buf) if self.record_info is not None else None,
         )
-        if self.record_info is not None:
-            out[self.record_info] = np.stack(info_buf)  # (T, n, k)
-        return out
 
     def _info_values(self, infos: dict, ended: np.ndarray, key: str) -> np.ndarray:
         """``info[key]`` of this step for every env (``final_info`` for the envs whose episode ended)."""
