@@ -11,7 +11,7 @@ observation statistics (frozen).  When an episode ends before ``traj_steps`` (th
 a time limit) the env is reset and the trajectory continues, so every trajectory averages exactly
 ``traj_steps`` steps: the per-step average reward ``J`` and costs ``J_{C_i}`` of Eq. `AvgR_obj`.
 
-:class:`ProtocolEvaluator` is a ``learn(callback=...)`` hook that applies it every ``every`` env steps
+:class:`ProtocolEvaluator` is a ``learn(callback=...)`` callback that applies it every ``every`` env steps
 (at the first iteration boundary after each multiple; with the table's batch of 2500 that is once per
 iteration) and :class:`AverageProtocolMixin` adds ``final_avg_reward`` / ``final_avg_costs`` to
 ``metrics.json`` for any :class:`~bayescrl.constrained.core.base.OnPolicyAlgorithm`.
@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from bayescrl.constrained.core.callbacks import BaseCallback
 from bayescrl.constrained.core.envs import ConstraintWrapper
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import write_json
@@ -87,7 +88,7 @@ def average_reward_evaluation(
     }
 
 
-class ProtocolEvaluator:
+class ProtocolEvaluator(BaseCallback):
     """``learn(callback=ProtocolEvaluator(...))``: evaluate every ``every`` env steps; keeps a curve.
 
     Each evaluation appends ``{"env_steps", "avg_reward", "avg_costs"}`` to :attr:`curve`, adds
@@ -110,7 +111,8 @@ class ProtocolEvaluator:
         self.curve: list[dict[str, Any]] = []
         self._next = every
 
-    def __call__(self, algo, record: dict) -> None:
+    def on_iteration(self, record: dict) -> None:
+        algo = self.algo
         steps = algo.collector.global_step
         if steps < self._next:
             return
