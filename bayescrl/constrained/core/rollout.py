@@ -9,7 +9,7 @@ truncated episodes (normalised with the same statistics).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
@@ -90,7 +90,6 @@ class Batch:
     raw_obs: np.ndarray  # un-normalised observations, for the statistics update
     horizon: int
     avg_rates: torch.Tensor | None = None  # J_hat per channel (average-reward mode)
-    info: dict = field(default_factory=dict)
 
     @property
     def size(self) -> int:
