@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from bayescrl.constrained.core.adapter import AlgorithmView
-from bayescrl.constrained.core.callbacks import ResultsWriter
+from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, ProgressBar, ResultsWriter
 from bayescrl.constrained.core.rollout import RolloutBatch
 from bayescrl.constrained.registry import get_algorithm
 from bayescrl.prefrl.build import (
@@ -344,8 +344,9 @@ def train_with_preferences(
         out_dir = tmp.name
     learner = PreferenceLearner(agent, spec, out_dir=out_dir)
     try:
-        results = ResultsWriter(out_dir)
-        agent.learn(total_steps, out_dir=out_dir, progress=progress, callback=results)
+        results = ResultsWriter(out_dir)  # after the last checkpoint, as in ``bayescrl train``
+        callbacks = [MetricsWriter(out_dir), Checkpointer(out_dir), *([ProgressBar()] if progress else [])]
+        agent.learn(total_steps, progress=False, callback=[*callbacks, results])
         learner.save(out_dir)
         metrics = learner.write_results(out_dir, results.metrics)
     finally:

@@ -1,13 +1,14 @@
 """Same numbers before and after a refactor of the training loop: tiny ``bayescrl train`` runs of every
 constrained algorithm and of three ``train --preferences`` runs, compared bit for bit.
 
-``run DIR`` trains each case into ``DIR/<case>`` (a few hundred env steps each, about a minute in all);
+``run DIR`` trains each case into ``DIR/<case>`` (a few hundred env steps each, under a minute in all;
+one more preference run through the library's ``train_with_preferences``);
 ``compare A B`` checks that two such trees hold the same numbers: every ``metrics.jsonl`` record,
 ``metrics.json``, ``curves.json``, ``preference_rounds.json``, ``queries/pending.json``, and every tensor,
 array and value of ``checkpoint.pt`` / ``prefs_state.pt`` — except wall-clock timings (keys ending in
-``_s``, ``_per_s`` or ``seconds``). Exits 1 on the first case that differs.
+``_s``, ``_per_s`` or ``seconds``). Exits 1 when a case differs.
 
-    python benchmarks/diagnostics/same_numbers.py run /tmp/before     # on the old code
+    PYTHONPATH=OLD_CHECKOUT python benchmarks/diagnostics/same_numbers.py run /tmp/before  # old code
     python benchmarks/diagnostics/same_numbers.py run /tmp/after      # on the new code
     python benchmarks/diagnostics/same_numbers.py compare /tmp/before /tmp/after
 """
@@ -25,6 +26,7 @@ import torch
 
 from bayescrl.cli import main
 from bayescrl.constrained.registry import REGISTRY
+from bayescrl.prefrl.loop import train_with_preferences
 
 PENDULUM = "bayescrl.constrained.toy:CostPendulum"
 TINY = {"n_envs": 2, "rollout_steps": 32, "minibatch_size": 32, "update_epochs": 2, "horizon": 20}
@@ -75,6 +77,14 @@ def run(root: Path) -> None:
              "--preferences", str(f), "--set", "config.n_envs=2", "--set", "config.rollout_steps=50",
              "--out", str(root / case)]
         )  # fmt: skip
+    # the library entry point of a preference run (no CLI)
+    spec = root / "library.yaml"
+    spec.write_text(PREFS["prefs_infer"][1].replace("reward: mean", "reward: lcb"))
+    cfg = {"n_envs": 2, "rollout_steps": 25}
+    out = root / "library"
+    train_with_preferences(
+        "ipo", "bayescrl/SmallCMDP-v0", spec, total_steps=200, cost_limits=[3.0], config=cfg, out_dir=out
+    )
 
 
 def _canon(x, where: str, out: dict) -> None:
