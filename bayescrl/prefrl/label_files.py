@@ -23,10 +23,14 @@ class LabelFiles:
         self.rater_ids, self.segment_length = list(rater_ids), segment_length
         self.pending: list[dict] = []
 
-    def write_pending(self, pairs: np.ndarray, data: Segments, rnd: int, env_id, iteration: int) -> None:
-        """Write round ``rnd``'s queries (rows ``pairs`` (n, 2) of ``data``) to ``queries/pending.json``."""
+    def check_folder(self) -> None:
+        """People's labels need a run folder to exchange files through."""
         if self.out_dir is None:
             raise ConfigError("preferences.labels", "external", "needs a run folder (out_dir)")
+
+    def write_pending(self, pairs: np.ndarray, data: Segments, rnd: int, env_id, iteration: int) -> None:
+        """Write round ``rnd``'s queries (rows ``pairs`` (n, 2) of ``data``) to ``queries/pending.json``."""
+        self.check_folder()
         self.pending = [
             {"id": f"r{rnd}q{k}", "seg0": int(data.ids[i]), "seg1": int(data.ids[j])}
             for k, (i, j) in enumerate(pairs)

@@ -37,7 +37,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from bayescrl.constrained.core.adapter import AlgorithmView
+from bayescrl.constrained.core.adapter import AlgorithmView, BaseRewardAdapter
+from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, ProgressBar, ResultsWriter
 from bayescrl.constrained.core.rollout import RolloutBatch
 from bayescrl.constrained.registry import get_algorithm
@@ -62,7 +63,7 @@ PREFS_STATE = "prefs_state.pt"
 __all__ = ["PREFS_STATE", "PreferenceLearner", "train_with_preferences", "_load_offline"]
 
 
-class PreferenceLearner:
+class PreferenceLearner(BaseRewardAdapter):
     """Learn the reward from preferences while ``algo`` optimises it under the env's true constraints.
 
     Built on ``algo`` (an :class:`~bayescrl.constrained.core.base.OnPolicyAlgorithm`), it attaches itself as
@@ -70,7 +71,7 @@ class PreferenceLearner:
 
     def __init__(
         self,
-        algo,
+        algo: OnPolicyAlgorithm,
         spec: PreferenceSpec | dict | str | Path,
         seed: int | None = None,
         out_dir: str | Path | None = None,
@@ -217,7 +218,8 @@ class PreferenceLearner:
     def request_labels(self) -> None:
         """Write this round's queries to ``OUT/queries/pending.json`` and stop training after this
         iteration; ``bayescrl prefs export/import`` and ``train --resume`` continue from there."""
-        pairs = self.queries.select() if self.out_dir is not None else None
+        self.labels.check_folder()
+        pairs = self.queries.select()
         self.labels.write_pending(
             pairs, self.buffer.data, len(self.rounds) + 1, self.view.env_id, self.view.iteration
         )
