@@ -386,32 +386,44 @@ class OnPolicyAlgorithm:
         adapter, go = self.reward_adapter, True
         while go and self.collector.global_step < total_steps:
             t0 = time.perf_counter()
-            if cfg.anneal_lr:
-                frac = max(0.0, 1.0 - self.collector.global_step / total_steps)
-                for opt, lr in ((self.pi_optim, cfg.pi_lr), (self.vf_optim, cfg.vf_lr)):
-                    for g in opt.param_groups:
-                        g["lr"] = lr * frac
+            self._anneal_lr(total_steps)
             roll = self.collector.collect(self.policy, self.critic_value, cfg.rollout_steps, self.rng)
             if adapter is not None:
-                roll = adapter.relabel(roll)
+                roll = adapter.relabel(roll)  # a learned reward / cost
             batch = self.compute_advantages(roll)
             t_roll = time.perf_counter() - t0
             logs = self.update(batch)
-            if self.rms is not None:
-                self.rms.update(batch.raw_obs)
-            self.iteration += 1
-            self.cum_cost += batch.rewards[:, 1:].double().sum(0).numpy()
-            record = self._record(batch, logs, time.perf_counter() - t0, t_roll)
-            if cfg.eval_every and self.iteration % cfg.eval_every == 0:
-                ev = self.evaluate(cfg.eval_episodes)
-                record["eval_return"], record["eval_costs"] = ev["mean_return"], ev["mean_costs"]
-            self.history.append(record)
+            record = self._end_iteration(batch, logs, t0, t_roll)
             if adapter is not None:  # first: it may add fields (true returns under a learned reward)
                 adapter.on_iteration(self.view(), record)
                 go = not adapter.should_stop()
             go = cb.on_iteration(record) is not False and go
         cb.on_training_end()
         return self.history[-1] if self.history else {}
+
+    def _anneal_lr(self, total_steps: int) -> None:
+        """``anneal_lr``: both learning rates decay linearly to 0 over ``total_steps``."""
+        cfg = self.config
+        if cfg.anneal_lr:
+            frac = max(0.0, 1.0 - self.collector.global_step / total_steps)
+            for opt, lr in ((self.pi_optim, cfg.pi_lr), (self.vf_optim, cfg.vf_lr)):
+                for g in opt.param_groups:
+                    g["lr"] = lr * frac
+
+    def _end_iteration(self, batch: Batch, logs: dict, t0: float, t_roll: float) -> dict:
+        """Observation statistics, counters, the iteration's record (with an evaluation every
+        ``eval_every`` iterations), appended to :attr:`history`."""
+        cfg = self.config
+        if self.rms is not None:
+            self.rms.update(batch.raw_obs)
+        self.iteration += 1
+        self.cum_cost += batch.rewards[:, 1:].double().sum(0).numpy()
+        record = self._record(batch, logs, time.perf_counter() - t0, t_roll)
+        if cfg.eval_every and self.iteration % cfg.eval_every == 0:
+            ev = self.evaluate(cfg.eval_episodes)
+            record["eval_return"], record["eval_costs"] = ev["mean_return"], ev["mean_costs"]
+        self.history.append(record)
+        return record
 
     def _record(self, batch: Batch, logs: dict, dt: float, t_roll: float) -> dict:
         steps = self.collector.global_step
