@@ -113,6 +113,7 @@ def test_the_view_is_read_only_and_tells_what_an_adapter_needs():
     assert (view.num_costs, view.horizon, view.num_envs, view.cost_limits) == (1, 4, 2, [1.0])
     assert view.episode_cost_limits() == [4.0]  # ACPO: a rate per step, times H
     assert view.average_reward and view.iteration == 0 and view.total_steps is None
+    assert (view.episode_horizon, view.rollout_steps) == (4, 8)
     with pytest.raises(AttributeError):
         view.horizon = 3
     algo.close()

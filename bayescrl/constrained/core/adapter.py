@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import gymnasium as gym
 import torch
 
+from bayescrl.constrained.core.envs import env_horizon
 from bayescrl.constrained.core.rollout import RolloutBatch
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +68,18 @@ class AlgorithmView:
     def horizon(self) -> int:
         """``H``, the episode horizon used by the estimates."""
         return self._algo.horizon
+
+    @property
+    def episode_horizon(self) -> int | None:
+        """The horizon set in the config or reported by the env; None when :attr:`horizon` is only the
+        fallback of an env without one."""
+        known = self._algo.config.horizon or env_horizon(self._algo.factory)
+        return None if known is None else int(known)
+
+    @property
+    def rollout_steps(self) -> int:
+        """Vector steps per rollout (per env)."""
+        return int(self._algo.config.rollout_steps)
 
     @property
     def cost_limits(self) -> list[float]:
