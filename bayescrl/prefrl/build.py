@@ -3,9 +3,6 @@ by an offline preference file), the cost posteriors of ``cost: learned`` and the
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
 from bayescrl.constrained.core.adapter import AlgorithmView
@@ -14,7 +11,7 @@ from bayescrl.prefrl.features import FeatureMap, make_feature_map
 from bayescrl.prefrl.reward_model import CostPosterior, LinearRewardPosterior
 from bayescrl.prefrl.spec import PreferenceSpec
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import check_keys, load_yaml
+from bayescrl.utils.io import check_keys, load_json, load_yaml
 
 
 def probe_env_features(factory) -> int | None:
@@ -28,6 +25,20 @@ def probe_env_features(factory) -> int | None:
         return None if f is None else int(np.asarray(f).size)
     finally:
         env.close()
+
+
+def check_segment_length(length: int, view: AlgorithmView) -> None:
+    """Refuse a segment length that no rollout window can hold: longer than a rollout (per env), or than
+    every episode (a segment lies within one episode), so that no query would ever be asked."""
+    steps = view.rollout_steps
+    if length > steps:
+        why = f"longer than a rollout (config.rollout_steps = {steps}): no segment, so no query, ever"
+        raise ConfigError("preferences.segment_length", length, why)
+    if length > view.horizon:
+        known = view.episode_horizon  # not the 1000-step fallback
+        if known is not None and length > known:
+            why = f"longer than an episode (horizon {known}): no segment, so no query, ever"
+            raise ConfigError("preferences.segment_length", length, why)
 
 
 def build_features(spec: PreferenceSpec, view: AlgorithmView, seed: int) -> FeatureMap:
@@ -120,7 +131,7 @@ def build_cost_posteriors(spec: PreferenceSpec, d: int, thresholds: list[float],
 def load_offline(path: str, d: int, rater_ids: list[str]) -> dict:
     """An offline preference file: ``{rater: {id, beta?, lam?}, records: [{x0: [...], x1: [...], y: 0|1}]}``
     with x0, x1 the segments' embeddings Φ in the spec's feature space (d numbers each)."""
-    raw = load_yaml(path) if not str(path).endswith(".json") else json.loads(Path(path).read_text())
+    raw = load_yaml(path) if not str(path).endswith(".json") else load_json(path, "offline")
     if not isinstance(raw, dict):
         raise DataError("offline", path, "must be a mapping with 'rater' and 'records'")
     check_keys(raw, ("rater", "records"), "offline", error=DataError)

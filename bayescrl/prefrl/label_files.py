@@ -3,7 +3,6 @@ the answers that come back (``OUT/queries/answers.json``, written by ``bayescrl 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import numpy as np
 from bayescrl.prefrl.segments import SegmentBuffer, Segments
 from bayescrl.raters import EQUAL, SKIP
 from bayescrl.utils.errors import ConfigError, DataError
-from bayescrl.utils.io import write_json
+from bayescrl.utils.io import load_json, write_json
 
 
 class LabelFiles:
@@ -70,13 +69,19 @@ class LabelFiles:
         path = None if self.out_dir is None else self.out_dir / "queries" / "answers.json"
         if not self.pending or path is None or not path.exists():
             return 0
-        raw = json.loads(path.read_text())
+        fix = f"delete it and import the labels again (bayescrl prefs import {self.out_dir} LABELS.json)"
+        raw = load_json(path, "answers.json", kind=dict, recover=fix)
         rnd = int(self.pending[0]["id"][1:].split("q")[0])
         if raw.get("round") != rnd:
             raise DataError("answers.round", raw.get("round"), f"the pending queries are round {rnd}")
         by_id = {q["id"]: q for q in self.pending}
         rows = []
-        for i, a in enumerate(raw.get("answers", [])):
+        answers = raw.get("answers", [])
+        if not isinstance(answers, list):
+            raise DataError("answers.json", str(path), f"'answers' must be a list; {fix}")
+        for i, a in enumerate(answers):
+            if not isinstance(a, dict):
+                raise DataError("answers", a, f"each answer is {{query, y, rater}}; {fix}", i)
             q = by_id.get(a.get("query"))
             if q is None:
                 raise DataError("answers.query", a.get("query"), "not a pending query", i)

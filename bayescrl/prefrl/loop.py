@@ -46,6 +46,7 @@ from bayescrl.prefrl.build import (
     build_cost_posteriors,
     build_features,
     build_reward_posterior,
+    check_segment_length,
     cost_thresholds,
 )
 from bayescrl.prefrl.build import load_offline as _load_offline
@@ -83,6 +84,7 @@ class PreferenceLearner(BaseRewardAdapter):
         view = self.view
         self.out_dir = None if out_dir is None else Path(out_dir)
         self.seed = view.seed if seed is None else int(seed)
+        check_segment_length(s.segment_length, view)
         self.record_info = "features" if s.features == "env" else None
         self.features = build_features(s, view, self.seed)
         d = self.features.dim
