@@ -93,6 +93,8 @@ def build_reward_posterior(spec: PreferenceSpec, d: int, seed: int):
             num_samples=spec.posterior_samples,
             **common,
         )
+        if offline is not None:  # competence: infer: the offline file's rater anchors the pool
+            post.known_raters[len(rater_ids) - 1] = (offline["beta"], offline["lam"])
     if offline is not None:
         o = offline
         post.add(o["x0"], o["x1"], o["y"], np.full(len(o["y"]), len(rater_ids) - 1), offline=True)

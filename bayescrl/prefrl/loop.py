@@ -42,6 +42,7 @@ from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, ProgressBar, ResultsWriter
 from bayescrl.constrained.core.rollout import RolloutBatch
 from bayescrl.constrained.registry import get_algorithm
+from bayescrl.inference.rater_report import save_plot
 from bayescrl.prefrl.build import (
     build_cost_posteriors,
     build_features,
@@ -247,6 +248,7 @@ class PreferenceLearner(BaseRewardAdapter):
                 if self.spec.competence == "ignore"
                 else dict(zip(self.posterior.rater_ids, self.posterior.beta, strict=True))
             ),
+            **({"raters": rows} if (rows := getattr(self.posterior, "rater_rows", list)()) else {}),
             "posterior_converged": self.posterior.diagnostics["converged"],
             **({"num_cost_queries": self.num_cost_queries} if self.cost_posteriors else {}),
             "preference_seconds": self.update_seconds,
@@ -256,8 +258,11 @@ class PreferenceLearner(BaseRewardAdapter):
     def write_results(self, out_dir: str | Path, metrics: dict) -> dict:
         """Adds ``final_true_return``, ``final_true_costs``, ``num_queries``, ``reward_correlation`` to
         ``metrics`` (and ``metrics.json``); writes ``preference_rounds.json`` and
-        ``preference_curves.png``."""
-        return self.report.write(out_dir, metrics, self.results(), self.rounds, self.view)
+        ``preference_curves.png`` (and ``rater_competence.png`` of a hierarchical rater pool)."""
+        metrics = self.report.write(out_dir, metrics, self.results(), self.rounds, self.view)
+        if getattr(self.posterior, "pool", None) is not None:
+            save_plot(self.posterior.pool, Path(out_dir))
+        return metrics
 
     # ------------------------------------------------------------------ checkpoint
     def state_dict(self) -> dict:
