@@ -94,3 +94,19 @@ def test_per_run_samplers_draw_each_runs_rows_from_its_own_stream():
         assert torch.equal(one, f(run_generators(3, 1), 6)), name  # a list of one is the plain stream
     with pytest.raises(ValueError, match="cannot be split"):
         draw(torch.randn, (5, 2), run_generators(0, 2), dtype=torch.float64, device="cpu")
+
+
+def test_trim_jsonl_keeps_records_up_to_the_checkpoint_and_drops_only_a_torn_last_line(tmp_path, caplog):
+    from bayescrl.utils.errors import DataError
+    from bayescrl.utils.io import trim_jsonl
+
+    log = tmp_path / "metrics.jsonl"
+    log.write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n{"step": 4, "lo')
+    with caplog.at_level("WARNING", logger="bayescrl"):
+        trim_jsonl(log, "step", 2)
+    assert log.read_text() == '{"step": 1}\n{"step": 2}\n'
+    assert "half-written last line" in caplog.text
+    log.write_text('{"step": 1}\n{"step": 2, "lo\n{"step": 3}\n')  # damage before the end: refused
+    with pytest.raises(DataError, match=r"line 2: .*rerun with --resume"):
+        trim_jsonl(log, "step", 3)
+    trim_jsonl(tmp_path / "absent.jsonl", "step", 3)  # nothing to trim

@@ -19,7 +19,7 @@ from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, Pro
 from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
-from bayescrl.utils.io import apply_overrides, check_keys, json_loads, load_json, write_json
+from bayescrl.utils.io import apply_overrides, check_keys, load_json, trim_jsonl, write_json
 from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
 from bayescrl.utils.runlog import RunLogger, log_options
 from bayescrl.utils.seeding import set_torch_threads
@@ -252,7 +252,7 @@ def train(
         steps = _positive_steps(
             total_steps if total_steps is not None else spec.get("total_steps", _stored_total(resume_dir))
         )
-        _truncate_metrics(out, agent.iteration)
+        trim_jsonl(out / "metrics.jsonl", "iteration", agent.iteration)  # lines after the checkpoint
     else:
         algo = algo or spec.get("algo")
         env_id = env_id or spec.get("env")
@@ -381,30 +381,6 @@ def _spec_from_dict(d: dict) -> dict:
 
 def _stored_total(run_dir) -> int | None:
     return (_run_json(run_dir) or {}).get("total_steps")
-
-
-def _truncate_metrics(out: Path, iteration: int) -> None:
-    """Drop metric lines written after the checkpoint (a killed run may have logged one more, or left its
-    last line half-written: that line is dropped with a message; a damaged earlier line is refused)."""
-    p = out / "metrics.jsonl"
-    if not p.exists():
-        return
-    lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
-    keep = []
-    for i, ln in enumerate(lines):
-        try:
-            rec = json_loads(ln, "metrics.jsonl", str(p))
-            it = rec["iteration"]
-        except (DataError, KeyError, TypeError) as exc:
-            if i == len(lines) - 1:  # the line a kill cut short
-                _log.warning("%s: dropped its half-written last line (the run was killed mid-write)", p)
-                break
-            why = exc.reason if isinstance(exc, DataError) else "a record without 'iteration'"
-            fix = "delete the damaged line and rerun with --resume"
-            raise DataError("metrics.jsonl", str(p), f"line {i + 1}: {why}; {fix}") from None
-        if isinstance(it, int) and it <= iteration:
-            keep.append(ln)
-    p.write_text("".join(ln + "\n" for ln in keep))
 
 
 @click.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,8 @@ import yaml
 
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.hints import close_keys, did_you_mean, format_hint
+
+_log = logging.getLogger(__name__)
 
 
 class YAMLLoader(yaml.SafeLoader):
@@ -112,6 +115,31 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 class _RepeatedKey(ValueError):
     pass
+
+
+def trim_jsonl(path: str | Path, key: str, upto: int) -> None:
+    """Keep the records of the JSON-lines log ``path`` whose ``key`` (an int: iteration, step) is at most
+    ``upto``, for a resumed run that appends the rest. A half-written last line (the run was killed
+    mid-write) is dropped with a warning; a damaged earlier line raises :class:`DataError` saying how to
+    recover. A missing file is left alone."""
+    path = Path(path)
+    if not path.exists():
+        return
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    keep = []
+    for i, ln in enumerate(lines):
+        try:
+            at = json_loads(ln, path.name, str(path))[key]
+        except (DataError, KeyError, TypeError) as exc:
+            if i == len(lines) - 1:  # the line a kill cut short
+                _log.warning("%s: dropped its half-written last line (the run was killed mid-write)", path)
+                break
+            why = exc.reason if isinstance(exc, DataError) else f"a record without {key!r}"
+            fix = "delete the damaged line and rerun with --resume"
+            raise DataError(path.name, str(path), f"line {i + 1}: {why}; {fix}") from None
+        if isinstance(at, int) and at <= upto:
+            keep.append(ln)
+    path.write_text("".join(ln + "\n" for ln in keep))
 
 
 def json_loads(text: str, field: str = "json", where: str = "", recover: str = "") -> Any:

@@ -53,7 +53,7 @@ from bayescrl.mopo.lm.reward_head import fit_lm_preferences, parse_lm_preference
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, DataError, seed_everything, set_torch_threads
 from bayescrl.utils.checks import positive_int
-from bayescrl.utils.io import check_keys, json_loads, load_json
+from bayescrl.utils.io import check_keys, load_json, trim_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -162,28 +162,6 @@ def _check_resume(saved: dict[str, Any], cfg: MOPOLMConfig) -> None:
             )
 
 
-def _metrics_upto(path: Path, step: int) -> None:
-    """Keep the lines of ``metrics.jsonl`` up to ``step`` (a resumed run appends the rest). A half-written
-    last line (the run was killed mid-write) is dropped with a message; a damaged earlier one is refused."""
-    if not path.exists():
-        return
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-    keep = []
-    for i, ln in enumerate(lines):
-        try:
-            s = json_loads(ln, "metrics.jsonl", str(path))["step"]
-        except (DataError, KeyError, TypeError) as exc:
-            if i == len(lines) - 1:
-                log.warning("%s: dropped its half-written last line (the run was killed mid-write)", path)
-                break
-            why = exc.reason if isinstance(exc, DataError) else "a record without 'step'"
-            fix = "delete the damaged line and rerun with --resume"
-            raise DataError("metrics.jsonl", str(path), f"line {i + 1}: {why}; {fix}") from None
-        if isinstance(s, int) and s <= step:
-            keep.append(ln)
-    path.write_text("".join(ln + "\n" for ln in keep))
-
-
 def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring."""
     check_keys(config, list(KNOWN))
@@ -258,7 +236,7 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         trainer.config = cfg  # same settings (checked) but this run's steps
         say("resuming from %s at step %d", ckpt, trainer.step_count)
         if main:
-            _metrics_upto(metrics, trainer.step_count)
+            trim_jsonl(metrics, "step", trainer.step_count)
     else:
         if resume:
             log.warning("--resume: no checkpoint in %s, starting at step 0", out)
