@@ -13,6 +13,7 @@ import click
 
 from bayescrl import __version__
 from bayescrl.utils.errors import BayesCRLError
+from bayescrl.utils.runlog import setup_logging
 
 # command name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -77,8 +78,6 @@ def cli(verbose: int, quiet: int) -> None:
 
     Status lines go to stderr through Python logging (``-q``/``-v``); results go to stdout.
     """
-    from bayescrl.utils.runlog import setup_logging
-
     setup_logging(verbose - quiet)
 
 

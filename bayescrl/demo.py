@@ -18,8 +18,12 @@ from typing import Any
 
 import click
 
+from bayescrl.bandits import run_experiment
+from bayescrl.bandits.config import resolve_config
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
+from bayescrl.utils.io import write_json
 from bayescrl.utils.outdir import force_option, prepare_out_dir, written
+from bayescrl.utils.plotting import plt
 from bayescrl.utils.spread import Spread, t_halfwidth
 
 DEMO_CONFIG: dict[str, Any] = {
@@ -63,8 +67,6 @@ def summary_rows(agents: dict[str, Any], seeds: int) -> list[dict[str, Any]]:
 def plot_regret(agents: dict[str, Any], seeds: int, path: Path, title: str) -> Path:
     """Mean cumulative regret per agent with the 95 % t-interval band of the mean (none for one seed)."""
     import numpy as np
-
-    from bayescrl.utils.plotting import plt
 
     p = plt()
     fig, ax = p.subplots(figsize=(6.4, 4.2))
@@ -115,10 +117,6 @@ def plot_regret(agents: dict[str, Any], seeds: int, path: Path, title: str) -> P
 @force_option
 def demo(out: Path, seeds: int, config: Path | None, overrides: tuple[str, ...], force: bool) -> None:
     """warmPref-PS (Alg. 1) against naive-PS, PS and LinTS; prints and plots the final regrets."""
-    from bayescrl.bandits import run_experiment
-    from bayescrl.bandits.config import resolve_config
-    from bayescrl.utils.io import write_json
-
     set_torch_threads()
     cfg = apply_overrides(load_yaml(config) if config is not None else DEMO_CONFIG, overrides)
     resolve_config(cfg)  # a bad config or output folder is refused before the run

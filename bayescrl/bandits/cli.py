@@ -6,8 +6,13 @@ from pathlib import Path
 
 import click
 
-from bayescrl.utils.outdir import force_option
-from bayescrl.utils.runlog import log_options
+from bayescrl.bandits.config import resolve_config
+from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
+from bayescrl.utils.checks import check_no_nan, positive_int
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import apply_overrides, load_yaml
+from bayescrl.utils.outdir import force_option, prepare_out_dir, written
+from bayescrl.utils.runlog import RunLogger, log_options
 
 
 @click.command(name="bandit")
@@ -48,14 +53,6 @@ def bandit(
     with a ``sweep:`` mapping runs every cell and adds OUT/summary.json and OUT/summary.png. ``--log-dir
     DIR`` also writes the curves (per agent, per round) and final numbers as TensorBoard scalars.
     """
-    from bayescrl.bandits.config import resolve_config
-    from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
-    from bayescrl.utils.checks import check_no_nan, positive_int
-    from bayescrl.utils.errors import ConfigError
-    from bayescrl.utils.io import apply_overrides, load_yaml
-    from bayescrl.utils.outdir import prepare_out_dir, written
-    from bayescrl.utils.runlog import RunLogger
-
     if config is not None and "=" in config.name and not config.exists():
         raise ConfigError("config", str(config), "overrides are given with --set KEY=VALUE")
     seeds = positive_int(seeds, "--seeds")

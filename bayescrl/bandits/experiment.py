@@ -31,7 +31,7 @@ from bayescrl.inference.rater_report import format_table, save_plot, table_rows
 from bayescrl.raters.competence import beta_bayes, beta_entropy, beta_mle
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, write_json
-from bayescrl.utils.plotting import plot_mean_sd
+from bayescrl.utils.plotting import plot_mean_sd, plt
 from bayescrl.utils.seeding import run_generators, set_torch_threads
 from bayescrl.utils.spread import fmt_spread
 
@@ -390,8 +390,6 @@ def run_sweep(
 
 def plot_cells(cells: Mapping[str, Any], path: Path, title: str = "") -> Path:
     """Grouped bars: final cumulative regret (mean ± 1 sd) of every agent in every sweep cell."""
-    from bayescrl.utils.plotting import plt
-
     p = plt()
     names = list(cells)
     agents = list(next(iter(cells.values()))["agents"])

@@ -23,7 +23,9 @@ import torch
 from bayescrl.bandits.agents import build_problem
 from bayescrl.bandits.env import LinearBandit
 from bayescrl.bandits.offline import OfflineData
+from bayescrl.inference.engines import fit
 from bayescrl.inference.laplace import laplace
+from bayescrl.models.pyro_models import bt_linear_model
 from bayescrl.utils.errors import ConfigError
 
 
@@ -53,9 +55,6 @@ def sampled_prior(
     :func:`~bayescrl.models.pyro_models.bt_linear_model`. The Pyro model holds one data set, so seeds
     are fitted one after another (a documented exception to batching: these engines are the slow,
     reference paths; ``laplace`` is the batched default); seed ``s`` is fitted with seed ``seed + s``."""
-    from bayescrl.inference.engines import fit
-    from bayescrl.models.pyro_models import bt_linear_model
-
     x0, x1 = data.features(env.arms)
     means, covs = [], []
     for s in range(env.num_seeds):

@@ -15,7 +15,14 @@ from pathlib import Path
 
 import click
 
+from bayescrl.constrained.core.base import CHECKPOINT, OnPolicyAlgorithm
 from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, ProgressBar, ResultsWriter
+from bayescrl.constrained.core.envs import resolve_env_factory
+from bayescrl.constrained.registry import get_algorithm
+from bayescrl.constrained.video import check_video_path, default_gl_backend, record_video
+from bayescrl.inference.rater_report import format_table
+from bayescrl.prefrl.loop import PREFS_STATE, PreferenceLearner
+from bayescrl.prefrl.spec import parse_preference_spec
 from bayescrl.utils.checks import check_device, check_memory, check_no_nan, positive_int, prepare_out
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
@@ -43,8 +50,6 @@ def _positive_steps(value) -> int:
 
 def _load_agent(run_dir, device: str):
     """``OnPolicyAlgorithm.load`` with any failure to decode the checkpoint reported as one line."""
-    from bayescrl.constrained.core.base import CHECKPOINT, OnPolicyAlgorithm
-
     try:
         return OnPolicyAlgorithm.load(run_dir, device=device)
     except BayesCRLError:
@@ -58,8 +63,6 @@ def _load_agent(run_dir, device: str):
 def _check_size(env_id, env_kwargs, config: dict | None, algo_cls) -> None:
     """Refuse a run whose envs and rollout buffers would not fit in memory (before any env is built)."""
     import gymnasium as gym
-
-    from bayescrl.constrained.core.envs import resolve_env_factory
 
     cfg = algo_cls.config_class.from_dict(config)  # unknown / bad options are refused here, by name
     n_envs, steps = int(cfg.n_envs), int(cfg.rollout_steps)
@@ -188,8 +191,6 @@ def train(
     With --preferences SPEC.yaml the reward is learned from (simulated) raters' preferences; the env's
     reward reaches only the raters and the reports (see docs/prefrl.md). --log-dir DIR also writes each
     iteration's record (return, costs, multipliers, losses; x = env steps) as TensorBoard scalars."""
-    from bayescrl.constrained.registry import get_algorithm
-
     set_torch_threads(None if threads is None else positive_int(threads, "--threads"))
     device = check_device(device, "--device")
     if total_steps is not None:
@@ -201,8 +202,6 @@ def train(
         raise ConfigError("config", spec["config"], "must be a mapping of training options")
     prefs = learner = None
     if preferences_file is not None or spec.get("preferences") is not None:
-        from bayescrl.prefrl.spec import parse_preference_spec
-
         if preferences_file is not None and not Path(preferences_file).is_file():
             why = "is a folder, expected a YAML file" if Path(preferences_file).is_dir() else "file not found"
             raise ConfigError("--preferences", preferences_file, why)
@@ -224,8 +223,6 @@ def train(
                 "reward source mid-run (start a new run with --out instead)",
             )
         if stored is not None:
-            from bayescrl.prefrl.spec import parse_preference_spec
-
             prefs = parse_preference_spec(_spec_from_dict(stored))
         agent = _load_agent(resume_dir, device)
         given = {
@@ -276,8 +273,6 @@ def train(
         out.mkdir(parents=True, exist_ok=True)
         (out / "metrics.jsonl").write_text("")
     if prefs is not None and resume_dir is not None:
-        from bayescrl.prefrl.loop import PREFS_STATE
-
         learner = _learner(agent, prefs, out)
         if (Path(resume_dir) / PREFS_STATE).exists():
             learner.load(resume_dir)
@@ -338,8 +333,6 @@ def train(
         perf += " (unconstrained: the env reports no cost)"
     click.echo(f"{agent.name} on {agent.env_id}: {perf}, {metrics['env_steps_per_s']:.0f} env steps/s")
     if metrics.get("raters"):
-        from bayescrl.inference.rater_report import format_table  # deferred: loads the inference package
-
         click.echo(format_table(metrics["raters"]))
     if learner is not None and learner.waiting:
         click.echo(
@@ -352,8 +345,6 @@ def train(
 
 
 def _learner(agent, prefs, out: Path):
-    from bayescrl.prefrl.loop import PreferenceLearner
-
     try:
         return PreferenceLearner(agent, prefs, out_dir=out)
     except Exception:
@@ -406,8 +397,6 @@ def _stored_total(run_dir) -> int | None:
 def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes, force) -> None:
     """Re-run the policy saved in RUN_DIR; writes RUN_DIR/evaluation.json (part of the run, replaced by each
     evaluation) and a video with --video (an existing file only with --force)."""
-    from bayescrl.constrained.core.base import CHECKPOINT
-
     set_torch_threads()
     if episodes < 1:
         raise ConfigError("episodes", episodes, "must be >= 1")
@@ -418,8 +407,6 @@ def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes,
     if not (Path(run_dir) / CHECKPOINT).is_file():
         raise ConfigError("RUN_DIR", run_dir, f"no {CHECKPOINT} in this folder: not a bayescrl train run")
     if video is not None:
-        from bayescrl.constrained.video import check_video_path, default_gl_backend
-
         default_gl_backend()  # before MuJoCo is imported by the env
         check_video_path(video)
         prepare_out_file_checked(video, force=force, field="--video")
@@ -442,8 +429,6 @@ def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes,
     check_no_nan(res, str(Path(run_dir) / "evaluation.json"))
     res["cost_limits"] = agent.cost_limits.tolist()
     if video is not None:
-        from bayescrl.constrained.video import record_video
-
         rec = record_video(
             run_dir, video, episodes=video_episodes, seed=seed, deterministic=not stochastic, device=device
         )

@@ -18,9 +18,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import ObsEncoder
+from bayescrl.constrained.registry import get_algorithm
 from bayescrl.utils.errors import DataError
 
 
@@ -103,9 +105,6 @@ def load(run_dir: str | Path, device: str | torch.device = "cpu") -> TrainedPoli
     observation and action spaces are rebuilt; a ``module:Class`` id imports that module (user code),
     as training did.
     """
-    from bayescrl.constrained.core.base import OnPolicyAlgorithm
-    from bayescrl.constrained.registry import get_algorithm
-
     st = OnPolicyAlgorithm.read_checkpoint(run_dir)
     if st["env"] is None:
         raise DataError(

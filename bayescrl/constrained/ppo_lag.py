@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from bayescrl.constrained.atrpo import lagrangian_ell
 from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.core.config import TrainConfig
 from bayescrl.constrained.core.optim import LagrangeMultipliers
@@ -48,8 +49,6 @@ class PPOLag(OnPolicyAlgorithm):
     config_class = PPOLagConfig
 
     def setup(self) -> None:
-        from bayescrl.constrained.atrpo import lagrangian_ell
-
         ell = self.config.ell
         self.ell = lagrangian_ell("ppo", str(self.env_id)) if ell == "table" else ell
         if self.ell is not None and self.m == 0:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bayescrl.constrained.core.envs import resolve_env_factory
+from bayescrl.constrained.policy import load
 from bayescrl.utils.checks import prepare_out_file
 from bayescrl.utils.errors import ConfigError, DataError
 
@@ -76,9 +78,6 @@ def record_video(
     10000, as ``evaluate``) and write them, one after the other, to ``path``. Returns
     ``{"path", "frames", "episodes", "returns", "lengths", "fps"}``."""
     import imageio.v2 as imageio
-
-    from bayescrl.constrained.core.envs import resolve_env_factory
-    from bayescrl.constrained.policy import load
 
     path = check_video_path(path)
     if not isinstance(episodes, int) or episodes < 1:

@@ -4,6 +4,8 @@
 ``fit`` / ``Posterior`` import Pyro and are loaded lazily.
 """
 
+from importlib import import_module
+
 from bayescrl.inference.bootstrap import MAPResult, map_estimate, perturbed_map
 from bayescrl.inference.exact import DirichletPosterior, GaussianLinearPosterior
 from bayescrl.inference.laplace import LaplaceResult, laplace
@@ -21,13 +23,11 @@ __all__ = [
 ]
 
 
+#: lazily exported name -> module (Pyro loads on first use)
+_LAZY = {"fit": "bayescrl.inference.engines", "Posterior": "bayescrl.inference.posterior"}
+
+
 def __getattr__(name: str):
-    if name == "fit":
-        from bayescrl.inference.engines import fit
-
-        return fit
-    if name == "Posterior":
-        from bayescrl.inference.posterior import Posterior
-
-        return Posterior
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(name)

@@ -6,8 +6,14 @@ from pathlib import Path
 
 import click
 
+from bayescrl.inference.compare import compare_engines, markdown_table
+from bayescrl.inference.engines import fit
+from bayescrl.inference.options import ENGINES, check_engine_options, check_spec_keys
+from bayescrl.models.simulate import simulate as run
+from bayescrl.models.spec import load_spec, parse_spec
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.checks import check_memory, check_memory_of, check_no_nan
+from bayescrl.utils.io import check_keys
 from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
 
 ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
@@ -16,8 +22,6 @@ _RECORD_KEYS = ("preferences", "rewards", "heldout")
 
 def _checked(spec: dict) -> tuple[dict, dict]:
     """(spec without ``engine_options``, the engine options) with every key of the spec checked."""
-    from bayescrl.inference.options import check_spec_keys
-
     spec = dict(spec)
     opts = spec.pop("engine_options", None)
     check_spec_keys(spec)
@@ -33,8 +37,6 @@ def _memory(n_numbers: float, field: str, value, what: str) -> None:
 
 def _load(path: str, overrides: tuple[str, ...]) -> dict:
     """The spec / data file with ``--set`` overrides (record lists that no override names are not copied)."""
-    from bayescrl.models.spec import load_spec
-
     spec = load_spec(path)
     if not overrides:
         return spec
@@ -87,9 +89,6 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> N
     ``engine_options:`` mapping in SPEC; unknown keys and bad values are refused before the fit.
     """
     set_torch_threads()
-    from bayescrl.inference.engines import fit
-    from bayescrl.inference.options import check_engine_options
-    from bayescrl.models.spec import parse_spec
 
     raw, opts = _checked(_load(spec, overrides))
     opts = check_engine_options(engine, opts)
@@ -162,8 +161,6 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
 
     Writes a JSON data file (a complete spec) with the true theta and rater beliefs under `truth`.
     """
-    from bayescrl.models.simulate import simulate as run
-
     raw, _ = _checked(_load(spec, overrides))
     dim = raw.get("dim") if isinstance(raw.get("dim"), int) else 1
     _memory((2 * (num_prefs + heldout) + num_rewards) * (dim + 1), "--num-prefs", num_prefs, "the data set")
@@ -226,10 +223,6 @@ def compare(
     mapping in SPEC); unknown engines, options and bad values are refused before any fit.
     """
     set_torch_threads()
-    from bayescrl.inference.compare import compare_engines, markdown_table
-    from bayescrl.inference.options import ENGINES, check_engine_options
-    from bayescrl.models.spec import parse_spec
-    from bayescrl.utils.io import check_keys
 
     eng = None if engines is None else [e.strip() for e in engines.split(",") if e.strip()]
     if eng == []:  # "", "," or " ": an explicit list that names none (leave --engines out for all)

@@ -24,10 +24,12 @@ from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.engines import ENGINES, fit
 from bayescrl.inference.exact import GaussianLinearPosterior
 from bayescrl.inference.laplace import laplace
+from bayescrl.inference.posterior import import_arviz
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.spec import SpecModel
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import write_json
+from bayescrl.utils.plotting import plt
 from bayescrl.utils.runlog import progress_enabled
 
 DT = torch.float64
@@ -265,8 +267,6 @@ def compare_engines(
         )
         diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
         if e == "nuts":
-            from bayescrl.inference.posterior import import_arviz
-
             summ = import_arviz().summary(post.to_arviz(log_likelihood=False), var_names=["theta"])
             diag["summary"] = summ.reset_index().to_dict(orient="list")
         row["diagnostics"] = diag
@@ -320,8 +320,6 @@ def markdown_table(report: dict[str, Any]) -> str:
 
 
 def plot_marginals(samples: dict[str, torch.Tensor], path: Path, truth: dict | None = None) -> Path:
-    from bayescrl.utils.plotting import plt
-
     p = plt()
     d = next(iter(samples.values())).shape[1]
     cols = min(d, 4)

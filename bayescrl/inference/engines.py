@@ -29,7 +29,7 @@ from bayescrl.inference.laplace import laplace
 from bayescrl.inference.nuts import fit_nuts
 from bayescrl.inference.options import check_engine_options
 from bayescrl.inference.posterior import Posterior
-from bayescrl.inference.sites import check_vectorised, site_infos
+from bayescrl.inference.sites import check_vectorised, from_particles, site_infos
 from bayescrl.inference.svi import fit_svi
 from bayescrl.models.spec import SpecModel, from_spec
 from bayescrl.utils.checks import positive_int
@@ -216,8 +216,6 @@ def _laplace_fast(model: SpecModel, kw) -> Posterior:
 
 def _laplace_generic(fn, infos, nest, seed, kw, options) -> Posterior:
     from pyro.infer.autoguide import AutoLaplaceApproximation
-
-    from bayescrl.inference.sites import from_particles
 
     pyro.clear_param_store()
     guide = AutoLaplaceApproximation(fn)

@@ -13,6 +13,7 @@ import torch
 from pyro.infer import MCMC, NUTS
 from tqdm.auto import tqdm
 
+from bayescrl.inference.posterior import import_arviz
 from bayescrl.inference.sites import SiteInfo, noncentred, recover_sites
 from bayescrl.utils.runlog import progress_enabled
 
@@ -164,8 +165,6 @@ def nuts_warnings(diag: dict[str, Any]) -> list[str]:
 
 def rhat_ess(chains: dict[str, torch.Tensor]) -> dict[str, float]:
     """Max rank-normalised R-hat and min bulk ESS over all components (ArviZ)."""
-    from bayescrl.inference.posterior import import_arviz
-
     az = import_arviz()
     rhat, ess = [], []
     for v in chains.values():

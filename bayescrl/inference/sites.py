@@ -16,6 +16,8 @@ import pyro.poutine as poutine
 import torch
 from pyro.poutine.util import site_is_subsample
 
+from bayescrl.utils.errors import ConfigError
+
 
 @dataclass
 class SiteInfo:
@@ -151,8 +153,6 @@ def check_vectorised(
     Check: ``n`` prior draws, each site's log-density of the vectorised run must equal, particle by
     particle, that of ``n`` separate runs. Raises :class:`ConfigError` with the explanation.
     """
-    from bayescrl.utils.errors import ConfigError
-
     latents = [k for k, i in infos.items() if not i.observed]
     if not latents:
         return

@@ -12,7 +12,7 @@ from pyro.infer import SVI, Trace_ELBO
 from pyro.optim import ClippedAdam
 from tqdm.auto import tqdm
 
-from bayescrl.inference.sites import SiteInfo, from_particles, noncentred, recover_sites
+from bayescrl.inference.sites import SiteInfo, _base, from_particles, noncentred, recover_sites
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.runlog import progress_enabled
 
@@ -151,8 +151,6 @@ def gradient_z2(
 def _stiff(model: Callable, infos: dict[str, SiteInfo], threshold: float = 0.1) -> bool:
     """Whether a latent Normal site of ``model`` has a scale below ``threshold`` (one prior trace)."""
     import pyro.poutine as poutine
-
-    from bayescrl.inference.sites import _base
 
     with torch.no_grad():
         tr = poutine.trace(model).get_trace()

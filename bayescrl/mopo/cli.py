@@ -12,10 +12,17 @@ from pathlib import Path
 import click
 
 from bayescrl.inference.rater_report import format_table
+from bayescrl.mopo.lm import run_lm
+from bayescrl.mopo.synthetic import run_synthetic
+from bayescrl.mopo.tabular import parse_tabular, plot_history, solve_config
+from bayescrl.mopo.textgen.run import run_textgen, validate
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
+from bayescrl.utils.checks import check_device, check_no_nan, finite_float, positive_int, prepare_out
 from bayescrl.utils.configpaths import load_config
-from bayescrl.utils.outdir import force_option
-from bayescrl.utils.runlog import log_options
+from bayescrl.utils.io import check_schema
+from bayescrl.utils.outdir import force_option, prepare_out_dir, written
+from bayescrl.utils.plotting import plt
+from bayescrl.utils.runlog import RunLogger, log_options
 from bayescrl.utils.spread import fmt_num, fmt_spread
 
 #: file paths of a mopo config (resolved against the config file; ``--model``/``--set`` against the cwd)
@@ -74,14 +81,10 @@ def _schema_name(config: dict) -> str | None:
 
 def check_config(config: dict) -> None:
     """Refuse unknown keys (with the closest valid one) and degenerate sizes before anything runs."""
-    from bayescrl.utils.checks import finite_float, positive_int
-    from bayescrl.utils.io import check_schema
-
     mode = config.get("mode")
     if mode not in MODES:
         raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
     if mode == "textgen":  # every key and value, before the output folder is made
-        from bayescrl.mopo.textgen.run import validate
 
         validate(config)
         return
@@ -127,7 +130,6 @@ def check_config(config: dict) -> None:
         if key in config and name == "motivating":
             positive_int(config[key], key)
     if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
-        from bayescrl.mopo.tabular import parse_tabular
 
         parse_tabular(config)
 
@@ -137,8 +139,6 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
 
     ``logger`` (a :class:`~bayescrl.utils.runlog.RunLogger`) receives the stochastic tabular solvers'
     logged action probabilities and multipliers (mean over runs) per step."""
-    from bayescrl.utils.checks import check_device, check_no_nan, prepare_out
-
     check_config(config)
     mode = config["mode"]
     if device is not None:
@@ -147,8 +147,6 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
     if mode not in ("lm", "textgen"):
         device = device or "cpu"
     if mode == "tabular":
-        from bayescrl.mopo.tabular import plot_history, solve_config
-
         results, run = solve_config(config, device, out=out)
         if run is not None:
             plot_history(
@@ -167,16 +165,10 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
         else:
             _bar(results["policy"], out / "policy.png", f"exact, tau = {results['tau']}")
     elif mode == "synthetic":
-        from bayescrl.mopo.synthetic import run_synthetic
-
         results = run_synthetic(config, out, device=device)
     elif mode == "textgen":
-        from bayescrl.mopo.textgen.run import run_textgen
-
         results = run_textgen({**config, "device": device} if device is not None else config, out)
     else:
-        from bayescrl.mopo.lm import run_lm
-
         if device is not None:  # an explicit --device wins over the config's `device:`
             config = {**config, "device": device}
         results = run_lm(config, out)
@@ -186,8 +178,6 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
 
 
 def _bar(policy: dict[str, float], path: Path, title: str) -> None:
-    from bayescrl.utils.plotting import plt
-
     p = plt()
     fig, ax = p.subplots(figsize=(4.5, 3.2))
     ax.bar(list(policy), list(policy.values()), label="exact solution")
@@ -245,9 +235,6 @@ def mopo(
     """MOPO multi-objective preference optimisation (tabular exact/stochastic, synthetic, language models).
 
     ``--log-dir DIR`` also writes the results' numbers and curves as TensorBoard scalars."""
-    from bayescrl.utils.outdir import prepare_out_dir, written
-    from bayescrl.utils.runlog import RunLogger
-
     set_torch_threads()
     config = apply_overrides(load_config(config_path, PATH_KEYS), overrides)
     if model_path is not None or resume:

@@ -44,7 +44,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from bayescrl.inference.arviz import draws_to_arviz
+from bayescrl.inference.engines import ENGINES, fit
+from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool
+from bayescrl.inference.laplace import laplace
+from bayescrl.inference.options import check_engine_options
 from bayescrl.inference.rater_report import check_choice, table_rows
+from bayescrl.models.linear import BTLinearProblem
+from bayescrl.models.pyro_models import CompetencePrior
+from bayescrl.models.spec import SpecModel
 from bayescrl.raters import Rater
 from bayescrl.raters import parse_raters as parse_rater_list
 from bayescrl.raters.competence import log_marginal_likelihood
@@ -134,9 +142,6 @@ def parse_raters(raters: Any) -> list[Rater]:
 
 def parse_bt_options(opts: Any) -> dict[str, Any]:
     """Defaults and checks of the ``bradley_terry`` section (all before any fit)."""
-    from bayescrl.inference.engines import ENGINES
-    from bayescrl.inference.options import check_engine_options
-
     opts = dict(opts or {})
     check_keys(opts, BT_KEYS, "bradley_terry")
     out = {
@@ -225,8 +230,6 @@ def pairwise_to_action(u: Tensor, ref: Tensor) -> Tensor:
 def _problem(x1, x0, labels, rater, betas, lams, prior_sd, ids):
     """Rater-competence BT problem on features ``x1`` (the first item, preferred when the label is 1) and
     ``x0`` ``[N, d]``, prior ``N(0, prior_sd^2 I)``."""
-    from bayescrl.models.linear import BTLinearProblem
-
     d = x1.shape[-1]
     return BTLinearProblem.from_data(
         torch.zeros(d, dtype=torch.float64),
@@ -258,8 +261,6 @@ def _infer_betas(
     edge when the known raters' few labels leave the scale of ``u`` uncertain (D3 with 4 expert labels: the
     plain maximum is at 0.006 for a rater with beta = 0.15); with 10 expert labels per pair the plain
     maximum was the better plug-in in the benchmark (``benchmarks/mopo_bayes.py``), hence the default."""
-    from bayescrl.inference.laplace import laplace
-
     known = [i for i, r in enumerate(raters) if r.beta is not None]
     mask = torch.isin(rater, torch.tensor(known, dtype=rater.dtype))
     prob = _problem(
@@ -315,8 +316,6 @@ class RewardPosterior:
     def to_arviz(self):
         """``arviz.InferenceData`` of the draws ``theta`` (dims ``(chain, draw, objective, theta_dim)``; the
         ``S`` independent draws split into 4 chains, :mod:`bayescrl.inference.arviz`)."""
-        from bayescrl.inference.arviz import draws_to_arviz  # deferred: the inference package loads Pyro
-
         return draws_to_arviz({"theta": self.theta}, dims={"theta": ["objective", "theta_dim"]})
 
 
@@ -343,8 +342,6 @@ def _fit_pool_rewards(
     and ``lam`` are inferred under ``log beta ~ N(0, s^2)`` (s = ``beta_prior_sd``, 1.5 when infinite: beta
     = 1 labels with the true preference probability) and ``log lam ~ N(0, 1.5^2)``. Engine ``laplace`` runs
     the fast ``laplace-eb``; ``svi`` / ``nuts`` run Pyro on the same model."""
-    from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool  # deferred: loads Pyro
-
     if engine not in POOL_ENGINE:
         raise ConfigError("bradley_terry.engine", engine, "competence: infer runs laplace, svi or nuts")
     d, k_n = x1.shape[-1], ind.shape[-1]
@@ -407,10 +404,6 @@ def fit_bt_rewards(
     uses features of prompt-response pairs (:mod:`bayescrl.mopo.lm.reward_head`). Raises
     :class:`DataError` for a rater index without a rater.
     """
-    from bayescrl.inference.engines import fit
-    from bayescrl.models.pyro_models import CompetencePrior
-    from bayescrl.models.spec import SpecModel
-
     if not raters:
         raters = [Rater("r0", 1.0, DEFAULT_LAM)]
     x1, x0, rater = x1.double().cpu(), x0.double().cpu(), rater.cpu().long()

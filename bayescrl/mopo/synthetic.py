@@ -41,6 +41,7 @@ from bayescrl.mopo import objective as O
 from bayescrl.mopo import pareto
 from bayescrl.mopo.tabular import Adam, parse_tabular, run_mopo, solve_exact, total_variation
 from bayescrl.utils import ConfigError
+from bayescrl.utils.plotting import plt
 
 # ----------------------------------------------------------------------------------------- sanity check
 
@@ -122,8 +123,6 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
 def _plot_sanity(histories, names, taus, path: Path) -> None:
     """Grid of learning curves like figure `mopo_action_probs` (rows: tau, columns: data sets): mean with a
     shaded ±1 sd band over runs, and the exact solution (:func:`solve_exact`) dashed in the same colour."""
-    from bayescrl.utils.plotting import plt
-
     p = plt()
     fig, axes = p.subplots(len(taus), len(names), figsize=(3.4 * len(names), 2.6 * len(taus)), squeeze=False)
     for i, tau in enumerate(taus):
@@ -797,8 +796,6 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
 
 def _plot_front(rs: str, front: np.ndarray, methods: Mapping[str, np.ndarray], ref, path: Path) -> None:
     """Reward-space plot like figure `appendix_dpo_comparison`."""
-    from bayescrl.utils.plotting import plt
-
     p = plt()
     fig, ax = p.subplots(figsize=(5.2, 4.2))
     f = front[np.argsort(front[:, 0])]

@@ -41,9 +41,19 @@ from torch import Tensor
 
 from bayescrl.inference.rater_report import PLOT_NAME, save_plot
 from bayescrl.mopo import objective as O
+from bayescrl.mopo.preferences import (
+    ESTIMATORS,
+    PREFERENCE_MODELS,
+    action_frequency,
+    empirical_scores,
+    fit_bradley_terry,
+    parse_bt_options,
+    parse_raters,
+)
 from bayescrl.raters import check_rater_ids
 from bayescrl.utils import ConfigError, DataError
 from bayescrl.utils.io import check_keys
+from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.seeding import randint, run_generators
 
 
@@ -106,7 +116,6 @@ class TabularProblem:
         """Per-action estimates ``(p_hat[A], q_hat[A, K-1])`` (module docstring)."""
         if self.scores is not None:
             return self.scores
-        from bayescrl.mopo.preferences import empirical_scores
 
         y, _, p, q = self._raw_records(augment)
         return empirical_scores(y, p, q, self.ref, self.estimator)
@@ -128,8 +137,6 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
     ``score`` (:func:`~bayescrl.mopo.preferences.empirical_scores`). Every malformed record raises
     :class:`DataError` naming the field, the record index and the value.
     """
-    from bayescrl.mopo.preferences import ESTIMATORS, action_frequency, parse_raters
-
     actions = config.get("actions")
     if not isinstance(actions, list) or len(actions) < 2:
         raise ConfigError("actions", actions, "must be a list of at least two action names")
@@ -623,8 +630,6 @@ def apply_preference_model(
     """
     from dataclasses import replace
 
-    from bayescrl.mopo.preferences import PREFERENCE_MODELS, fit_bradley_terry, parse_bt_options
-
     if model not in PREFERENCE_MODELS:
         raise ConfigError("preference_model", model, f"must be one of {list(PREFERENCE_MODELS)}")
     if model == "empirical":
@@ -751,8 +756,6 @@ def plot_history(
     """Action probabilities (mean ± sd over runs) against steps, like figure `mopo_action_probs`; with
     ``exact`` (action -> probability of the exact solution, Eq. `mopo_closed_form`) drawn as dashed lines in
     each action's colour. Returns the figure (closed)."""
-    from bayescrl.utils.plotting import plot_mean_sd
-
     pol = run.history["policy"]  # [T, R, A]
     curves = {
         a: (pol[:, :, i].mean(1).tolist(), pol[:, :, i].std(1, unbiased=False).tolist())

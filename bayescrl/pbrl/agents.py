@@ -40,7 +40,7 @@ from torch import Tensor
 
 from bayescrl.inference.exact import DirichletPosterior, GaussianLinearPosterior
 from bayescrl.pbrl.data import TrajectoryPairs
-from bayescrl.pbrl.mdp import TabularMDP, value_iteration
+from bayescrl.pbrl.mdp import TabularMDP, transition_counts, value_iteration
 from bayescrl.pbrl.posterior import (
     TrajectoryPreferenceModel,
     dirichlet_mode,
@@ -399,8 +399,6 @@ class LPbRL(_PrefPosteriorAgent):
 
 
 def _counts(pairs: TrajectoryPairs, S: int, A: int) -> Tensor:
-    from bayescrl.pbrl.mdp import transition_counts
-
     B = pairs.y.shape[0]
     H = pairs.actions.shape[-1]
     return transition_counts(pairs.states.reshape(B, -1, H + 1), pairs.actions.reshape(B, -1, H), S, A)

@@ -6,10 +6,14 @@ from pathlib import Path
 
 import click
 
+from bayescrl.pbrl.diffusion.cli import run_diffusion
+from bayescrl.pbrl.experiment import run_experiment, validate_config
 from bayescrl.utils import apply_overrides, set_torch_threads
+from bayescrl.utils.checks import check_device, check_no_nan, positive_int
 from bayescrl.utils.configpaths import load_config
-from bayescrl.utils.outdir import force_option
-from bayescrl.utils.runlog import log_options
+from bayescrl.utils.outdir import force_option, prepare_out_dir, written
+from bayescrl.utils.runlog import RunLogger, log_options
+from bayescrl.utils.spread import fmt_spread
 
 #: file paths of a pspl config (resolved against the config file)
 PATH_KEYS = ("base.cache",)
@@ -61,19 +65,11 @@ def pspl(
     cumulative_regret_mean, wall_time_s) and PNG plots of simple and cumulative regret. ``--log-dir DIR``
     also writes the regret curves (per agent, per episode) as TensorBoard scalars.
     """
-    from bayescrl.pbrl.experiment import run_experiment, validate_config
-    from bayescrl.utils.checks import check_device, check_no_nan, positive_int
-    from bayescrl.utils.outdir import prepare_out_dir, written
-    from bayescrl.utils.runlog import RunLogger
-    from bayescrl.utils.spread import fmt_spread
-
     set_torch_threads()
     seeds = positive_int(seeds, "--seeds")
     device = check_device(device, "--device")
     cfg = apply_overrides(load_config(config, PATH_KEYS), overrides)
     if isinstance(cfg, dict) and cfg.get("task") == "diffusion":
-        from bayescrl.pbrl.diffusion.cli import run_diffusion
-
         return run_diffusion(
             cfg, seeds, out, device, not no_progress, not no_plots, no_train, log_dir, wandb, force=force
         )

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from bayescrl.pbrl.mdp import TabularMDP, one_hot_features
+from bayescrl.pbrl.mdp import TabularMDP, one_hot_features, value_iteration
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
@@ -143,8 +143,6 @@ def _env_args(cfg: Mapping[str, Any]) -> tuple[str, dict[str, int]]:
 
 def describe(mdp: TabularMDP) -> dict:
     """Small JSON-able description (sizes, optimal value) of an environment."""
-    from bayescrl.pbrl.mdp import value_iteration
-
     V, _, _ = value_iteration(mdp.P, mdp.r, mdp.H)
     return {
         "name": mdp.name,

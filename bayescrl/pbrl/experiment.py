@@ -41,9 +41,10 @@ from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.pbrl.posterior import reference_theta
 from bayescrl.raters import BeliefRater
 from bayescrl.raters.competence import beta_entropy, beta_mle_given_theta
-from bayescrl.utils.checks import check_memory_of, positive_int
+from bayescrl.utils.checks import check_memory_of, check_no_nan, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
+from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.seeding import run_generators
 
 DEFAULTS: dict[str, Any] = {
@@ -355,7 +356,6 @@ def run_experiment(
             runs.append({"value": v, **run_agents(sub, seeds, device=device, progress=progress)})
         result["sweep"] = {"key": key, "values": cfg["sweep"]["values"], "runs": runs}
     result["total_wall_time_s"] = time.perf_counter() - t0
-    from bayescrl.utils.checks import check_no_nan
 
     check_no_nan(result, str(out or "results"))  # before anything is written: never a NaN results.json
     if out is not None:
@@ -374,8 +374,6 @@ def plot_results(result: dict, out: Path) -> list[Path]:
 
     Regret is in the MDP's value units: ``V*(s_0) - V^pi(s_0)``, the expected episode return lost by the
     agent's current (simple) or played (cumulative) policies."""
-    from bayescrl.utils.plotting import plot_mean_sd
-
     paths = []
     name = result["env"]["name"]
     if "sweep" not in result:

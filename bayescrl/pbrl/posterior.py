@@ -18,7 +18,9 @@ import torch
 from torch import Tensor
 
 from bayescrl.inference.bootstrap import MAPResult, newton_solve, sample_perturbation
+from bayescrl.inference.engines import fit
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.models.pyro_models import bt_linear_model
 from bayescrl.pbrl.data import TrajectoryPairs
 from bayescrl.utils.errors import ConfigError
 
@@ -198,9 +200,6 @@ def engine_theta(
     (one engine seed per seed's stream), or ``seed + s`` for one integer.
     Returns ``(mean [B, d], cov [B, d, d])``.
     """
-    from bayescrl.inference.engines import fit
-    from bayescrl.models.pyro_models import bt_linear_model
-
     if engine not in ("svi", "nuts"):
         raise ConfigError("agents.pspl.engine", engine, "engine_theta needs 'svi' or 'nuts'")
     p, n = model.problem, model.n

@@ -23,7 +23,9 @@ from collections.abc import Callable
 import gymnasium as gym
 import torch
 
+from bayescrl.constrained.core.envs import resolve_env_factory
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.io import import_object
 
 
 class FeatureMap:
@@ -101,8 +103,6 @@ def make_feature_map(
 
         return FeatureMap(width, rff, "rff")
     if ":" in name:
-        from bayescrl.utils.io import import_object
-
         fn = import_object(name, "preferences.features")
         n = 2
         obs = torch.zeros(n, _space_dim(obs_space), dtype=torch.float64)
@@ -127,8 +127,6 @@ def reward_linearity(env_id: str, steps: int = 1000, seed: int = 0, env_kwargs: 
     """How linear an env's reward is in its ``info["features"]``: R² of the least-squares fit
     r ≈ ⟨w, φ⟩ + c over ``steps`` steps of uniformly random actions, with the fitted ``w``."""
     import numpy as np
-
-    from bayescrl.constrained.core.envs import resolve_env_factory
 
     env = resolve_env_factory(env_id, env_kwargs)()
     try:

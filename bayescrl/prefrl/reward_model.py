@@ -27,9 +27,12 @@ import torch
 
 from bayescrl.inference.arviz import draws_to_arviz, import_arviz, num_draws
 from bayescrl.inference.bootstrap import perturbed_map
+from bayescrl.inference.engines import fit
+from bayescrl.inference.hierarchical import fit_rater_pool
 from bayescrl.inference.laplace import laplace
 from bayescrl.inference.rater_report import table_rows
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.models.spec import SpecModel
 from bayescrl.prefrl.spec import COMPETENCE, POOL_ENGINE
 from bayescrl.raters.competence import beta_mle
 from bayescrl.utils.errors import ConfigError
@@ -159,9 +162,6 @@ class LinearRewardPosterior:
             warnings.warn(f"reward posterior ({self.engine}) did not converge", RuntimeWarning, stacklevel=2)
 
     def _fit_generic(self) -> bool:
-        from bayescrl.inference.engines import fit
-        from bayescrl.models.spec import SpecModel
-
         model = SpecModel(problem=self.problem, rater_ids=tuple(self.problem.rater_ids or ()))
         seed = int(torch.randint(2**31 - 1, (1,), generator=self.gen))
         post = fit(model, engine=self.engine, seed=seed, **self.engine_options)
@@ -176,8 +176,6 @@ class LinearRewardPosterior:
         (:func:`~bayescrl.inference.hierarchical.fit_rater_pool`; engine ``laplace`` -> ``laplace-eb``);
         the raters of :attr:`known_raters` keep their (β, λ), the others' are inferred. Sets the draws of θ,
         each rater's posterior-mean β (for the query rules) and :attr:`pool` (its rater table)."""
-        from bayescrl.inference.hierarchical import fit_rater_pool  # deferred: loads Pyro
-
         p = self.problem
         m = p.pref_mask
         if not int(m.sum()):

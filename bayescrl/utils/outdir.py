@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.utils.checks import prepare_out
+from bayescrl.utils.checks import prepare_out, prepare_out_file
 from bayescrl.utils.errors import ConfigError
 
 __all__ = ["force_option", "prepare_out_dir", "prepare_out_file_checked", "written"]
@@ -56,8 +56,6 @@ def prepare_out_dir(
 
 def prepare_out_file_checked(path: str | Path, *, force: bool = False, field: str = "--out") -> Path:
     """An output *file*: refused if it exists (unless ``force``), is a folder, or a file stands above it."""
-    from bayescrl.utils.checks import prepare_out_file
-
     path = Path(path)
     if path.is_file() and not force:
         raise ConfigError(field, str(path), "already exists; pass --force to replace it")

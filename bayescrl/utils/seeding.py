@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bayescrl.utils.errors import ConfigError
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -38,8 +40,6 @@ def set_torch_threads(n: int | None = None) -> int:
 
     Small MLPs on a shared 2-core machine run up to ~9x slower with more threads than free cores.
     """
-    from bayescrl.utils.errors import ConfigError
-
     field = "threads"
     if n is None:
         field, n = "$BAYESCRL_THREADS", os.environ.get("BAYESCRL_THREADS", "1")

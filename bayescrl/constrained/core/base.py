@@ -53,9 +53,11 @@ from bayescrl.constrained.core.networks import CategoricalPolicy, EnsembleMLP, G
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutBatch, RolloutCollector
+from bayescrl.constrained.registry import get_algorithm
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
 from bayescrl.utils.optim import make_adam
+from bayescrl.utils.plotting import plt
 from bayescrl.utils.safe_state import encodable, load_state, save_state
 
 CHECKPOINT = "checkpoint.pt"
@@ -616,8 +618,6 @@ class OnPolicyAlgorithm:
             )
         algo_cls = cls
         if cls is OnPolicyAlgorithm:
-            from bayescrl.constrained.registry import get_algorithm
-
             algo_cls = get_algorithm(st["algo"])
         elif cls.name != st["algo"]:
             raise ConfigError(
@@ -640,8 +640,6 @@ class OnPolicyAlgorithm:
 
     def write_results(self, out_dir: str | Path, eval_episodes: int | None = None) -> dict:
         """Final evaluation + ``metrics.json`` + curves (``curves.json``, ``curves.png``)."""
-        from bayescrl.utils.plotting import plt
-
         out = Path(out_dir)
         ev = self.evaluate(eval_episodes or self.config.eval_episodes)
         hist = self.history

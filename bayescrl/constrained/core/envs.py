@@ -19,6 +19,7 @@ import numpy as np
 
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import import_object
+from bayescrl.utils.safe_state import encodable
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray, dict], float]
 CostFn = Callable[[np.ndarray, np.ndarray, np.ndarray, dict], Any]
@@ -183,8 +184,6 @@ def snapshot_env(env: gym.Env) -> dict[str, Any] | None:
     numeric attributes of ``env.unwrapped``. Returns ``None`` when no snapshot is possible.
     """
     import copy
-
-    from bayescrl.utils.safe_state import encodable
 
     state: dict[str, Any] = {"wrappers": []}
     e = env

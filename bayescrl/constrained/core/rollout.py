@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from bayescrl.constrained.core.envs import restore_env, snapshot_env
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.utils.errors import DataError
 
@@ -288,8 +289,6 @@ class RolloutCollector:
 
     # ------------------------------------------------------------------ checkpointing
     def state_dict(self) -> dict:
-        from bayescrl.constrained.core.envs import snapshot_env
-
         snaps = None
         if isinstance(self.envs, gym.vector.SyncVectorEnv):
             try:
@@ -309,8 +308,6 @@ class RolloutCollector:
 
     def load_state_dict(self, d: dict, reseed: int) -> bool:
         """Restore; returns True when the env states were restored exactly (else envs are reseeded)."""
-        from bayescrl.constrained.core.envs import restore_env
-
         self.global_step = d["global_step"]
         snaps = d.get("env_snapshots")
         if snaps is not None and isinstance(self.envs, gym.vector.SyncVectorEnv):

@@ -11,14 +11,13 @@ competence for ``preference_model: bradley-terry``).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from importlib import import_module
 
 __all__ = ["run_lm"]
 
 
-def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
-    """Run the ``mode: lm`` experiment (see :mod:`bayescrl.mopo.lm.run`)."""
-    from bayescrl.mopo.lm.run import run_lm as _run
-
-    return _run(config, out)
+def __getattr__(name: str):
+    """``run_lm`` (the ``mode: lm`` entry point) loads on first use, like the other submodules."""
+    if name == "run_lm":
+        return import_module("bayescrl.mopo.lm.run").run_lm
+    raise AttributeError(name)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from bayescrl.mopo import pareto
 from bayescrl.mopo.lm.data import PreferenceData, collate, tokenize
 from bayescrl.mopo.lm.model import Policy
 from bayescrl.utils import ConfigError
@@ -99,8 +100,6 @@ def pareto_summary(points: np.ndarray, ref: Sequence[float]) -> dict[str, Any]:
 
     Uses :func:`bayescrl.mopo.pareto.non_dominated` and :func:`bayescrl.mopo.pareto.hypervolume` (moocore).
     """
-    from bayescrl.mopo import pareto
-
     pts = np.asarray(points, dtype=float)
     return {
         "nondominated": np.asarray(pareto.non_dominated(pts, maximise=True), dtype=bool).tolist(),

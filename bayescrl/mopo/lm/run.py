@@ -41,9 +41,11 @@ from bayescrl.mopo.lm.evaluate import generate, pareto_summary
 from bayescrl.mopo.lm.model import lora_policy
 from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, check_shape, sft
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
+from bayescrl.mopo.lm.user import is_user_config, run_user
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
 from bayescrl.utils.checks import positive_int
 from bayescrl.utils.io import check_keys
+from bayescrl.utils.plotting import plt
 
 KNOWN = {
     "mode",
@@ -84,8 +86,6 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
 
     A config naming a data file or a model directory (``data.path``, ``model.path``) trains on that
     instead: :func:`bayescrl.mopo.lm.user.run_user`."""
-    from bayescrl.mopo.lm.user import is_user_config, run_user
-
     if is_user_config(config):
         return run_user(config, Path(out))
     check_keys(config, sorted(KNOWN))
@@ -254,8 +254,6 @@ def _verdict(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def _plots(out: Path, runs, lengths, families, task: TinyTask) -> None:
     import json
-
-    from bayescrl.utils.plotting import plt
 
     p = plt()
     names = list(lengths)

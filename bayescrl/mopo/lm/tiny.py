@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from bayescrl.mopo.lm.data import collate, tokenize, validate_records
+from bayescrl.mopo.lm.model import sequence_logprobs
 from bayescrl.utils.checks import positive_int
 from bayescrl.utils.errors import ConfigError
 
@@ -71,8 +73,6 @@ class TinyTask:
 
     def make_data(self, n: int, seed: int = 0):
         """``n`` records ``{prompt, response_a, response_b, prefs}`` with Bradley-Terry labels."""
-        from bayescrl.mopo.lm.data import validate_records
-
         gen = torch.Generator().manual_seed(seed)
         recs = []
         for _ in range(n):
@@ -159,9 +159,6 @@ def sft(
     model, tokenizer, data, steps: int = 300, batch_size: int = 16, lr: float = 3e-3, seed: int = 0
 ) -> list[float]:
     """Fit the base model to the behaviour policy's responses (both of each pair) by maximum likelihood."""
-    from bayescrl.mopo.lm.data import collate, tokenize
-    from bayescrl.mopo.lm.model import sequence_logprobs
-
     tok = tokenize(data, tokenizer, model.config.n_positions)
     prompts = tok.prompt_ids + tok.prompt_ids
     resp = tok.a_ids + tok.b_ids

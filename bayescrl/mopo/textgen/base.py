@@ -17,7 +17,9 @@ import torch
 from torch import nn
 
 from bayescrl.mopo.lm.data import PreferenceData
-from bayescrl.mopo.textgen.tasks import Task
+from bayescrl.mopo.lm.evaluate import generate
+from bayescrl.mopo.lm.tiny import build_model, sft
+from bayescrl.mopo.textgen.tasks import _TOKEN, Task
 
 SPECIAL = ("<pad>", "<unk>", "<eos>")
 SCORE_TOKENS = tuple(f"{v / 10:.1f}" for v in range(-40, 41))
@@ -33,8 +35,6 @@ def build_tokenizer(vocab: Sequence[str], k: int = 2):
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    from bayescrl.mopo.textgen.tasks import _TOKEN
-
     words = list(SPECIAL) + sorted(set(vocab) | set(reward_tokens(k)) | set(SCORE_TOKENS))
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.normalizer = normalizers.Lowercase()
@@ -48,8 +48,6 @@ def build_tokenizer(vocab: Sequence[str], k: int = 2):
 
 def tiny_base(task: Task, n_layer: int, n_embd: int, n_head: int, n_positions: int, seed: int):
     """Tokenizer and randomly initialised GPT-2 for ``task`` (not yet fitted)."""
-    from bayescrl.mopo.lm.tiny import build_model
-
     tok = build_tokenizer(task.vocabulary())
     model = build_model(tok, n_layer, n_embd, n_head, n_positions=n_positions, seed=seed)
     return model, tok
@@ -59,8 +57,6 @@ def fit_behaviour(
     model: nn.Module, tokenizer: Any, task: Task, steps: int, per_prompt: int, lr: float, seed: int
 ) -> list[float]:
     """Supervised fine-tuning of ``model`` on ``per_prompt`` behaviour answers per training prompt."""
-    from bayescrl.mopo.lm.tiny import sft
-
     prompts, responses = task.corpus(per_prompt, seed)
     n = len(prompts)
     data = PreferenceData(
@@ -98,8 +94,6 @@ def sample(
     batch_size: int = 64,
 ) -> list[str]:
     """One sampled response per prompt (:func:`bayescrl.mopo.lm.evaluate.generate`), cleaned."""
-    from bayescrl.mopo.lm.evaluate import generate
-
     texts = generate(
         policy,
         tokenizer,

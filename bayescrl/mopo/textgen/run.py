@@ -34,7 +34,7 @@ from bayescrl.mopo.lm.data import PreferenceData
 from bayescrl.mopo.lm.model import lora_policy
 from bayescrl.mopo.lm.tiny import check_shape
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
-from bayescrl.mopo.lm.user import model_context
+from bayescrl.mopo.lm.user import load_local_model, model_context
 from bayescrl.mopo.textgen import labels as lab
 from bayescrl.mopo.textgen import parm as parm_mod
 from bayescrl.mopo.textgen import ric as ric_mod
@@ -313,8 +313,6 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
     seed_everything(seed)
     t_start = time.perf_counter()
     if m.get("path"):
-        from bayescrl.mopo.lm.user import load_local_model
-
         base, tok = load_local_model(m["path"], s["base_cfg"].torch_dtype(device))
         sft_loss = None
     else:

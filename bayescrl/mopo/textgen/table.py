@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from bayescrl.mopo import pareto
 from bayescrl.utils.io import load_json
+from bayescrl.utils.plotting import plt
 
 ORDER = ("ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag")
 NAMES = {
@@ -68,8 +70,6 @@ def table_point(points: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
 
 
 def _hv(points: np.ndarray, ref: Sequence[float]) -> float:
-    from bayescrl.mopo import pareto
-
     return float(pareto.hypervolume(points, ref=list(ref), maximise=True))
 
 
@@ -193,9 +193,6 @@ def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
 
 def plot_fronts(tables: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """One panel per task: every algorithm's seed-mean points, its non-dominated front and its HV."""
-    from bayescrl.mopo import pareto
-    from bayescrl.utils.plotting import plt
-
     p = plt()
     fig, axes = p.subplots(1, len(tables), figsize=(5.2 * len(tables), 4.4), squeeze=False)
     for ax, t in zip(axes[0], tables, strict=True):

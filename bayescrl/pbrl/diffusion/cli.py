@@ -6,6 +6,13 @@ from pathlib import Path
 
 import click
 
+from bayescrl.pbrl.diffusion import require
+from bayescrl.pbrl.diffusion.experiment import run_experiment, validate_config
+from bayescrl.utils.checks import check_device, check_no_nan, positive_int
+from bayescrl.utils.outdir import prepare_out_dir, written
+from bayescrl.utils.runlog import RunLogger
+from bayescrl.utils.spread import fmt_spread
+
 
 def run_diffusion(
     cfg: dict,
@@ -20,13 +27,6 @@ def run_diffusion(
     force: bool = False,
 ) -> None:
     """Validate (every field before any work), run, print one line per agent and the output folder."""
-    from bayescrl.pbrl.diffusion import require
-    from bayescrl.pbrl.diffusion.experiment import run_experiment, validate_config
-    from bayescrl.utils.checks import check_device, check_no_nan, positive_int
-    from bayescrl.utils.outdir import prepare_out_dir, written
-    from bayescrl.utils.runlog import RunLogger
-    from bayescrl.utils.spread import fmt_spread
-
     seeds = positive_int(seeds, "--seeds")
     device = check_device(device, "--device")
     validate_config(cfg)

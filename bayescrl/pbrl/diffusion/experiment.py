@@ -53,9 +53,21 @@ import torch
 from tqdm.auto import tqdm
 
 from bayescrl.pbrl.data import offline_rater
+from bayescrl.pbrl.diffusion import require
+from bayescrl.pbrl.diffusion.agents import DPSTheta, NoiseNormModel, PSPLTheta
+from bayescrl.pbrl.diffusion.base import load_or_train
+from bayescrl.pbrl.diffusion.mdp import STATS, Rollouts, rollout
+from bayescrl.pbrl.diffusion.policy import (
+    GaussianNoisePolicy,
+    ddpo_update,
+    reward_gradient_update,
+    select_adam,
+)
 from bayescrl.raters import BeliefRater
+from bayescrl.utils.checks import check_no_nan
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
+from bayescrl.utils.plotting import plot_mean_sd, plt
 
 log = logging.getLogger(__name__)
 AGENTS = ("pspl", "dps")
@@ -158,7 +170,6 @@ def validate_config(cfg: Mapping[str, Any]) -> dict:
     r = out["reward"]
     for k in ("score", "noise", "time", "stat"):
         _float(f"reward.{k}", r[k])
-    from bayescrl.pbrl.diffusion.mdp import STATS
 
     if r["stat_kind"] not in STATS:
         raise ConfigError("reward.stat_kind", r["stat_kind"], f"choose one of {list(STATS)}")
@@ -211,10 +222,6 @@ class _Setup:
     """Everything shared by the agents of one config: base model, sampler, pools, raters, prior."""
 
     def __init__(self, cfg: dict, seeds: int, base, device: str):
-        from bayescrl.pbrl.diffusion.agents import NoiseNormModel
-        from bayescrl.pbrl.diffusion.mdp import rollout
-        from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy
-
         self.cfg, self.B, self.base, self.device = cfg, seeds, base, device
         self.sched = base.ddim(cfg["T"])
         self.S = base.size
@@ -329,8 +336,6 @@ class _Setup:
 
 
 def _cat_n(outs):
-    from bayescrl.pbrl.diffusion.mdp import Rollouts
-
     return Rollouts(
         *(
             torch.cat(xs, 1) if xs[0].numel() else xs[0]
@@ -357,8 +362,6 @@ def _epoch(st: _Setup, policy, opt, gens, reward_fn, eta=None, noise=None) -> di
     ``reward_grad``: ``policy.updates`` differentiable rollouts from the epoch's starts, one Adam step on
     each (:func:`~bayescrl.pbrl.diffusion.policy.reward_gradient_update`); ``ddpo``: one rollout and
     ``policy.updates`` PPO-clip steps on the standardised advantages (per-prompt baseline)."""
-    from bayescrl.pbrl.diffusion.policy import ddpo_update, reward_gradient_update
-
     po = st.cfg["policy"]
     P, n = policy.P, po["rollouts"]
     p, z = st.random_starts(gens, n)
@@ -397,9 +400,6 @@ def _epoch(st: _Setup, policy, opt, gens, reward_fn, eta=None, noise=None) -> di
 
 def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
     """Run one agent (``pspl``, ``dps`` or ``oracle``) on all seeds; returns metrics and final images."""
-    from bayescrl.pbrl.diffusion.agents import DPSTheta, PSPLTheta
-    from bayescrl.pbrl.diffusion.policy import select_adam
-
     cfg, B = st.cfg, st.B
     K, E = cfg["K"], cfg["final"]["epochs"]
     t0 = time.perf_counter()
@@ -558,9 +558,6 @@ def run_experiment(
     no_train: bool = False,
 ) -> dict:
     """Validate, load/train the base model, run (every sweep value), write results.json, grids, plots."""
-    from bayescrl.pbrl.diffusion import require
-    from bayescrl.pbrl.diffusion.base import load_or_train
-
     cfg = validate_config(config)
     require()
     t0 = time.perf_counter()
@@ -590,7 +587,6 @@ def run_experiment(
     result["memory_estimate_bytes"] = memory_estimate(cfg, seeds, base)
     result["peak_rss_bytes"] = peak_rss_bytes()
     result["total_wall_time_s"] = time.perf_counter() - t0
-    from bayescrl.utils.checks import check_no_nan
 
     check_no_nan(result, str(out or "results"))  # before anything is written: never a NaN results.json
     if out is not None:
@@ -653,8 +649,6 @@ def runtime_table(result: dict) -> str:
 
 def plot_results(result: dict, images: dict, out: Path) -> list[Path]:
     """Image grids (rows: prompts; columns: rollouts) before / after per agent, and query-reward curves."""
-    from bayescrl.utils.plotting import plot_mean_sd, plt
-
     paths = []
     L = result["config"]["final"]["L"]
     prompts = result["config"]["prompts"]
