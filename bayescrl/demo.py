@@ -20,9 +20,10 @@ import click
 
 from bayescrl.bandits import run_experiment
 from bayescrl.bandits.config import resolve_config
+from bayescrl.commands.options import force_option
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
 from bayescrl.utils.io import write_json
-from bayescrl.utils.outdir import force_option, prepare_out_dir, written
+from bayescrl.utils.outdir import prepare_out_dir, written
 from bayescrl.utils.plotting import plt
 from bayescrl.utils.spread import Spread, t_halfwidth
 

@@ -62,7 +62,7 @@ def test_copied_examples_validate_from_any_folder(tmp_path, monkeypatch, capsys)
     from bayescrl.bandits.config import resolve_config
     from bayescrl.models.spec import from_spec
     from bayescrl.prefrl.spec import parse_preference_spec
-    from bayescrl.sweep.spec import VALIDATORS
+    from bayescrl.sweep.spec import validator
     from bayescrl.utils.io import apply_overrides, load_yaml
 
     (tmp_path / "benchmarks").symlink_to(ROOT / "benchmarks")  # the clone's benchmark scripts (call sweeps)
@@ -81,11 +81,11 @@ def test_copied_examples_validate_from_any_folder(tmp_path, monkeypatch, capsys)
                 sets = [f"{k}={json.dumps(v)}" for k, v in zip(grid, cell, strict=True)]
                 resolve_config(apply_overrides(cfg, sets))
         elif family == "pspl":
-            VALIDATORS["pspl"]({"config": f"../{rel}"})  # a relative config path works too
+            validator("pspl")({"config": f"../{rel}"})  # a relative config path works too
         elif family == "mopo":
-            VALIDATORS["mopo"]({"config_path": str(f)})
+            validator("mopo")({"config_path": str(f)})
         elif family in ("ecop", "acpo"):
-            VALIDATORS["train"]({"config_file": str(f)})
+            validator("train")({"config_file": str(f)})
         elif family == "prefrl":
             parse_preference_spec(f)
         elif family == "core":

@@ -8,11 +8,12 @@ import click
 
 from bayescrl.bandits.config import resolve_config
 from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
+from bayescrl.commands.options import force_option, log_options
 from bayescrl.utils.checks import check_no_nan, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, load_yaml
-from bayescrl.utils.outdir import force_option, prepare_out_dir, written
-from bayescrl.utils.runlog import RunLogger, log_options
+from bayescrl.utils.outdir import prepare_out_dir, written
+from bayescrl.utils.runlog import RunLogger
 
 
 @click.command(name="bandit")
@@ -75,3 +76,14 @@ def bandit(
     click.echo(final_table(result))
     click.echo(f"total {result['wall_time_s']:.1f} s")
     click.echo(files)
+
+
+def sweep_check(p: dict) -> None:
+    """Check one ``bandit`` run of a sweep before any run starts (``p``: the command's parsed options)."""
+    cfg = load_yaml(p["config"]) if p.get("config") else {}
+    cfg = apply_overrides(cfg, p.get("overrides") or ())
+    if cfg.get("sweep"):
+        raise ConfigError(
+            "sweep", cfg["sweep"], "use the sweep file's grid/set instead of the config's sweep"
+        )
+    resolve_config(cfg)

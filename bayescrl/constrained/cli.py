@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from bayescrl.commands.options import force_option, log_options
 from bayescrl.constrained.core.base import CHECKPOINT, OnPolicyAlgorithm
 from bayescrl.constrained.core.callbacks import Checkpointer, MetricsWriter, ProgressBar, ResultsWriter
 from bayescrl.constrained.core.envs import resolve_env_factory
@@ -27,8 +28,8 @@ from bayescrl.utils.checks import check_device, check_memory, check_no_nan, posi
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import BayesCRLError, ConfigError, DataError
 from bayescrl.utils.io import apply_overrides, check_keys, load_json, trim_jsonl, write_json
-from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
-from bayescrl.utils.runlog import RunLogger, log_options
+from bayescrl.utils.outdir import prepare_out_dir, prepare_out_file_checked, written
+from bayescrl.utils.runlog import RunLogger
 from bayescrl.utils.seeding import set_torch_threads
 from bayescrl.utils.spread import fmt_num
 
@@ -444,3 +445,27 @@ def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes,
         v = res["video"]
         click.echo(f"video: {v['episodes']} episode(s), {v['frames']} frames at {v['fps']} fps")
     click.echo(written(run_dir, ["evaluation.json"], others=[video] if video is not None else []))
+
+
+def sweep_check(p: dict) -> None:
+    """Check one ``train`` run of a sweep before any run starts (``p``: the command's parsed options).
+
+    ``bayescrl sweep`` finds it through its registry of commands (``bayescrl.sweep.spec.ADAPTERS``)."""
+    check_device(p.get("device", "cpu"), "--device")
+    spec = load_config(p["config_file"], PATH_KEYS) if p.get("config_file") else {}
+    spec = apply_overrides(spec, p.get("overrides") or ())
+    check_keys(spec, RUN_KEYS)
+    if spec.get("config") is not None and not isinstance(spec["config"], dict):
+        raise ConfigError("config", spec["config"], "must be a mapping of training options")
+    algo, env = p.get("algo") or spec.get("algo"), p.get("env_id") or spec.get("env")
+    if algo is None:
+        raise ConfigError("algo", None, "give algo (grid, args or the --config file)")
+    if env is None:
+        raise ConfigError("env", None, "give env (grid, args or the --config file)")
+    steps = p.get("total_steps") if p.get("total_steps") is not None else spec.get("total_steps")
+    positive_int(steps, "total_steps")
+    cls = get_algorithm(algo)
+    resolve_env_factory(env, spec.get("env_kwargs"))
+    _check_size(env, spec.get("env_kwargs"), spec.get("config"), cls)
+    if p.get("preferences_file") or spec.get("preferences") is not None:
+        parse_preference_spec(p.get("preferences_file") or spec["preferences"])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from bayescrl.commands.options import force_option
 from bayescrl.inference.compare import compare_engines, markdown_table
 from bayescrl.inference.engines import fit
 from bayescrl.inference.options import ENGINES, check_engine_options, check_spec_keys
@@ -14,7 +15,7 @@ from bayescrl.models.spec import load_spec, parse_spec
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.checks import check_memory, check_memory_of, check_no_nan
 from bayescrl.utils.io import check_keys
-from bayescrl.utils.outdir import force_option, prepare_out_dir, prepare_out_file_checked, written
+from bayescrl.utils.outdir import prepare_out_dir, prepare_out_file_checked, written
 
 ENGINE_CHOICE = click.Choice(["exact", "laplace", "bootstrap", "svi", "nuts"])
 _RECORD_KEYS = ("preferences", "rewards", "heldout")

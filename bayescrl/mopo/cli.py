@@ -11,18 +11,21 @@ from pathlib import Path
 
 import click
 
+from bayescrl.commands.options import force_option, log_options
 from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo.lm import run_lm
+from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
+from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
 from bayescrl.mopo.synthetic import run_synthetic
 from bayescrl.mopo.tabular import parse_tabular, plot_history, solve_config
 from bayescrl.mopo.textgen.run import run_textgen, validate
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.checks import check_device, check_no_nan, finite_float, positive_int, prepare_out
 from bayescrl.utils.configpaths import load_config
-from bayescrl.utils.io import check_schema
-from bayescrl.utils.outdir import force_option, prepare_out_dir, written
+from bayescrl.utils.io import check_keys, check_schema
+from bayescrl.utils.outdir import prepare_out_dir, written
 from bayescrl.utils.plotting import plt
-from bayescrl.utils.runlog import RunLogger, log_options
+from bayescrl.utils.runlog import RunLogger
 from bayescrl.utils.spread import fmt_num, fmt_spread
 
 #: file paths of a mopo config (resolved against the config file; ``--model``/``--set`` against the cwd)
@@ -332,3 +335,15 @@ def summary_table(results: dict) -> str:
     elif isinstance(hv, (int, float)):
         parts.append(_rows(["", "hypervolume"], [["", hv]]))
     return "\n\n".join(parts)
+
+
+def sweep_check(p: dict) -> None:
+    """Check one ``mopo`` run of a sweep before any run starts (``p``: the command's parsed options)."""
+    cfg = apply_overrides(load_config(p["config_path"], PATH_KEYS), p.get("overrides") or ())
+    if cfg.get("mode") == "lm":  # check_config leaves lm configs to the run; their top-level keys here
+        try:
+            check_keys(cfg, sorted({*TINY_KEYS, *USER_KEYS}))
+        except ConfigError as exc:
+            hint = " (mode lm seeds by the top-level key: give 'seed_key: seed' in the sweep file)"
+            raise ConfigError(exc.field, exc.value, exc.reason + hint) from None
+    check_config(cfg)

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from bayescrl.commands.options import force_option, log_options
 from bayescrl.pbrl.diffusion.cli import run_diffusion
+from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
 from bayescrl.pbrl.experiment import run_experiment, validate_config
 from bayescrl.utils import apply_overrides, set_torch_threads
 from bayescrl.utils.checks import check_device, check_no_nan, positive_int
 from bayescrl.utils.configpaths import load_config
-from bayescrl.utils.outdir import force_option, prepare_out_dir, written
-from bayescrl.utils.runlog import RunLogger, log_options
+from bayescrl.utils.outdir import prepare_out_dir, written
+from bayescrl.utils.runlog import RunLogger
 from bayescrl.utils.spread import fmt_spread
 
 #: file paths of a pspl config (resolved against the config file)
@@ -90,3 +92,13 @@ def pspl(
             reg = fmt_spread(a["final_simple_regret_mean"], a["final_simple_regret_std"], seeds)
             click.echo(f"{prefix}{name:15s} final simple regret {reg}  ({a['wall_time_s']:.1f} s)")
     click.echo(written(out, ["results.json", *sorted(p.name for p in Path(out).glob("*.png"))]))
+
+
+def sweep_check(p: dict) -> None:
+    """Check one ``pspl`` run of a sweep before any run starts (``p``: the command's parsed options)."""
+    check_device(p.get("device", "cpu"), "--device")
+    cfg = apply_overrides(load_config(p["config"], PATH_KEYS), p.get("overrides") or ())
+    if cfg.get("task") == "diffusion":  # the pspl command sends these to the diffusion experiment
+        validate_diffusion(cfg)
+    else:
+        validate_config(cfg)

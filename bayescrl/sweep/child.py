@@ -9,6 +9,9 @@ import os
 import signal
 import sys
 
+from bayescrl.cli import main
+from bayescrl.sweep.target import CALL, run_call
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -27,13 +30,9 @@ def die_with_parent(parent: int) -> None:
 
 def dispatch(argv: list[str]) -> None:
     """``bayescrl ARGV``, or a function call of :mod:`bayescrl.sweep.calls` (``__call__ TARGET JOB OUT``)."""
-    from bayescrl.sweep.calls import CALL, run_call
-
     if argv and argv[0] == CALL:
         run_call(*argv[1:])
         return
-    from bayescrl.cli import main
-
     main(argv)
 
 

@@ -17,7 +17,12 @@ from pathlib import Path
 
 import click
 
-from bayescrl.utils.checks import positive_int
+from bayescrl.sweep.report import MANIFEST, build_report, run_done, run_summary
+from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend, run_all
+from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
+from bayescrl.utils.checks import positive_int, prepare_out, prepare_out_file
+from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.outdir import prepare_out_dir, written
 
 
 @click.command("sweep")
@@ -60,13 +65,6 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
     as the single command does. ``--resume`` continues a sweep in DIR: finished runs are skipped,
     unfinished ones continue from their checkpoints. Prints one line per finished run, then the report
     (bayescrl report DIR). Paths in SWEEP.yaml are relative to it."""
-    from bayescrl.sweep.report import MANIFEST, build_report, run_summary
-    from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend, run_all
-    from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
-    from bayescrl.utils.checks import prepare_out
-    from bayescrl.utils.errors import ConfigError
-    from bayescrl.utils.outdir import prepare_out_dir, written
-
     if workers is not None:
         workers = positive_int(workers, "--workers")
     if retries < 0:
@@ -156,8 +154,6 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
 
 
 def _finished(out_dir: Path, run, spec) -> bool:
-    from bayescrl.sweep.report import run_done
-
     return run_done(out_dir, run.id, spec.adapter.result)
 
 
@@ -167,10 +163,6 @@ def _finished(out_dir: Path, run, spec) -> bool:
 def report(sweep_dir, plots) -> None:
     """Tabulate a sweep: mean ± sd over seeds per grid point, the thesis' numbers beside them (the sweep
     file's `reference:` block), learning curves; writes DIR/report.md, DIR/report.json, DIR/curves_*.png."""
-    from bayescrl.sweep.report import build_report
-    from bayescrl.utils.checks import prepare_out, prepare_out_file
-    from bayescrl.utils.outdir import written
-
     prepare_out(sweep_dir, "DIR", create=False)
     for name in ("report.md", "report.json") if Path(sweep_dir).is_dir() else ():  # written last: check now
         prepare_out_file(Path(sweep_dir) / name, "DIR")

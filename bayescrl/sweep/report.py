@@ -20,6 +20,7 @@ from typing import Any
 from bayescrl.sweep.spec import SweepSpec, parse_sweep
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import load_json, write_json
+from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.spread import fmt_spread, sample_sd
 
 MANIFEST = "sweep.json"
@@ -390,8 +391,6 @@ def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing, warn
 def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> list[Path]:
     """Learning curves per curve key: one line per group (mean ± 1 sd over its seeds)."""
     import numpy as np
-
-    from bayescrl.utils.plotting import plot_mean_sd
 
     adapter = spec.adapter
     patterns = spec.report.get("curves") or list(adapter.curves)

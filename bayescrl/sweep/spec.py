@@ -19,7 +19,9 @@ batch; ``mopo --set mopo.seed=S``, or ``seed_key``). ``bandit``/``pspl`` also ta
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import importlib
 import itertools
 import json
 import re
@@ -28,9 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bayescrl.utils.configpaths import load_config
+import click
+
+from bayescrl.sweep.target import CALL, RESULT, resolve
+from bayescrl.utils.configpaths import config_relative
 from bayescrl.utils.errors import BayesCRLError, ConfigError
-from bayescrl.utils.io import check_keys, load_yaml
+from bayescrl.utils.io import apply_overrides, check_keys, load_yaml
 
 SWEEP_KEYS = (
     "command",
@@ -129,8 +134,6 @@ ADAPTERS: dict[str, Adapter] = {
 
 def get_command(name: str):
     """The click command behind ``name`` (imported lazily, like the CLI does)."""
-    import importlib
-
     module, attr = ADAPTERS[name].module.split(":")
     return getattr(importlib.import_module(module), attr)
 
@@ -206,8 +209,6 @@ def load_sweep(path: str | Path, overrides: tuple[str, ...] | list[str] = ()) ->
 def override_sweep(data: Mapping[str, Any], overrides: tuple[str, ...] | list[str]) -> dict:
     """``--set`` items applied to a sweep file with the one override parser; a ``set.KEY=VALUE`` item sets
     the ``set:`` entry ``KEY`` (itself a dotted --set key of the runs, such as ``config.n_envs``)."""
-    from bayescrl.utils.io import apply_overrides
-
     out = dict(data)
     for item in overrides:
         key = item.split("=", 1)[0].strip()
@@ -221,10 +222,6 @@ def override_sweep(data: Mapping[str, Any], overrides: tuple[str, ...] | list[st
 
 def _resolve_paths(data: Mapping[str, Any], sweep_file: str | Path) -> dict:
     """A copy of the sweep file's data with its file paths made relative to the sweep file."""
-    import copy
-
-    from bayescrl.utils.configpaths import config_relative
-
     out = copy.deepcopy(dict(data))
     args, grid = out.get("args"), out.get("grid")
     if out.get("command") == "call":  # a call's job keys are the function's own
@@ -427,8 +424,6 @@ def _check_report(spec: SweepSpec) -> None:
 # ------------------------------------------------------------------------------------------ argv
 def _options(cmd) -> dict[str, Any]:
     """Click parameters by every name a sweep file may use (``total-steps``, ``total_steps``, ``seeds``)."""
-    import click
-
     names: dict[str, Any] = {}
     for p in cmd.params:
         if isinstance(p, click.Option):
@@ -446,8 +441,6 @@ def _user_keys(cmd, adapter: Adapter) -> list[str]:
     """The keys a sweep file may give for ``cmd``, each once, by the name the user knows: the long option
     (``env``, ``cost-limit``, not the parameter names ``env_id``, ``cost_limits``), ``config`` for the
     positional file, ``seed`` and the adapter's aliases; options the sweep sets itself are left out."""
-    import click
-
     names = {"seed", *adapter.aliases}
     for p in cmd.params:
         if isinstance(p, click.Option):
@@ -465,8 +458,6 @@ def _yaml_value(value: Any) -> str:
 
 
 def _option_argv(param, key: str, value: Any) -> list[str]:
-    import click
-
     if isinstance(param, click.Argument):
         return [_path(param, value)]
     flag = param.opts[0]
@@ -487,8 +478,6 @@ def _option_argv(param, key: str, value: Any) -> list[str]:
 
 def _path(param, value: Any) -> str:
     """Option values as text; relative paths (files the run reads) made absolute from the current folder."""
-    import click
-
     text = _yaml_value(value) if not isinstance(value, bool) else str(value).lower()
     if isinstance(param.type, click.Path) and text and not Path(text).is_absolute():
         return str(Path(text).resolve())
@@ -527,11 +516,6 @@ def run_ids(spec: SweepSpec) -> list[tuple[str, dict]]:
 def _call_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
     """``command: call``: each run's job (``args``, the grid point, its cases' options, ``set`` entries as
     dotted keys, the seed under ``seed_key`` or ``seed``) and argv ``[__call__, TARGET, JOB, RESULT]``."""
-    import copy
-
-    from bayescrl.sweep.calls import CALL, RESULT
-    from bayescrl.utils.io import apply_overrides
-
     where, _, name = str(spec.target).rpartition(":")
     target = f"{Path(where).resolve()}:{name}" if where.endswith(".py") else str(spec.target)
     runs = []
@@ -616,14 +600,12 @@ class _NoOpt:
 # ------------------------------------------------------------------------------------------ validation
 def validate_runs(spec: SweepSpec, runs: list[Run]) -> None:
     """Check every run with the command's own validators before any run starts (one line on error)."""
-    import click
-
     if spec.command == "call":
         _validate_calls(spec, runs)
         return
 
     cmd = get_command(spec.command)
-    check = VALIDATORS[spec.command]
+    check = validator(spec.command)
     seen: set[str] = set()
     for run in runs:
         try:
@@ -645,8 +627,6 @@ def validate_runs(spec: SweepSpec, runs: list[Run]) -> None:
 def _validate_calls(spec: SweepSpec, runs: list[Run]) -> None:
     """``command: call``: the target must import; its module's ``validate_job(job)``, when it has one,
     checks every run's job (a ``BayesCRLError`` or ``ValueError`` is one line naming the grid point)."""
-    from bayescrl.sweep.calls import resolve
-
     try:
         fn = resolve(str(spec.target))
     except Exception as exc:  # noqa: BLE001 - any import problem is the user's target
@@ -662,84 +642,6 @@ def _validate_calls(spec: SweepSpec, runs: list[Run]) -> None:
             raise ConfigError(f"run {run.id}", where, str(exc)) from None
 
 
-def _check_train(p: dict) -> None:
-    from bayescrl.constrained.cli import PATH_KEYS, RUN_KEYS, _check_size
-    from bayescrl.constrained.core.envs import resolve_env_factory
-    from bayescrl.constrained.registry import get_algorithm
-    from bayescrl.utils.checks import check_device, positive_int
-    from bayescrl.utils.io import apply_overrides
-
-    check_device(p.get("device", "cpu"), "--device")
-    spec = load_config(p["config_file"], PATH_KEYS) if p.get("config_file") else {}
-    spec = apply_overrides(spec, p.get("overrides") or ())
-    check_keys(spec, RUN_KEYS)
-    if spec.get("config") is not None and not isinstance(spec["config"], dict):
-        raise ConfigError("config", spec["config"], "must be a mapping of training options")
-    algo, env = p.get("algo") or spec.get("algo"), p.get("env_id") or spec.get("env")
-    if algo is None:
-        raise ConfigError("algo", None, "give algo (grid, args or the --config file)")
-    if env is None:
-        raise ConfigError("env", None, "give env (grid, args or the --config file)")
-    steps = p.get("total_steps") if p.get("total_steps") is not None else spec.get("total_steps")
-    positive_int(steps, "total_steps")
-    cls = get_algorithm(algo)
-    resolve_env_factory(env, spec.get("env_kwargs"))
-    _check_size(env, spec.get("env_kwargs"), spec.get("config"), cls)
-    if p.get("preferences_file") or spec.get("preferences") is not None:
-        from bayescrl.prefrl.spec import parse_preference_spec
-
-        parse_preference_spec(p.get("preferences_file") or spec["preferences"])
-
-
-def _check_bandit(p: dict) -> None:
-    from bayescrl.bandits.config import resolve_config
-    from bayescrl.utils.io import apply_overrides
-
-    cfg = load_yaml(p["config"]) if p.get("config") else {}
-    cfg = apply_overrides(cfg, p.get("overrides") or ())
-    if cfg.get("sweep"):
-        raise ConfigError(
-            "sweep", cfg["sweep"], "use the sweep file's grid/set instead of the config's sweep"
-        )
-    resolve_config(cfg)
-
-
-def _check_pspl(p: dict) -> None:
-    from bayescrl.pbrl.cli import PATH_KEYS
-    from bayescrl.pbrl.experiment import validate_config
-    from bayescrl.utils.checks import check_device
-    from bayescrl.utils.io import apply_overrides
-
-    check_device(p.get("device", "cpu"), "--device")
-    cfg = apply_overrides(load_config(p["config"], PATH_KEYS), p.get("overrides") or ())
-    if cfg.get("task") == "diffusion":  # the pspl CLI sends these to the diffusion experiment
-        from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
-
-        validate_diffusion(cfg)
-    else:
-        validate_config(cfg)
-
-
-def _check_mopo(p: dict) -> None:
-    from bayescrl.mopo.cli import PATH_KEYS, check_config
-    from bayescrl.utils.io import apply_overrides
-
-    cfg = apply_overrides(load_config(p["config_path"], PATH_KEYS), p.get("overrides") or ())
-    if cfg.get("mode") == "lm":  # check_config leaves lm configs to the run; their top-level keys here
-        from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
-        from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
-
-        try:
-            check_keys(cfg, sorted({*TINY_KEYS, *USER_KEYS}))
-        except ConfigError as exc:
-            hint = " (mode lm seeds by the top-level key: give 'seed_key: seed' in the sweep file)"
-            raise ConfigError(exc.field, exc.value, exc.reason + hint) from None
-    check_config(cfg)
-
-
-VALIDATORS: dict[str, Callable[[dict], None]] = {
-    "train": _check_train,
-    "bandit": _check_bandit,
-    "pspl": _check_pspl,
-    "mopo": _check_mopo,
-}
+def validator(command: str) -> Callable[[dict], None]:
+    """The command's own ``sweep_check(params)``, found through :data:`ADAPTERS` (the command's module)."""
+    return importlib.import_module(ADAPTERS[command].module.split(":")[0]).sweep_check

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import threading
 
+from bayescrl.sweep.child import die_with_parent, dispatch
+
 #: modules the fork server imports once (what most runs import first)
 PRELOAD = (
     "torch",
@@ -87,8 +89,6 @@ def _release_fork_server() -> None:
 
 def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
     """In the forked run process: die with the fork server, append output to the log, run the command."""
-    from bayescrl.sweep.child import die_with_parent
-
     die_with_parent(os.getppid())
     _release_fork_server()
     os.environ.clear()
@@ -106,8 +106,6 @@ def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
     # platform's default (fork on Linux): AsyncVectorEnv workers started from the fork server's fresh
     # interpreter would not find bayescrl's registered envs
     mp.set_start_method(None, force=True)
-    from bayescrl.sweep.child import dispatch
-
     try:
         dispatch(argv)
     finally:  # the fork server ends its child with os._exit: run the exit handlers a normal exit runs

@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import click
-
 from bayescrl.utils.checks import prepare_out, prepare_out_file
 from bayescrl.utils.errors import ConfigError
 
-__all__ = ["force_option", "prepare_out_dir", "prepare_out_file_checked", "written"]
+__all__ = ["prepare_out_dir", "prepare_out_file_checked", "written"]
 
 
 def _hint(resumable: bool) -> str:
@@ -60,15 +58,6 @@ def prepare_out_file_checked(path: str | Path, *, force: bool = False, field: st
     if path.is_file() and not force:
         raise ConfigError(field, str(path), "already exists; pass --force to replace it")
     return prepare_out_file(path, field)
-
-
-def force_option(fn):
-    """``--force``: write into a non-empty output folder (passed as ``force``)."""
-    return click.option(
-        "--force",
-        is_flag=True,
-        help="Write into a non-empty --out (files of the same name are replaced).",
-    )(fn)
 
 
 def written(

@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import click
-
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.quiet import set_quiet
 
@@ -250,21 +248,3 @@ def _is_number(v: Any) -> bool:
     except ImportError:  # pragma: no cover
         pass
     return isinstance(v, (int, float)) and math.isfinite(float(v))
-
-
-def log_options(fn):
-    """``--log-dir DIR`` and ``--wandb/--no-wandb`` for a command (passed as ``log_dir``, ``wandb``)."""
-    fn = click.option(
-        "--wandb/--no-wandb",
-        "wandb",
-        default=None,
-        help="Also log to Weights & Biases (needs wandb installed and --log-dir; default: $BAYESCRL_WANDB).",
-    )(fn)
-    fn = click.option(
-        "--log-dir",
-        "log_dir",
-        default=None,
-        type=click.Path(file_okay=False),
-        help="Write TensorBoard scalars here (needs 'bayescrl[log]'); view with tensorboard --logdir DIR.",
-    )(fn)
-    return fn
