@@ -13,11 +13,12 @@ import click
 
 from bayescrl.commands.options import force_option, log_options
 from bayescrl.inference.rater_report import format_table
+from bayescrl.mopo import tabular
 from bayescrl.mopo.lm import run_lm
 from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
 from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
 from bayescrl.mopo.synthetic import run_synthetic
-from bayescrl.mopo.tabular import parse_tabular, plot_history, solve_config
+from bayescrl.mopo.tabular import parse_tabular, plot_history
 from bayescrl.mopo.textgen.run import run_textgen, validate
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.checks import check_device, check_no_nan, finite_float, positive_int, prepare_out
@@ -150,7 +151,7 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
     if mode not in ("lm", "textgen"):
         device = device or "cpu"
     if mode == "tabular":
-        results, run = solve_config(config, device, out=out)
+        results, run = tabular.solve_config(config, device, out=out)
         if run is not None:
             plot_history(
                 run,

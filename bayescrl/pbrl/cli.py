@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from bayescrl.commands.options import force_option, log_options
+from bayescrl.pbrl import experiment
 from bayescrl.pbrl.diffusion.cli import run_diffusion
 from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
-from bayescrl.pbrl.experiment import run_experiment, validate_config
+from bayescrl.pbrl.experiment import validate_config
 from bayescrl.utils import apply_overrides, set_torch_threads
 from bayescrl.utils.checks import check_device, check_no_nan, positive_int
 from bayescrl.utils.configpaths import load_config
@@ -78,7 +79,9 @@ def pspl(
     validate_config(cfg, seeds)  # every field (and sweep cell), and memory, before any work or output
     prepare_out_dir(out, force=force)
     logger = RunLogger(log_dir, wandb, config=cfg, name=f"pspl:{out}")
-    res = run_experiment(cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots)
+    res = experiment.run_experiment(
+        cfg, seeds, out, device=device, progress=not no_progress, plots=not no_plots
+    )
     check_no_nan(res, out)
     with logger:
         logger.log_results({k: v for k, v in res.items() if k != "config"})

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import click
 
+from bayescrl.sweep import runner
 from bayescrl.sweep.report import MANIFEST, build_report, run_done, run_summary
-from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend, run_all
+from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend
 from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
 from bayescrl.utils.checks import positive_int, prepare_out, prepare_out_file
 from bayescrl.utils.errors import ConfigError
@@ -119,7 +120,7 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
     try:
         if done_before:
             tqdm.write(f"{len(done_before)} of {total} runs already finished (skipped)", file=sys.stdout)
-        run_all(
+        runner.run_all(
             spec,
             runs,
             out_dir,

@@ -53,9 +53,9 @@ import torch
 from tqdm.auto import tqdm
 
 from bayescrl.pbrl.data import offline_rater
+from bayescrl.pbrl.diffusion import base as diffusion_base
 from bayescrl.pbrl.diffusion import require
 from bayescrl.pbrl.diffusion.agents import DPSTheta, NoiseNormModel, PSPLTheta
-from bayescrl.pbrl.diffusion.base import load_or_train
 from bayescrl.pbrl.diffusion.mdp import STATS, Rollouts, rollout
 from bayescrl.pbrl.diffusion.policy import (
     GaussianNoisePolicy,
@@ -565,7 +565,7 @@ def run_experiment(
         torch.cuda.reset_peak_memory_stats()
     cache = cfg["base"]["cache"] or str(Path(out or "runs/pspl") / "base_model")
     bcfg = {k: v for k, v in cfg["base"].items() if k != "cache"}
-    base = load_or_train(bcfg, cache, no_train=no_train, device=device, progress=progress)
+    base = diffusion_base.load_or_train(bcfg, cache, no_train=no_train, device=device, progress=progress)
     result: dict[str, Any] = {"config": cfg, "seeds": seeds, "device": device, "base_model": base.info}
     images = {}
     if cfg["sweep"] is None:
