@@ -58,6 +58,7 @@ from bayescrl.inference.svi import fit_svi
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import CompetencePrior, bt_linear_model
 from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.plotting import plt as _plt
 
 POOL_ENGINES = ("laplace-eb", "svi", "nuts")
 VERDICTS = ("trusted", "random", "deliberate-but-misinformed", "uncertain")
@@ -229,8 +230,6 @@ class RaterPoolPosterior:
     def plot(self, path: str | Path, truth: Mapping[str, Sequence[float]] | None = None):
         """Save a PNG with the 90 % intervals of β_i and λ_i per rater (log scale), coloured by verdict;
         ``truth`` (``{"beta": [...], "lam": [...]}``) adds the true values. Returns the figure."""
-        from bayescrl.utils.plotting import plt as _plt
-
         plt = _plt()
         colours = {"trusted": "tab:green", "random": "tab:grey", "uncertain": "tab:orange"}
         colours["deliberate-but-misinformed"] = "tab:red"
