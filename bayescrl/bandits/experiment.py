@@ -27,6 +27,7 @@ from bayescrl.bandits.env import LinearBandit
 from bayescrl.bandits.offline import OfflineData, sample_offline
 from bayescrl.bandits.prior import informed_prior
 from bayescrl.bandits.warmtsof import WarmTSOFAgent
+from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool
 from bayescrl.inference.rater_report import format_table, save_plot, table_rows
 from bayescrl.raters.competence import beta_bayes, beta_entropy, beta_mle
 from bayescrl.utils.errors import ConfigError
@@ -68,8 +69,6 @@ def pool_competence(
     ``beta, lam [S,R]`` in place); the others anchor the pool with their assumed (β, λ). A single rater's λ
     stays at its prior median (not identified from one rater). Returns the pool posteriors, one per
     seed."""
-    from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool  # deferred: loads Pyro
-
     engine = {"laplace": "laplace-eb", "svi": "svi", "nuts": "nuts"}[opts["engine"]]
     extra = dict(opts["engine_options"]) if engine != "laplace-eb" else {}
     prior = RaterPrior(beta_loc=opts["beta_prior_loc"], beta_scale=opts["beta_prior_scale"])
