@@ -10,6 +10,7 @@ import numpy as np
 
 from bayescrl.constrained.core.adapter import AlgorithmView
 from bayescrl.utils.io import write_json
+from bayescrl.utils.plotting import plt
 
 
 class PreferenceReport:
@@ -57,8 +58,6 @@ class PreferenceReport:
     ) -> dict:
         """``metrics`` plus ``final_true_return``, ``final_true_costs`` and ``extra`` into ``metrics.json``;
         ``preference_rounds.json`` and ``preference_curves.png``."""
-        from bayescrl.utils.plotting import plt
-
         out = Path(out_dir)
         metrics = dict(metrics)
         metrics["final_true_return"] = metrics["final_return"]
