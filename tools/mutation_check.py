@@ -230,6 +230,30 @@ MUTATIONS: list[Mutation] = [
         "scale = math.sqrt(delta / dHd)",
         f"{T_ACPO}::test_atrpo_runs_and_config_errors",
     ),
+    _one(
+        "19-rater-pool-evidence-logdet-sign",
+        "laplace-eb competence gradient with +½ ∂log det H instead of −½ (the Laplace evidence's Occam term)",
+        "bayescrl/inference/hierarchical.py",
+        "g = -dloss - 0.5 * dlogdet",
+        "g = -dloss + 0.5 * dlogdet",
+        "tests/test_hierarchical_raters.py::test_analytic_competence_gradient_matches_autograd_of_the_laplace_objective",
+    ),
+    _one(
+        "20-rater-pool-block-solve",
+        "block-arrow solve: x_i = A_i⁻¹ r_i, dropping the rater beliefs' coupling λ_i² A_i⁻¹ x_θ to θ",
+        "bayescrl/inference/hierarchical.py",
+        "x_V = y + lam2 * torch.einsum(",
+        "x_V = y + 0 * lam2 * torch.einsum(",
+        "tests/test_hierarchical_raters.py::test_block_arrow_solve_and_log_det_match_the_dense_hessian",
+    ),
+    _one(
+        "21-torn-log-keeps-one-record-too-few",
+        "resume trims the metrics log to records before the checkpoint (< instead of <=)",
+        "bayescrl/utils/io.py",
+        "if isinstance(at, int) and at <= upto:",
+        "if isinstance(at, int) and at < upto:",
+        "tests/test_utils.py::test_trim_jsonl_keeps_records_up_to_the_checkpoint_and_drops_only_a_torn_last_line",
+    ),
 ]
 
 
