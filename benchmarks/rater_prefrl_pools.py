@@ -42,7 +42,7 @@ from ecop_compare import BASE_CFG  # benchmarks/ is the script's folder
 from bayescrl.prefrl.loop import train_with_preferences
 from bayescrl.utils import set_torch_threads, write_json
 from bayescrl.utils.plotting import plt
-from bayescrl.utils.spread import spread
+from bayescrl.utils.spread import fmt_num, spread
 
 OUT = Path(__file__).parent / "results" / "raters"
 ENV, ALGO = "bayescrl/PointCircle-v0", "ecop"
@@ -97,6 +97,9 @@ def summarise(runs: list[dict]) -> dict:
             vals = [r[k] for r in rs.values() if r[k] is not None]
             table["mean"][m][k] = float(np.mean(vals)) if vals else None
         table["mean"][m]["n"] = len(rs)
+        corr = [r["reward_correlation"] for r in rs.values() if r["reward_correlation"] is not None]
+        table["mean"][m]["reward_correlation_median"] = float(np.median(corr)) if corr else None
+        table["mean"][m]["reward_correlation_above_0.9"] = sum(c > 0.9 for c in corr)
         held: dict[str, list[float]] = {}  # pooled holds one β for the single pooled rater
         for r in rs.values():
             for rid, b in r["beta_held"].items():
@@ -193,7 +196,12 @@ def main() -> None:
     table = summarise(runs)
     write_json(out / "rater_prefrl_pools.json", {**res, "table": table, "runs": runs})
     for m, row in table["mean"].items():
-        print(f"{m:12s} " + "  ".join(f"{k} {row[k]:.3f}" for k in METRICS if row[k] is not None))
+        print(
+            f"{m:12s} "
+            + "  ".join(f"{k} {row[k]:.3f}" for k in METRICS if row[k] is not None)
+            + f"  corr median {fmt_num(row['reward_correlation_median'], 3)}"
+            + f", > 0.9 in {row['reward_correlation_above_0.9']}"
+        )
     for name, entry in table["paired"].items():
         print(f"{name}: " + "  ".join(f"{k} {_fmt_ci(entry.get(k))}" for k in METRICS))
     print(f"misinformed λ rank (hierarchical): {table['misinformed_lam_rank']}")
