@@ -289,3 +289,18 @@ def test_linear_solve_hook_reaches_the_same_map():
     assert bool(hook.converged.all()) and hook.iters > ref.iters  # linear, not quadratic, convergence
     assert torch.allclose(hook.theta, ref.theta, atol=1e-10)
     assert torch.allclose(hook.vartheta, ref.vartheta, atol=1e-10)
+
+
+def test_factorisations_survive_a_rater_with_fewer_comparisons_than_features():
+    """A_i = λ_i² I + K_i with λ_i → 0 and K_i of rank < d (a rater with fewer comparisons than features)
+    is singular to round-off: the plain Cholesky fails there, the jittered one gives finite factors that
+    reproduce A_i (seed 23 of benchmarks/rater_prefrl_pools.py stopped on exactly this)."""
+    from bayescrl.inference.bootstrap import spd_cholesky
+
+    g = torch.Generator().manual_seed(0)
+    D = torch.randn(2, 6, generator=g, dtype=torch.float64)  # 2 comparisons, d = 6
+    A = torch.stack([1e-20 * torch.eye(6, dtype=torch.float64) + D.T @ D, torch.eye(6, dtype=torch.float64)])
+    assert torch.linalg.cholesky_ex(A)[1][0] != 0  # what crashed
+    L = spd_cholesky(A)
+    assert torch.isfinite(L).all()
+    assert torch.allclose(L @ L.mT, A, atol=1e-5 * float(A[0].diagonal().mean()))

@@ -379,15 +379,22 @@ def _compact(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return order, torch.gather(mask, 1, order)
 
 
-def _spd_inverse(a: torch.Tensor) -> torch.Tensor:
-    """Inverse of symmetric positive definite matrices (a tiny jitter if a Cholesky fails numerically)."""
+def spd_cholesky(a: torch.Tensor) -> torch.Tensor:
+    """Cholesky factors of symmetric positive (semi-)definite matrices ``a [..., n, n]``; where round-off
+    makes a factorisation fail, the smallest of the jitters 1e-12, 1e-9, 1e-6 (relative to the mean
+    diagonal) that succeeds is added to the whole batch."""
     scale = a.diagonal(dim1=-2, dim2=-1).abs().mean(-1)[..., None, None].clamp_min(1e-300)
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
     for jitter in (0.0, 1e-12, 1e-9, 1e-6):
         chol, info = torch.linalg.cholesky_ex(a + jitter * scale * eye)
         if not bool((info != 0).any()):
             break
-    inv = torch.cholesky_inverse(chol)
+    return chol
+
+
+def _spd_inverse(a: torch.Tensor) -> torch.Tensor:
+    """Inverse of symmetric positive definite matrices (a tiny jitter if a Cholesky fails numerically)."""
+    inv = torch.cholesky_inverse(spd_cholesky(a))
     return 0.5 * (inv + inv.mT)
 
 

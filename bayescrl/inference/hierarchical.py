@@ -50,7 +50,7 @@ import scipy.optimize
 import torch
 import torch.nn.functional as F
 
-from bayescrl.inference.bootstrap import map_estimate
+from bayescrl.inference.bootstrap import map_estimate, spd_cholesky
 from bayescrl.inference.nuts import fit_nuts
 from bayescrl.inference.posterior import import_arviz
 from bayescrl.inference.sites import site_infos
@@ -372,11 +372,11 @@ def _blocks(pool: _Pool, theta, V, beta, lam):
 def _schur(pool: _Pool, K, A, lam):
     """Cholesky of A_i and of the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i² A_i⁻¹ K_i (as in
     :meth:`bayescrl.inference.bootstrap._Terms.block_newton_step`)."""
-    chol_a = torch.linalg.cholesky(A)
+    chol_a = spd_cholesky(A)  # A_i ≈ K_i, singular when λ_i → 0 and rater i has fewer comparisons than d
     ak = torch.cholesky_solve(K, chol_a)
     S = pool.prec0 + ((lam**2)[..., None, None] * ak).sum(-3)
     S = 0.5 * (S + S.mT)
-    return chol_a, torch.linalg.cholesky(S)
+    return chol_a, spd_cholesky(S)
 
 
 def _objective(pool: _Pool, prior: RaterPrior, h_b, h_l, theta_hat, V_hat, free_b, free_l):
@@ -458,12 +458,12 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l)
     K = ((w * beta.unsqueeze(-1) ** 2).unsqueeze(-1) * pool.D).mT @ pool.D
     d = theta.shape[-1]
     eye = torch.eye(d, dtype=theta.dtype, device=theta.device)
-    chol_a = torch.linalg.cholesky(lam2[..., None, None] * eye + K)
+    chol_a = spd_cholesky(lam2[..., None, None] * eye + K)
     ainv = torch.cholesky_inverse(chol_a)
     ainv = 0.5 * (ainv + ainv.mT)
     # λ²(I − λ² A⁻¹) = λ² A⁻¹ K: the θ Schur complement without forming A⁻¹K
     S = pool.prec0 + (lam2[..., None, None] * (eye - lam2[..., None, None] * ainv)).sum(-3)
-    chol_s = torch.linalg.cholesky(0.5 * (S + S.mT))
+    chol_s = spd_cholesky(0.5 * (S + S.mT))
     logdet = 2 * chol_a.diagonal(dim1=-2, dim2=-1).log().sum((-1, -2)) + 2 * chol_s.diagonal(
         dim1=-2, dim2=-1
     ).log().sum(-1)
@@ -697,7 +697,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     chol_a, chol_s = _schur(pool, K, A, hl[None].exp())
     n = num_draws
     if nf:
-        ch = torch.linalg.cholesky(0.5 * (cov_h + cov_h.T))
+        ch = spd_cholesky(0.5 * (cov_h + cov_h.T))
         dh = torch.randn(n, nf, generator=gen, dtype=dt).to(dev) @ ch.T  # [n, nf]
     else:
         dh = torch.zeros(n, 0, dtype=dt, device=dev)
