@@ -17,18 +17,21 @@ from bayescrl.utils.runlog import setup_logging
 
 # command name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("bayescrl.demo:demo", "Run the headline job on a small default and plot it."),
-    "infer": ("bayescrl.inference.cli:infer", "Fit a posterior to a model spec / data file; write NetCDF."),
-    "simulate": ("bayescrl.inference.cli:simulate", "Generate synthetic offline preference data."),
-    "compare": ("bayescrl.inference.cli:compare", "Compare inference engines on one model and data."),
-    "bandit": ("bayescrl.bandits.cli:bandit", "warmPref-PS linear-bandit experiments."),
-    "pspl": ("bayescrl.pbrl.cli:pspl", "PSPL preference-based RL experiments."),
-    "train": ("bayescrl.constrained.cli:train", "Train a constrained RL agent (e-COP, ACPO, baselines)."),
-    "evaluate": ("bayescrl.constrained.cli:evaluate", "Re-run a saved constrained RL policy."),
-    "mopo": ("bayescrl.mopo.cli:mopo", "MOPO multi-objective preference optimisation."),
-    "examples": ("bayescrl.examples_cli:examples", "List the shipped example configs or copy them to DIR."),
+    "demo": ("bayescrl.commands.demo:demo", "Run the headline job on a small default and plot it."),
+    "infer": ("bayescrl.commands.infer:infer", "Fit a posterior to a model spec / data file; write NetCDF."),
+    "simulate": ("bayescrl.commands.infer:simulate", "Generate synthetic offline preference data."),
+    "compare": ("bayescrl.commands.infer:compare", "Compare inference engines on one model and data."),
+    "bandit": ("bayescrl.commands.bandit:bandit", "warmPref-PS linear-bandit experiments."),
+    "pspl": ("bayescrl.commands.pspl:pspl", "PSPL preference-based RL experiments."),
+    "train": ("bayescrl.commands.train:train", "Train a constrained RL agent (e-COP, ACPO, baselines)."),
+    "evaluate": ("bayescrl.commands.train:evaluate", "Re-run a saved constrained RL policy."),
+    "mopo": ("bayescrl.commands.mopo:mopo", "MOPO multi-objective preference optimisation."),
+    "examples": (
+        "bayescrl.commands.examples:examples",
+        "List the shipped example configs or copy them to DIR.",
+    ),
     "prefs": (
-        "bayescrl.prefrl.cli:prefs",
+        "bayescrl.commands.prefs:prefs",
         "Export pending preference queries to a labelling page; import labels.",
     ),
     "sweep": ("bayescrl.sweep.cli:sweep", "Run a grid of runs (algos x envs x seeds x --set) on Ray."),

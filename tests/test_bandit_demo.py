@@ -5,7 +5,7 @@ import math
 
 from click.testing import CliRunner
 
-from bayescrl.demo import DEMO_CONFIG, demo
+from bayescrl.commands.demo import DEMO_CONFIG, demo
 
 
 def test_demo_shows_best_agent_first_with_bands(tmp_path):

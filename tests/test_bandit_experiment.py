@@ -7,9 +7,9 @@ import torch
 from click.testing import CliRunner
 
 from bayescrl.bandits import run_experiment
-from bayescrl.bandits.cli import bandit
 from bayescrl.bandits.config import resolve_config
 from bayescrl.bandits.experiment import make_world, run_sweep
+from bayescrl.commands.bandit import bandit
 from bayescrl.utils.errors import ConfigError
 
 TINY = {

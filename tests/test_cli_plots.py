@@ -58,7 +58,7 @@ def test_pspl_simple_regret_is_log_scale_with_a_band_per_agent(tmp_path, saved):
 
 
 def test_mopo_tabular_plot_draws_the_exact_solution(tmp_path, saved):
-    from bayescrl.mopo.cli import run_config
+    from bayescrl.commands.mopo import run_config
     from bayescrl.utils import load_yaml
 
     cfg = load_yaml("examples/mopo/tabular_mopo.yaml")
@@ -74,7 +74,7 @@ def test_mopo_tabular_plot_draws_the_exact_solution(tmp_path, saved):
 
 
 def test_mopo_exact_bar_plot_and_sanity_grid_show_the_exact_solution(tmp_path, saved):
-    from bayescrl.mopo.cli import run_config
+    from bayescrl.commands.mopo import run_config
     from bayescrl.utils import load_yaml
 
     res = run_config(load_yaml("examples/mopo/tabular_exact.yaml"), tmp_path / "exact")

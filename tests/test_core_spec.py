@@ -216,7 +216,7 @@ def test_bulk_validation_reports_the_first_bad_record(key, value, message):
 
 
 def test_load_spec_reads_json_strictly_and_yaml(tmp_path):
-    from bayescrl.inference.cli import _load
+    from bayescrl.commands.infer import _load
     from bayescrl.models.spec import from_spec, load_spec
 
     spec = _many(n=4)

@@ -39,9 +39,8 @@ RANKS: dict[str, int] = {
 }
 
 #: The one mapping table: module-name prefix -> layer entry (the longest matching prefix wins).
-#: The click modules still live inside their families; they already count as the command layer, so
-#: moving them into ``bayescrl/commands/`` only changes the rows below (``bayescrl.commands`` stays).
-#: ``bayescrl.sweep.cli`` is the sweep/report command, part of the sweep layer it drives.
+#: ``bayescrl.commands`` holds one click module per command; ``bayescrl.sweep.cli`` is the sweep/report
+#: command, part of the sweep layer it drives.
 LAYER_OF_PREFIX: dict[str, str] = {
     "bayescrl": "root",
     "bayescrl.utils": "utils",
@@ -54,20 +53,10 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "bayescrl.constrained": "constrained",
     "bayescrl.mopo": "mopo",
     "bayescrl.prefrl": "prefrl",
+    "bayescrl.commands": "commands",
     "bayescrl.sweep": "sweep",
     "bayescrl.cli": "cli",
     "bayescrl.__main__": "cli",
-    # the command layer (click modules), to be moved into bayescrl/commands/
-    "bayescrl.commands": "commands",
-    "bayescrl.demo": "commands",
-    "bayescrl.examples_cli": "commands",
-    "bayescrl.inference.cli": "commands",
-    "bayescrl.bandits.cli": "commands",
-    "bayescrl.pbrl.cli": "commands",
-    "bayescrl.pbrl.diffusion.cli": "commands",
-    "bayescrl.constrained.cli": "commands",
-    "bayescrl.mopo.cli": "commands",
-    "bayescrl.prefrl.cli": "commands",
 }
 
 #: layers allowed to import click
@@ -268,7 +257,7 @@ def test_clean_tree_passes(tmp_path: Path) -> None:
             "inference/engines.py": "from bayescrl.utils import io\n",
             "pbrl/agents.py": "from bayescrl.inference.engines import fit\nfrom . import mdp\n",
             "pbrl/mdp.py": "from bayescrl.utils.io import x\n",
-            "pbrl/cli.py": "import click\nfrom bayescrl.pbrl.agents import A\n",
+            "commands/pspl.py": "import click\nfrom bayescrl.pbrl.agents import A\n",
             "cli.py": "import click\n",
         },
     )
@@ -285,7 +274,7 @@ def test_clean_tree_passes(tmp_path: Path) -> None:
         ({"constrained/acpo.py": "from bayescrl.prefrl import loop\n", "prefrl/loop.py": ""}, "upward"),
         ({"pbrl/agents.py": "import click\n"}, "click imported outside"),
         ({"pbrl/a.py": "def f():\n    from bayescrl.utils import io\n", "utils/io.py": ""}, "function-local"),
-        ({"prefrl/cli.py": "def f():\n    import bayescrl.pbrl.mdp\n", "pbrl/mdp.py": ""}, "function-local"),
+        ({"commands/x.py": "def f():\n    import bayescrl.pbrl.mdp\n", "pbrl/mdp.py": ""}, "function-local"),
         (
             {
                 "sweep/calls.py": "from bayescrl.sweep.runner import run\n",
@@ -315,9 +304,12 @@ def test_allow_list_and_type_checking_and_table(tmp_path: Path) -> None:
     assert check_layers(root) == [expected]
     allowed = {("bayescrl.mopo.lm.run", "bayescrl.mopo.lm.heavy"): "defers transformers"}
     assert check_layers(root, lazy_allowed=allowed) == []
-    # the command layer is decided by the table alone: a family cli.py may import click and prefrl
-    root = _tree(tmp_path / "t2", {"constrained/cli.py": "import click\nfrom bayescrl.prefrl import loop\n",
-                                   "prefrl/loop.py": ""})
+    # the layer is decided by the table: a command module may import click and prefrl, the same file inside
+    # a family may not (click outside the command layer, and an upward import)
+    code = "import click\nfrom bayescrl.prefrl import loop\n"
+    root = _tree(tmp_path / "t2", {"commands/train.py": code, "prefrl/loop.py": ""})
     assert check_layers(root) == []
-    table = {k: v for k, v in LAYER_OF_PREFIX.items() if k != "bayescrl.constrained.cli"}
-    assert len(check_layers(root, table=table)) == 2
+    root = _tree(tmp_path / "t3", {"constrained/cli.py": code, "prefrl/loop.py": ""})
+    assert len(check_layers(root)) == 2
+    table = {**LAYER_OF_PREFIX, "bayescrl.constrained.cli": "commands"}
+    assert check_layers(root, table=table) == []

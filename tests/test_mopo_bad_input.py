@@ -3,7 +3,7 @@
 import pytest
 from cli_utils import run
 
-from bayescrl.mopo.cli import check_config
+from bayescrl.commands.mopo import check_config
 from bayescrl.utils import load_yaml
 
 

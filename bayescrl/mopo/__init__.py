@@ -5,6 +5,6 @@ Modules: :mod:`~bayescrl.mopo.objective` (pure batched torch functions of Proble
 (per-action preference probabilities: win rates, or a Bradley–Terry posterior with rater competence),
 :mod:`~bayescrl.mopo.synthetic`
 (sanity check and motivating example), :mod:`~bayescrl.mopo.pareto` (non-dominated filter, hypervolume),
-:mod:`~bayescrl.mopo.cli` (the ``bayescrl mopo`` command) and :mod:`~bayescrl.mopo.lm` (language models).
+:mod:`~bayescrl.commands.mopo` (the ``bayescrl mopo`` command) and :mod:`~bayescrl.mopo.lm` (language models).
 Sub-modules are imported lazily so that ``import bayescrl.mopo`` never pulls in ``transformers``.
 """

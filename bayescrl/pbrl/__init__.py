@@ -6,7 +6,7 @@ Modules: :mod:`~bayescrl.pbrl.mdp` (value iteration, exact policy values), :mod:
 :mod:`~bayescrl.pbrl.agents` (pspl, pspl-bootstrap, uniform, dps, lpbrl),
 :mod:`~bayescrl.pbrl.offline_baselines` (dpo, ipo), :mod:`~bayescrl.pbrl.bandit` (best-arm identification),
 :mod:`~bayescrl.pbrl.experiment` (runner, β estimated by :mod:`bayescrl.raters.competence`) and the
-``bayescrl pspl`` command in :mod:`~bayescrl.pbrl.cli`. See ``docs/pspl.md``.
+``bayescrl pspl`` command in :mod:`~bayescrl.commands.pspl`. See ``docs/pspl.md``.
 """
 
 from bayescrl.pbrl.envs import make_env, mountaincar, riverswim

@@ -51,7 +51,7 @@ SWEEP_KEYS = (
 )
 #: options the sweep sets itself (per run) and a sweep file may not give
 RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help", "force")
-#: options a resumed ``train`` run accepts besides --resume/--out (see ``bayescrl.constrained.cli``)
+#: options a resumed ``train`` run accepts besides --resume/--out (see ``bayescrl.commands.train``)
 RESUME_OPTIONS = ("total_steps", "device", "threads", "log_dir", "wandb")
 
 
@@ -80,7 +80,7 @@ def _seed_set(seed: int, key: str | None) -> list[str]:
 
 ADAPTERS: dict[str, Adapter] = {
     "train": Adapter(
-        "bayescrl.constrained.cli:train",
+        "bayescrl.commands.train:train",
         lambda s, _k: ["--seed", str(s)],
         "metrics.json",
         (
@@ -99,7 +99,7 @@ ADAPTERS: dict[str, Adapter] = {
         resume="train",
     ),
     "bandit": Adapter(
-        "bayescrl.bandits.cli:bandit",
+        "bayescrl.commands.bandit:bandit",
         _seed_set,
         "results.json",
         ("agents.*.final_regret_mean",),
@@ -109,7 +109,7 @@ ADAPTERS: dict[str, Adapter] = {
         {"algo": lambda v: f"agents=[{v}]"},
     ),
     "pspl": Adapter(
-        "bayescrl.pbrl.cli:pspl",
+        "bayescrl.commands.pspl:pspl",
         _seed_set,
         "results.json",
         ("agents.*.final_simple_regret_mean",),
@@ -122,7 +122,7 @@ ADAPTERS: dict[str, Adapter] = {
     # FILE.py:FUNCTION``; the job is ``args`` + the grid point + its cases, ``set`` entries as dotted keys
     "call": Adapter("", lambda s, k: [], "result.json", ()),
     "mopo": Adapter(
-        "bayescrl.mopo.cli:mopo",
+        "bayescrl.commands.mopo:mopo",
         lambda s, k: ["--set", f"{k or 'mopo.seed'}={s}"],
         "results.json",
         ("hypervolume.*", "lambda.*", "G.*"),

@@ -30,7 +30,7 @@ PRELOAD = (
     "gymnasium",
     "matplotlib.pyplot",
     "bayescrl.cli",
-    "bayescrl.constrained.cli",
+    "bayescrl.commands.train",
     "bayescrl.envs",
 )
 _lock = threading.Lock()

@@ -21,7 +21,7 @@ SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".py", ".md")
 
 def examples_root() -> Path:
     """The folder of shipped examples (installed copy first, then the source checkout's ``examples/``)."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]  # the bayescrl package
     for cand in (pkg / "_examples", pkg.parent / "examples"):
         if cand.is_dir() and any(cand.iterdir()):
             return cand

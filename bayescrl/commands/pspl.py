@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from bayescrl.commands.options import force_option, log_options
+from bayescrl.commands.pspl_diffusion import run_diffusion
 from bayescrl.pbrl import experiment
-from bayescrl.pbrl.diffusion.cli import run_diffusion
 from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
 from bayescrl.pbrl.experiment import validate_config
 from bayescrl.utils import apply_overrides, set_torch_threads
