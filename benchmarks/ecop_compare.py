@@ -229,6 +229,9 @@ def main() -> None:
     pl = plt()
     fig, axes = pl.subplots(1, 2, figsize=(10, 3.6))
     for label, rs in runs.items():
+        rs = [r for r in rs if "curve_return" in r]  # resumed records of a slimmed runs.jsonl have none
+        if not rs:
+            continue
         n = min(len(r["curve_return"]) for r in rs)
         xs = np.asarray(rs[0]["curve_steps"][:n])
         for ax, key in zip(axes, ("curve_return", "curve_cost"), strict=True):

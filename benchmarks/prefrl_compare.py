@@ -241,7 +241,10 @@ def main() -> None:
                 "runs": runs,
             },
         )
-        plot(runs, parts[0]["limit"], OUT / f"{args.name}.png")
+        if all("curve" in r for r in runs):  # committed results keep no curves (benchmarks/slim_results.py)
+            plot(runs, parts[0]["limit"], OUT / f"{args.name}.png")
+        else:
+            print(f"no per-iteration curves in these results: {args.name}.png not redrawn")
         return
     BASE_SPEC.update(apply_overrides(BASE_SPEC, args.overrides))
     jobs = [

@@ -10,7 +10,8 @@ differs from the sweep file's, nothing is written (exit 2). One reader per famil
   ``benchmarks/results/ecop/NAME.json`` (settings: env, steps, cost limit, config) and ``NAME.runs.jsonl``
   (one record per run). Written per run: ``metrics.json`` as ``bayescrl train`` writes it
   (``train_final_return`` = the record's ``return``, ``train_final_costs`` = ``costs``, ``final_return`` /
-  ``final_costs`` = the deterministic evaluation) and ``curves.json``.
+  ``final_costs`` = the deterministic evaluation) and ``curves.json`` (only from records that still hold
+  their curves: the committed ``NAME.runs.jsonl`` do not).
 * ``acpo`` (sweep ``command: call``, target ``benchmarks/acpo_common.py:sweep_job``):
   ``benchmarks/acpo_compare.py --out benchmarks/results/acpo/NAME`` wrote ``NAME/compare.json`` (its
   options, and per task and algorithm each seed's final protocol reward and cost). Each grid point's job
@@ -105,6 +106,8 @@ def convert(record: dict, run_dir: Path, source: str) -> None:
         "converted_from": source,
     }
     write_json(run_dir / "metrics.json", metrics)
+    if "curve_return" not in record:  # the committed runs.jsonl keep no per-iteration curves
+        return
     curves = {
         "env_steps": record["curve_steps"],
         "ep_return": record["curve_return"],
