@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from bayescrl.bandits.agents import build_problem
 from bayescrl.bandits.config import resolve_config
 from bayescrl.bandits.experiment import make_agent, make_world
-from bayescrl.inference.bootstrap import sample_perturbation
+from bayescrl.inference.bootstrap import map_estimate, sample_perturbation
 from bayescrl.raters.competence import beta_entropy
 
 
@@ -53,3 +54,17 @@ def test_entropy_beta_uses_the_configured_c_and_the_oracle_calibrates_it():
     torch.testing.assert_close(est[:, 0], 1.0 / h)
     oracle, _ = assumed_competence("entropy-oracle", 10.0, env, data, cfg["options"])
     torch.testing.assert_close(oracle[:, 0], 5.0 * float(h.mean()) / h)
+
+
+def test_warmpref_ps_informed_prior_is_the_laplace_gaussian_by_default():
+    """Algorithm `Prefwarm-PS` samples from the informed prior ν1 of Eq. `informed_prior` (a logistic
+    likelihood times a Gaussian: not Gaussian); by default (``options.engine: laplace``) the agent starts
+    from its Laplace approximation N(MAP, θ-block of the inverse Hessian), then updates it exactly."""
+    cfg = resolve_config({"bandit": {"K": 8, "d": 3, "T": 5}, "offline": {"N": 12, "beta": 5.0, "lam": 10.0}})
+    assert cfg["options"]["engine"] == "laplace"
+    env, data = make_world(cfg, 2)
+    agent = make_agent({"id": "warmpref-ps", "label": "w"}, cfg, env, data)
+    res = map_estimate(build_problem(env, data, agent.assumed_beta, agent.assumed_lam))
+    torch.testing.assert_close(agent.post.mean, res.theta[:, 0], atol=1e-8, rtol=0)
+    cov = torch.linalg.inv(res.hessian[:, 0])[:, :3, :3]
+    torch.testing.assert_close(agent.post.cov, cov, atol=1e-8, rtol=0)

@@ -76,3 +76,17 @@ def test_appo_multiplier_penalty_and_adam_multiplier():
     assert algo.multipliers() == pytest.approx([1e-3 + 0.2], rel=1e-6)  # J_C > d = 0
     assert logs["appo_factor"] == pytest.approx([0.201 + 0.1 * float(batch.ep_cost_est[0])], rel=1e-5)
     assert get_algorithm("appo") is APPO and "bvf-ppo" not in REGISTRY
+
+
+def test_ecop_backward_sweep_is_one_time_conditioned_network_with_one_multiplier_per_constraint():
+    """Algorithm `practical-ECOP` sweeps t = H..1 over H policies with multipliers λ_{t,i}: here the H
+    policies are one network whose input carries h/H (π_h stays non-stationary), updated on the t = 1
+    loss, and Eq. `lagrangeupdaterule` keeps one λ_i per constraint (Ψ_{C_i,t} is the same for every t)."""
+    algo = _ecop(beta=3.0, adaptive_beta=False)
+    assert algo.policy_time and algo.lam.shape == (algo.m,) == (1,)
+    first = next(p for p in algo.policy.parameters() if p.dim() == 2)
+    assert first.shape[1] == algo.encoder.dim + 1  # the observation and h/H
+    batch = _ecop_batch(algo)
+    algo.update_policy(batch)
+    algo.close()
+    assert algo.lam.shape == (1,)

@@ -9,9 +9,15 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from bayescrl.pbrl.data import TrajectoryPairs
+from bayescrl.models.linear import BTLinearProblem
+from bayescrl.pbrl import agents as agents_mod
+from bayescrl.pbrl.agents import PSPL, Context, PSPLBootstrap
+from bayescrl.pbrl.bandit import run_bandit_bai
+from bayescrl.pbrl.data import TrajectoryPairs, offline_dataset
+from bayescrl.pbrl.envs import riverswim
 from bayescrl.pbrl.experiment import _agent_beta, validate_config
-from bayescrl.pbrl.posterior import reference_theta
+from bayescrl.pbrl.mdp import value_iteration
+from bayescrl.pbrl.posterior import dirichlet_mode, reference_theta
 from bayescrl.raters import BeliefRater
 from bayescrl.raters.competence import beta_entropy as _beta_entropy
 from bayescrl.raters.competence import beta_mle_given_theta
@@ -93,3 +99,68 @@ def beta_mle(data, theta, **kw):
 def beta_entropy(data, S, A, c=1.0):
     """PSPL's entropy rule: the winners' state–action visits, no cap."""
     return _beta_entropy(data.winner_visits(A), S * A, c, None)
+
+
+def _bootstrap_agent():
+    mdp = riverswim(S=4, H=6)
+    g = torch.Generator().manual_seed(0)
+    rater = BeliefRater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    data = offline_dataset(mdp, rater, 20, generator=g)
+    return mdp, PSPLBootstrap(Context(mdp, data, 3, g, beta=10.0, lam=50.0))
+
+
+def test_pspl_bootstrap_eta_is_the_mode_of_the_weighted_dirichlet_not_a_sample(monkeypatch):
+    """`pspl-bootstrap` (Algorithm `main_algo_empirical`) takes η̂ = the mode of Dir(α0 + ω-weighted
+    counts), the η part of the perturbed MAP; the core's engines and `pspl` draw η from its posterior."""
+    _, agent = _bootstrap_agent()
+    seen = {}
+    solve = agent.model.solve
+
+    def spy_solve(*a, **k):
+        seen["res"], seen["w"] = solve(*a, **k)
+        return seen["res"], seen["w"]
+
+    def spy_vi(eta, r, H):
+        seen["eta"] = eta
+        return value_iteration(eta, r, H)
+
+    monkeypatch.setattr(agent.model, "solve", spy_solve)
+    monkeypatch.setattr(agents_mod, "value_iteration", spy_vi)
+    agent.policies()
+    want = dirichlet_mode(agent.ctx.alpha0 + agent.model.counts(seen["w"]))
+    assert torch.equal(seen["eta"], want)
+    assert not torch.equal(seen["eta"][:, 0], seen["eta"][:, 1])  # the two draws' weights differ
+
+
+def test_pspl_theta_posterior_is_the_laplace_gaussian_by_default():
+    """Algorithm `main_algo_theoretical` samples θ from Eq. `theta_informed_prior` (not Gaussian); `pspl`
+    samples from its Laplace approximation: mean = the MAP, cov = θ-block of the inverse Hessian."""
+    mdp = riverswim(S=4, H=6)
+    g = torch.Generator().manual_seed(1)
+    rater = BeliefRater.sample(mdp.theta, 2, 10.0, 50.0, generator=g)
+    agent = PSPL(Context(mdp, offline_dataset(mdp, rater, 20, generator=g), 3, g, beta=10.0, lam=50.0))
+    assert agent.engine == "laplace"
+    mean, cov = agent.theta_posterior()
+    res = agent.plain_map(hessian=True)
+    torch.testing.assert_close(mean, res.theta[:, 0])
+    inv = torch.linalg.inv(res.hessian[:, 0])[..., : mdp.d, : mdp.d]
+    torch.testing.assert_close(cov, inv, atol=1e-8, rtol=1e-6)
+
+
+def test_bandit_pspl_second_arm_is_the_best_other_arm_when_the_samples_agree(monkeypatch):
+    """The bandit version: when both posterior samples pick the same arm, the second arm is the best other
+    arm under the second sample (the thesis leaves the tie unspecified), so every online pair has two
+    different arms, even with two arms far apart (where the samples nearly always agree)."""
+    pairs = []
+    append = BTLinearProblem.append_preferences
+
+    def spy(self, x0, x1, y, **k):
+        pairs.append((x0.clone(), x1.clone()))
+        return append(self, x0, x1, y, **k)
+
+    monkeypatch.setattr(BTLinearProblem, "append_preferences", spy)
+    arms = torch.tensor([[3.0, 0.0], [-3.0, 0.0], [0.0, 0.1]])
+    run_bandit_bai(arms, seeds=3, N=20, K=8, beta=10.0, lam=100.0, seed=0)
+    assert len(pairs) == 8
+    for x0, x1 in pairs:
+        assert bool((x0 != x1).any(-1).all())
