@@ -325,6 +325,8 @@ def test_table_builder_on_synthetic_runs():
     assert t["fronts"]["mopo-lag"]["adaptive"] == pytest.approx([0.5, 0.4])
     md = markdown([t])
     assert "| RiC | (0.25 ± 0.00, 1.00 ± 0.00) |" in md and "MOPO-Lag" in md
+    one = markdown([build_table(runs[:1], (0.0, 0.0))])  # one seed: no spread, never "± 0"
+    assert "| RiC | (0.25, 1.00) |" in one and "±" not in one
     assert kendall_tau(["a", "b", "c"], ["c", "b", "a"]) == -1.0
     with pytest.raises(ValueError, match="several tasks"):
         build_table(runs + [{**runs[0], "task": "summary"}])

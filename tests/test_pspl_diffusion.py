@@ -12,7 +12,7 @@ pytest.importorskip("sklearn")
 from bayescrl.cli import main  # noqa: E402
 from bayescrl.pbrl.diffusion.agents import DPSTheta, NoiseNormModel, PSPLTheta  # noqa: E402
 from bayescrl.pbrl.diffusion.base import BaseModel, Scorer, make_unet  # noqa: E402
-from bayescrl.pbrl.diffusion.experiment import run_agents, validate_config  # noqa: E402
+from bayescrl.pbrl.diffusion.experiment import run_agents, runtime_table, validate_config  # noqa: E402
 from bayescrl.pbrl.diffusion.mdp import embed, image_stat, rollout  # noqa: E402
 from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy, ddpo_update  # noqa: E402
 from bayescrl.utils.errors import ConfigError  # noqa: E402
@@ -287,3 +287,11 @@ def test_a_runs_result_does_not_depend_on_how_many_seeds_share_the_batch(base):
         assert torch.equal(a["label_agreement"][0], b["label_agreement"][0]), name
         for key in ("query_true_reward", "theta_point", "final_reward"):
             torch.testing.assert_close(a[key][0], b[key][0], rtol=1e-5, atol=1e-6, msg=f"{name} {key}")
+
+
+def test_runtime_table_shows_the_sample_sd_and_no_spread_for_one_seed():
+    m = {"wall_time_s": 2.0, "wall_time_per_seed_s": 1.0, "images_per_s": 3.0, "simple_regret_mean": None}
+    m |= {"final_reward_mean": -15.6, "final_reward_std": 0.3}
+    assert "| -15.600 ± 0.300 |" in runtime_table({"seeds": 5, "agents": {"pspl": m}})
+    one = runtime_table({"seeds": 1, "agents": {"pspl": {**m, "final_reward_std": 0.0}}})
+    assert "| -15.600 |" in one and "±" not in one

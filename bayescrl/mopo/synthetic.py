@@ -107,7 +107,10 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
             key = f"{name}/tau={tau:g}"
             results["runs"][key] = {
                 "policy_mean": dict(zip(prob.actions, run.policy.mean(0).tolist(), strict=True)),
-                "policy_sd": dict(zip(prob.actions, run.policy.std(0, unbiased=False).tolist(), strict=True)),
+                # sample sd over runs (ddof = 1, bayescrl.utils.spread); none for one run
+                "policy_sd": None
+                if run.policy.shape[0] < 2
+                else dict(zip(prob.actions, run.policy.std(0).tolist(), strict=True)),
                 "lambda": run.lam.mean(0).tolist(),
                 "b": b.tolist(),
                 "exact_policy": dict(zip(prob.actions, ex.policy.tolist(), strict=True)),
@@ -131,7 +134,8 @@ def _plot_sanity(histories, names, taus, path: Path) -> None:
             ax = axes[i, j]
             pol = run.history["policy"].numpy()  # [T, R, A]
             for a in range(pol.shape[-1]):
-                m, s = pol[:, :, a].mean(1), pol[:, :, a].std(1)
+                m = pol[:, :, a].mean(1)  # band: sample sd over runs, none for one run
+                s = pol[:, :, a].std(1, ddof=1) if pol.shape[1] > 1 else np.zeros_like(m)
                 (line,) = ax.plot(run.steps, m, label=f"y{a + 1}")
                 ax.fill_between(run.steps, m - s, m + s, alpha=0.2, color=line.get_color(), lw=0)
                 ax.axhline(exact[a], ls="--", lw=1, color=line.get_color(), label="exact" if a == 0 else None)

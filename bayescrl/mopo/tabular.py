@@ -758,7 +758,11 @@ def plot_history(
     each action's colour. Returns the figure (closed)."""
     pol = run.history["policy"]  # [T, R, A]
     curves = {
-        a: (pol[:, :, i].mean(1).tolist(), pol[:, :, i].std(1, unbiased=False).tolist())
+        # sample sd over runs (ddof = 1); a flat band for one run
+        a: (
+            pol[:, :, i].mean(1).tolist(),
+            (pol[:, :, i].std(1) if pol.shape[1] > 1 else 0 * pol[:, :, i].mean(1)).tolist(),
+        )
         for i, a in enumerate(actions)
     }
     return plot_mean_sd(

@@ -143,7 +143,10 @@ def kendall_tau(order_a: Sequence[str], order_b: Sequence[str]) -> float | None:
     return (conc - disc) / (conc + disc)
 
 
-def _cell(mean: Sequence[float], sd: Sequence[float]) -> str:
+def _cell(mean: Sequence[float], sd: Sequence[float], n: int) -> str:
+    """``(r1 ± sd, r2 ± sd)`` with the sample sd over ``n`` seeds; one seed shows no ``±``."""
+    if n < 2:
+        return f"({mean[0]:.2f}, {mean[1]:.2f})"
     return f"({mean[0]:.2f} ± {sd[0]:.2f}, {mean[1]:.2f} ± {sd[1]:.2f})"
 
 
@@ -154,7 +157,12 @@ def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
     lines = ["| algorithm | " + " | ".join(heads) + " |", "|---" * (len(tables) + 1) + "|"]
     algos = [a for a in (*ORDER, "reference") if any(a in t["rows"] for t in tables)]
     for a in algos:
-        cells = [_cell(t["rows"][a]["mean"], t["rows"][a]["sd"]) if a in t["rows"] else "" for t in tables]
+        cells = [
+            _cell(t["rows"][a]["mean"], t["rows"][a]["sd"], len(t["rows"][a]["seeds"]))
+            if a in t["rows"]
+            else ""
+            for t in tables
+        ]
         lines.append(f"| {NAMES.get(a, a)} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("| task | ordering by r1 + r2 (here) | thesis (phi-1.5) | Kendall tau |")
@@ -176,7 +184,11 @@ def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
     lines.append("|---" * (2 * len(tables) + 1) + "|")
     for a in algos:
         hv = [
-            f"{t['rows'][a]['hypervolume_mean']:.3f} ± {t['rows'][a]['hypervolume_sd']:.3f}"
+            (
+                f"{t['rows'][a]['hypervolume_mean']:.3f} ± {t['rows'][a]['hypervolume_sd']:.3f}"
+                if len(t["rows"][a]["seeds"]) > 1
+                else f"{t['rows'][a]['hypervolume_mean']:.3f}"
+            )
             if a in t["rows"]
             else ""
             for t in tables

@@ -626,6 +626,11 @@ def memory_estimate(cfg: dict, seeds: int, base) -> dict:
     }
 
 
+def _mean_sd(mean: float, sd: float | None, n: int | None) -> str:
+    """``mean ± sd`` (sample sd over ``n`` seeds); one seed shows no ``±`` (bayescrl.utils.spread)."""
+    return f"{mean:.3f}" if sd is None or (n is not None and n < 2) else f"{mean:.3f} ± {sd:.3f}"
+
+
 def runtime_table(result: dict) -> str:
     """Markdown table of the training times, like the appendix's Table `tab:training_times`."""
     runs = (
@@ -638,10 +643,12 @@ def runtime_table(result: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for pre, r in runs:
+        seeds = r.get("seeds", result.get("seeds"))
         for a, m in r["agents"].items():
+            reward = _mean_sd(m["final_reward_mean"], m["final_reward_std"], seeds)
             lines.append(
                 f"| {pre or '-'} | {a} | {m['wall_time_s']:.1f} | {m['wall_time_per_seed_s']:.1f} "
-                f"| {m['images_per_s']:.1f} | {m['final_reward_mean']:.3f} ± {m['final_reward_std']:.3f} "
+                f"| {m['images_per_s']:.1f} | {reward} "
                 f"| {'-' if m['simple_regret_mean'] is None else format(m['simple_regret_mean'], '.3f')} |"
             )
     return "\n".join(lines) + "\n"
