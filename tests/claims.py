@@ -483,6 +483,17 @@ CLAIMS: list[Claim] = [
         _diff_paired,
         "PSPL − DPS per seed is {:.2f} ± {:.2f} (95 % interval [{:.2f}, {:.2f}])",
     ),
+    *(
+        Claim(page, text, DIFF, lambda d: (lambda m, s, lo, hi: [m, s / math.sqrt(5)])(*_diff_paired(d)), fmt)
+        for page, text, fmt in (
+            (PSPL, "difference is +0.04 ± 0.03 s.e.", "difference is +{:.2f} ± {:.2f} s.e."),
+            (
+                REPRO,
+                "(paired +0.04 ± 0.03 s.e., 3 of 5 seeds)",
+                "(paired +{:.2f} ± {:.2f} s.e., 3 of 5 seeds)",
+            ),
+        )
+    ),
     Claim(PSPL, "| PSPL | −15.60 ± 0.30 |", DIFF, _diff("pspl"), "| PSPL | {:.2f} ± {:.2f} |"),
     Claim(PSPL, "| DPS | −15.64 ± 0.34 |", DIFF, _diff("dps"), "| DPS | {:.2f} ± {:.2f} |"),
     Claim(
@@ -498,6 +509,49 @@ CLAIMS: list[Claim] = [
         DIFF,
         lambda d: [*_diff("pspl")(d), *_diff("dps")(d), *_diff("oracle")(d)],
         "PSPL {:.2f} ± {:.2f} (5/5 seeds above the base), DPS {:.2f} ± {:.2f} (4/5), oracle on the hidden reward {:.2f} ± {:.2f}",
+    ),
+    # --- PSPL default tables of the reproduction page (mean ± sample sd of the per-seed finals) ---
+    *(
+        Claim(
+            REPRO,
+            text,
+            R + f"pspl/{run}/results.json",
+            (
+                lambda d, a=agent: [
+                    d["agents"][a]["simple_regret_curve_mean"][0],
+                    *msd(d["agents"][a]["final_simple_regret_per_seed"]),
+                ]
+            ),
+            f"| `{agent}` | {{:.3f}} | {{:.{dec}f}} ± {{:.{dec}f}} |",
+        )
+        for run, dec, agent, text in (
+            ("riverswim_default", 4, "pspl-bootstrap", "| `pspl-bootstrap` | 0.004 | 0.0101 ± 0.0128 |"),
+            ("riverswim_default", 4, "pspl", "| `pspl` | 0.004 | 0.0032 ± 0.0036 |"),
+            ("riverswim_default", 4, "dps", "| `dps` | 1.445 | 0.2057 ± 0.1194 |"),
+            ("riverswim_default", 4, "lpbrl", "| `lpbrl` | 3.297 | 0.6977 ± 1.4542 |"),
+            ("riverswim_default", 4, "dpo", "| `dpo` | 3.317 | 3.3173 ± 0.0447 |"),
+            ("riverswim_default", 4, "ipo", "| `ipo` | 3.317 | 3.3173 ± 0.0447 |"),
+            ("riverswim_default", 4, "uniform", "| `uniform` | 0.004 | 0.0052 ± 0.0053 |"),
+            (
+                "mountaincar_default_5seeds",
+                3,
+                "pspl-bootstrap",
+                "| `pspl-bootstrap` | 0.261 | 0.117 ± 0.063 |",
+            ),
+            ("mountaincar_default_5seeds", 3, "pspl", "| `pspl` | 0.061 | 0.081 ± 0.037 |"),
+            ("mountaincar_default_5seeds", 3, "dps", "| `dps` | 4.276 | 4.172 ± 1.521 |"),
+            ("mountaincar_default_5seeds", 3, "lpbrl", "| `lpbrl` | 8.077 | 1.503 ± 0.602 |"),
+            ("mountaincar_default_5seeds", 3, "dpo", "| `dpo` | 4.336 | 4.336 ± 2.204 |"),
+            ("mountaincar_default_5seeds", 3, "ipo", "| `ipo` | 4.029 | 4.029 ± 1.842 |"),
+            ("mountaincar_default_5seeds", 3, "uniform", "| `uniform` | 0.061 | 0.056 ± 0.015 |"),
+            ("mountaincar_default", 3, "pspl-bootstrap", "| `pspl-bootstrap` | 0.309 | 0.082 ± 0.031 |"),
+            ("mountaincar_default", 3, "pspl", "| `pspl` | 0.063 | 0.070 ± 0.016 |"),
+            ("mountaincar_default", 3, "dps", "| `dps` | 4.249 | 3.818 ± 0.754 |"),
+            ("mountaincar_default", 3, "lpbrl", "| `lpbrl` | 8.077 | 3.042 ± 1.193 |"),
+            ("mountaincar_default", 3, "dpo", "| `dpo` | 4.104 | 4.104 ± 0.885 |"),
+            ("mountaincar_default", 3, "ipo", "| `ipo` | 4.182 | 4.182 ± 0.713 |"),
+            ("mountaincar_default", 3, "uniform", "| `uniform` | 0.063 | 0.076 ± 0.019 |"),
+        )
     ),
     # --- e-COP table ---
     Claim(
@@ -739,4 +793,8 @@ ALLOWED: list[tuple[str, str, str]] = [
 SCANNED: list[tuple[str, str, str]] = [
     (README, "## Results", "## Documentation"),
     (REPRO, "Summary of the verdicts", "### ACPO experiments (chapter 2)"),
+    (REPRO, "**Headline (default config: K = 50", "**Table (actionspaceregret) (d × ρ), 5 seeds**"),
+    (REPRO, "#### Default benchmark (figure (simple-cum-regrets)", "#### Ablations"),
+    (REPRO, "#### Image generation (appendix `pickapic`), scaled down", "### MOPO experiments (chapter 6)"),
+    (PSPL, "**Results** (5 seeds batched, CPU only", "**Why not DDPO's update here.**"),
 ]
