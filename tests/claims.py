@@ -24,6 +24,7 @@ SW = R + "sweeps/"
 README = "README.md"
 REPRO = "docs/reproduction.md"
 PSPL = "docs/pspl.md"
+PREFRL = "docs/prefrl.md"
 PSPL_ALGOS = ("pspl", "pspl-bootstrap", "dps", "lpbrl", "dpo", "ipo", "uniform")
 
 
@@ -237,6 +238,126 @@ CLAIMS: list[Claim] = [
         R + "acpo/tabular.json",
         lambda d: [100 * (1 - d["modes"]["exact"]["reward_over_lp_min"])],
         "tabular ACPO reaches the LP optimum within {:.1f} % inside the limit",
+    ),
+    # --- docs/prefrl.md: the Point-Circle tables (return, median, cost; the λ = 10 column) ---
+    *(
+        Claim(
+            PREFRL,
+            f"| {label} | {ret} | ",
+            R + "prefrl/pointcircle_ecop_default.json",
+            (lambda d, k=key: [*_tab("ecop/" + k)(d), d["table"]["ecop/" + k]["return_median"]]),
+            f"| {label} | "
+            + ("**{:.1f} ± {:.1f}**" if ret.startswith("**") else "{:.1f} ± {:.1f}")
+            + " | {:.1f} | ",
+        )
+        for label, key, ret in (
+            ("true reward (oracle)", "oracle", "58.7 ± 73.5 | 23.4"),
+            ("posterior mean", "mean", "31.7 ± 31.8 | 16.3"),
+            ("lower 10 % quantile (`lcb`)", "lcb", "46.2 ± 31.0 | 59.7"),
+            ("Thompson draw per iteration", "thompson", "41.8 ± 33.5 | 61.4"),
+            ("Thompson draw held 10 iterations", "thompson-hold10", "22.0 ± 21.1 | 25.2"),
+            ("posterior mean, competence known", "known-competence", "26.8 ± 36.4 | 16.9"),
+            ("posterior mean, no rater model (`competence: ignore`)", "no-rater-model", "31.8 ± 26.8 | 20.8"),
+            ("MLP ensemble, competence inferred", "ensemble", "24.7 ± 27.6 | 24.1"),
+            (
+                "MLP ensemble, no rater model, disagreement queries (`imitation`'s recipe)",
+                "ensemble-no-rater-model",
+                "26.9 ± 31.5 | 21.6",
+            ),
+            ("posterior mean, uniform queries", "uniform", "43.8 ± 26.5 | 42.5"),
+            ("posterior mean, disagreement queries", "disagreement", "**53.9 ± 15.0** | 53.7"),
+            ("posterior mean, top-two queries", "top-two", "17.0 ± 19.9 | 4.6"),
+        )
+    ),
+    *(
+        Claim(
+            PREFRL,
+            f"| {label} | {circ} | {cost} |",
+            R + "prefrl/pointcircle_ecop_default.json",
+            (
+                lambda d, k=key: [
+                    sum(r["tail_return"] > 20 for r in d["runs"] if r["variant"] == k),
+                    d["table"]["ecop/" + k]["cost_mean"][0],
+                    d["table"]["ecop/" + k]["cost_sd"][0],
+                ]
+            ),
+            f"| {label} | " + ("**{}/5**" if circ.startswith("**") else "{}/5") + " | {:.1f} ± {:.1f} |",
+        )
+        for label, key, circ, cost in (
+            ("58.7 ± 73.5 | 23.4", "oracle", "3/5", "7.5 ± 5.6"),
+            ("31.7 ± 31.8 | 16.3", "mean", "2/5", "7.3 ± 7.1"),
+            ("46.2 ± 31.0 | 59.7", "lcb", "4/5", "7.5 ± 2.7"),
+            ("41.8 ± 33.5 | 61.4", "thompson", "3/5", "4.9 ± 5.5"),
+            ("22.0 ± 21.1 | 25.2", "thompson-hold10", "3/5", "1.4 ± 3.0"),
+            ("26.8 ± 36.4 | 16.9", "known-competence", "2/5", "4.2 ± 4.2"),
+            ("31.8 ± 26.8 | 20.8", "no-rater-model", "3/5", "4.0 ± 6.9"),
+            ("24.7 ± 27.6 | 24.1", "ensemble", "3/5", "4.4 ± 5.0"),
+            ("26.9 ± 31.5 | 21.6", "ensemble-no-rater-model", "3/5", "4.8 ± 4.8"),
+            ("43.8 ± 26.5 | 42.5", "uniform", "4/5", "8.1 ± 5.3"),
+            ("53.7", "disagreement", "**5/5**", "6.2 ± 7.1"),
+            ("17.0 ± 19.9 | 4.6", "top-two", "2/5", "4.9 ± 6.5"),
+        )
+    ),
+    *(
+        Claim(
+            PREFRL,
+            f"| {cell} |",
+            R + "prefrl/pointcircle_ecop_lam10.json",
+            (lambda d, k=key: [*_tab("ecop/" + k)(d), d["table"]["ecop/" + k]["reward_correlation"]]),
+            "| {:.1f} ± {:.1f}, {:.2f} |",
+        )
+        for key, cell in (
+            ("mean", "42.2 ± 26.4, 0.97"),
+            ("lcb", "64.1 ± 18.9, 0.92"),
+            ("thompson", "36.8 ± 29.5, 0.87"),
+            ("thompson-hold10", "51.3 ± 60.8, 0.95"),
+            ("no-rater-model", "20.8 ± 25.4, 0.48"),
+            ("ensemble", "26.9 ± 28.2, 0.83"),
+            ("uniform", "44.9 ± 31.1, 0.89"),
+            ("disagreement", "33.0 ± 32.8, 0.98"),
+            ("top-two", "49.7 ± 32.0, 0.79"),
+        )
+    ),
+    *(
+        Claim(
+            PREFRL,
+            f"| {label} | {ret} | {circ} | {cost} |",
+            R + "prefrl/pointcircle_ppolag_default.json",
+            (
+                lambda d, k=key: [
+                    *_tab("ppo-lag/" + k)(d),
+                    sum(r["tail_return"] > 20 for r in d["runs"] if r["variant"] == k),
+                    d["table"]["ppo-lag/" + k]["cost_mean"][0],
+                    d["table"]["ppo-lag/" + k]["cost_sd"][0],
+                ]
+            ),
+            f"| {label} | " + "{:.1f} ± {:.1f} | {}/5 | {:.1f} ± {:.1f} |",
+        )
+        for label, key, ret, circ, cost in (
+            ("true reward (oracle)", "oracle", "2.4 ± 4.7", "0/5", "3.4 ± 5.2"),
+            ("posterior mean", "mean", "11.8 ± 17.0", "1/5", "2.9 ± 4.5"),
+            ("Thompson draw", "thompson", "13.4 ± 16.1", "2/5", "3.2 ± 4.2"),
+            ("no rater model", "no-rater-model", "14.1 ± 22.7", "1/5", "1.1 ± 2.3"),
+        )
+    ),
+    *(
+        Claim(
+            PREFRL,
+            cell,
+            R + "prefrl/pointcircle_ppolag_lam10.json",
+            (
+                lambda d, k=key: [
+                    *_tab("ppo-lag/" + k)(d),
+                    sum(r["tail_return"] > 20 for r in d["runs"] if r["variant"] == k),
+                ]
+            ),
+            ("**{:.1f} ± {:.1f} ({}/5)**" if cell.startswith("**") else "{:.1f} ± {:.1f} ({}/5)"),
+        )
+        for key, cell in (
+            ("mean", "1.4 ± 2.8 (0/5)"),
+            ("thompson", "**45.5 ± 29.7 (4/5)**"),
+            ("no-rater-model", "8.7 ± 25.4 (1/5)"),
+        )
     ),
     # --- warmPref-PS headline (README and the reproduction page) ---
     *(
@@ -797,4 +918,5 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "#### Default benchmark (figure (simple-cum-regrets)", "#### Ablations"),
     (REPRO, "#### Image generation (appendix `pickapic`), scaled down", "### MOPO experiments (chapter 6)"),
     (PSPL, "**Results** (5 seeds batched, CPU only", "**Why not DDPO's update here.**"),
+    (PREFRL, "**Point-Circle, cost limit 10, e-COP** (defaults;", "What this says:"),
 ]
