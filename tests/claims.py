@@ -177,6 +177,13 @@ def _textgen(task: int, algo: str) -> Callable[[list], list[float]]:
 
 
 DEMO = R + "warmpref/demo/summary.json"
+WP = R + "warmpref/"
+
+
+def _wp(agent: dict) -> tuple[float, float]:
+    return agent["final_regret_mean"], agent["final_regret_std"]
+
+
 TREND_N = R + "warmpref/trend_N/summary.json"
 SCALING_T = R + "warmpref/scaling_T/results.json"
 LM = R + "mopo/lm_tiny/results.json"
@@ -572,6 +579,113 @@ CLAIMS: list[Claim] = [
         ],
         "bootstrap {:.4g} ± {:.4g}, PS {:.4g} ± {:.4g}, LinTS {:.4g} ± {:.4g}",
     ),
+    # --- warmPref-PS experiments on the reproduction page (older runs: their summary files) ---
+    *(
+        Claim(
+            REPRO,
+            f"| {cell} | {row} |",
+            WP + "actionspace/summary.json",
+            (
+                lambda d, c=key: [
+                    x
+                    for a in ("ps", "lints", "warmpref-ps-bootstrap")
+                    for x in _wp(d["cells"][c]["agents"][a])
+                ]
+            ),
+            f"| {cell} | "
+            + "{:.2f} ± {:.2f} / "
+            + ps
+            + " | {:.2f} ± {:.2f} / "
+            + lt
+            + " | **{:.2f} ± {:.2f}** / "
+            + wp
+            + " |",
+        )
+        for cell, key, row, ps, lt, wp in (
+            (
+                "d = 2, ρ = 0.1",
+                "d=2,rho=0.1",
+                "13.95 ± 4.10 / 58.21 | 18.04 ± 13.31 / 53.23 | **9.29 ± 4.80** / 32.65",
+                "58.21",
+                "53.23",
+                "32.65",
+            ),
+            (
+                "d = 2, ρ = 0.8",
+                "d=2,rho=0.8",
+                "17.35 ± 4.64 / 61.36 | 29.85 ± 29.22 / 56.32 | **5.20 ± 5.54** / 33.98",
+                "61.36",
+                "56.32",
+                "33.98",
+            ),
+            (
+                "d = 5, ρ = 0.1",
+                "d=5,rho=0.1",
+                "37.85 ± 10.92 / 60.42 | 39.89 ± 18.76 / 55.71 | **24.98 ± 13.28** / 34.12",
+                "60.42",
+                "55.71",
+                "34.12",
+            ),
+            (
+                "d = 5, ρ = 0.8",
+                "d=5,rho=0.8",
+                "46.92 ± 14.02 / 64.21 | 36.57 ± 9.22 / 59.55 | **24.05 ± 9.46** / 34.77",
+                "64.21",
+                "59.55",
+                "34.77",
+            ),
+        )
+    ),
+    Claim(
+        REPRO,
+        "PS = 47.34 ± 21.37 throughout",
+        TREND_N,
+        lambda d: _wp(d["cells"]["N=0"]["agents"]["ps"]),
+        "PS = {:.2f} ± {:.2f} throughout",
+    ),
+    Claim(
+        REPRO,
+        "bootstrap 40.48 ± 15.32, naive-PS 42.21 ± 17.50, PS 47.34 ± 21.37, LinTS 48.98 ± 13.96",
+        WP + "flawed_expert/results.json",
+        lambda d: [
+            x for a in ("warmpref-ps-bootstrap", "naive-ps", "ps", "lints") for x in _wp(d["agents"][a])
+        ],
+        "bootstrap {:.2f} ± {:.2f}, naive-PS {:.2f} ± {:.2f}, PS {:.2f} ± {:.2f}, LinTS {:.2f} ± {:.2f}",
+    ),
+    Claim(
+        REPRO,
+        "MLE 19.73 ± 12.22, entropy rule 31.30 ± 12.38, Pyro LogNormal prior 23.47 ± 14.33, true β 22.52 ± 12.03, PS 41.17",
+        WP + "unknown_beta/results.json",
+        lambda d: [
+            *(x for a in ("MLE β", "entropy β", "Pyro prior β", "true β") for x in _wp(d["agents"][a])),
+            d["agents"]["ps"]["final_regret_mean"],
+        ],
+        "MLE {:.2f} ± {:.2f}, entropy rule {:.2f} ± {:.2f}, Pyro LogNormal prior {:.2f} ± {:.2f}, true β {:.2f} ± {:.2f}, PS {:.2f}",
+    ),
+    Claim(
+        REPRO,
+        "bootstrap 29.75, Alg. 1 15.59, Hybrid-DPO 215.87 ± 54.83, Hybrid-IPO 203.49 ± 91.70, PS 41.17",
+        WP + "dpo_ipo/results.json",
+        lambda d: [
+            d["agents"]["warmpref-ps-bootstrap"]["final_regret_mean"],
+            d["agents"]["warmpref-ps"]["final_regret_mean"],
+            *_wp(d["agents"]["hybrid-dpo"]),
+            *_wp(d["agents"]["hybrid-ipo"]),
+            d["agents"]["ps"]["final_regret_mean"],
+        ],
+        "bootstrap {:.2f}, Alg. 1 {:.2f}, Hybrid-DPO {:.2f} ± {:.2f}, Hybrid-IPO {:.2f} ± {:.2f}, PS {:.2f}",
+    ),
+    Claim(
+        REPRO,
+        "T = 1000: bootstrap 38.23 ± 36.55, PS 38.21 ± 25.21, LinTS 31.38 ± 24.85",
+        SCALING_T,
+        lambda d: [
+            x
+            for a in ("warmpref-ps-bootstrap", "ps", "lints")
+            for x in msd(d["agents"][a]["final_regret_per_seed"])
+        ],
+        "T = 1000: bootstrap {:.2f} ± {:.2f}, PS {:.2f} ± {:.2f}, LinTS {:.2f} ± {:.2f}",
+    ),
     # --- PSPL: the image experiment ---
     Claim(
         README,
@@ -919,4 +1033,5 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "#### Image generation (appendix `pickapic`), scaled down", "### MOPO experiments (chapter 6)"),
     (PSPL, "**Results** (5 seeds batched, CPU only", "**Why not DDPO's update here.**"),
     (PREFRL, "**Point-Circle, cost limit 10, e-COP** (defaults;", "What this says:"),
+    (REPRO, "### warmPref-PS experiments (chapter 4)", "### PSPL experiments (chapter 5)"),
 ]
