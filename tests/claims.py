@@ -366,6 +366,82 @@ CLAIMS: list[Claim] = [
             ("no-rater-model", "8.7 ± 25.4 (1/5)"),
         )
     ),
+    # --- Bayesian core: the engine comparison on the default spec ---
+    *(
+        Claim(
+            README,
+            text,
+            R + "core/compare_default/compare.json",
+            (
+                lambda d, e=engine: [
+                    d["engines"][e]["seconds_per_1000"],
+                    d["engines"][e]["w2"],
+                    d["engines"][e]["logloss"]["joint_per_item"],
+                    *([] if d["engines"][e]["coverage90"] is None else [d["engines"][e]["coverage90"]]),
+                ]
+            ),
+            fmt,
+        )
+        for engine, text, fmt in (
+            ("nuts", "| nuts | 590.6 | 0 | 0.150 | – |", "| nuts | {:.1f} | {:.0f} | {:.3f} | – |"),
+            (
+                "laplace",
+                "| laplace | 0.120 | 0.035 | 0.152 | 0.863 |",
+                "| laplace | {:.3f} | {:.3f} | {:.3f} | {:.3f} |",
+            ),
+            (
+                "bootstrap",
+                "| bootstrap | 0.539 | 0.057 | 0.155 | 0.880 |",
+                "| bootstrap | {:.3f} | {:.3f} | {:.3f} | {:.3f} |",
+            ),
+            ("svi", "| svi | 13.99 | 0.062 | 0.149 | – |", "| svi | {:.2f} | {:.3f} | {:.3f} | – |"),
+        )
+    ),
+    # --- ACPO tabular (README) ---
+    Claim(
+        README,
+        "ACPO reaches 0.9996 of the optimal feasible average reward with exact estimates (min 0.9959) and 1.0013 with sampled ones",
+        R + "acpo/tabular.json",
+        J(
+            "modes/exact/reward_over_lp_mean",
+            "modes/exact/reward_over_lp_min",
+            "modes/sampled/reward_over_lp_mean",
+        ),
+        "ACPO reaches {:.4f} of the optimal feasible average reward with exact estimates (min {:.4f}) and {:.4f} with sampled ones",
+    ),
+    Claim(
+        README,
+        "The cost stays at ≤ 1.000× and ≤ 1.0044× the limit",
+        R + "acpo/tabular.json",
+        J("modes/exact/cost_over_limit_max", "modes/sampled/cost_over_limit_max"),
+        "The cost stays at ≤ {:.3f}× and ≤ {:.4f}× the limit",
+    ),
+    # --- MOPO motivating example (hypervolume over the COP oracle's) ---
+    Claim(
+        README,
+        "0.99 (A) and 1.09 (B) of COP with r1 as primary, 1.04 / 1.10 with both objectives as primaries",
+        R + "mopo/motivating.json",
+        J(
+            "checks/A/MOPO/over_cop",
+            "checks/B/MOPO/over_cop",
+            "checks/A/MOPO both primaries/over_cop",
+            "checks/B/MOPO both primaries/over_cop",
+        ),
+        "{:.2f} (A) and {:.2f} (B) of COP with r1 as primary, {:.2f} / {:.2f} with both objectives as primaries",
+    ),
+    *(
+        Claim(
+            README,
+            "seeds 1 and 2: 0.96–0.98 (A), 1.03–1.05 (B)",
+            R + f"mopo/motivating_seeds/seed{s}.json",
+            J("checks/A/MOPO/over_cop", "checks/B/MOPO/over_cop"),
+            fmt,
+        )
+        for s, fmt in (
+            (1, "seeds 1 and 2: {:.2f}–0.98 (A), {:.2f}–1.05 (B)"),
+            (2, "seeds 1 and 2: 0.96–{:.2f} (A), 1.03–{:.2f} (B)"),
+        )
+    ),
     # --- warmPref-PS headline (README and the reproduction page) ---
     *(
         Claim(
