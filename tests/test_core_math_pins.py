@@ -12,7 +12,13 @@ import math
 import pyro.poutine as poutine
 import torch
 
-from bayescrl.inference.bootstrap import map_estimate, newton_solve, sample_perturbation, surrogate_loss
+from bayescrl.inference.bootstrap import (
+    map_estimate,
+    newton_solve,
+    perturbed_map,
+    sample_perturbation,
+    surrogate_loss,
+)
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import bt_linear_model
 
@@ -94,3 +100,28 @@ def test_pyro_model_density_is_the_closed_form():
         log_r = (-0.5 * math.log(2 * math.pi * SD**2) - 0.5 * (R - X @ th) ** 2 / SD**2).sum()
         expect = log_theta + log_vt + log_r - _neg_log_pref(vt)
         torch.testing.assert_close(tr.log_prob_sum(), expect, rtol=1e-12, atol=1e-10)
+
+
+def test_perturbed_map_anchor_when_the_prior_dominates_the_data():
+    """Perturbed MAP with a Gaussian–linear likelihood is exact posterior sampling (randomised least
+    squares): θ̃ = argmin ‖r + σω − Xθ‖²/2σ² + ½(θ − μ0 − θ')ᵀΣ0⁻¹(θ − μ0 − θ'), θ' ~ N(0, Σ0), has law
+    N(m, C) with C = (Σ0⁻¹ + XᵀX/σ²)⁻¹, m = C(Σ0⁻¹μ0 + Xᵀr/σ²). With one weak observation the prior
+    dominates, so the draws' mean is ≈ μ0 (not 2μ0, not 0) and their covariance ≈ Σ0 = L Lᵀ (not Lᵀ L)."""
+    mu0 = torch.tensor([2.0, -1.5, 1.0], dtype=D64)
+    cov0 = torch.tensor([[1.0, 0.8, 0.0], [0.8, 2.0, 0.6], [0.0, 0.6, 0.5]], dtype=D64)
+    L = torch.linalg.cholesky(cov0)
+    assert float((L.mT @ L - cov0).abs().max()) > 0.5  # the transposed factor gives another covariance
+    sd = 1.5
+    x = torch.tensor([[0.3, -0.2, 0.1]], dtype=D64)
+    r = torch.tensor([0.4], dtype=D64)
+    prob = BTLinearProblem.from_data(mu0, cov0, [1.0], [2.0], sd, x=x, r=r)
+    M = 20000
+    res = perturbed_map(prob, M, generator=torch.Generator().manual_seed(0))
+    assert res.all_converged
+    prec = torch.linalg.inv(cov0) + x.T @ x / sd**2
+    C = torch.linalg.inv(prec)
+    m = C @ (torch.linalg.solve(cov0, mu0) + x.T @ r / sd**2)
+    assert float((m - mu0).abs().max()) < 0.1  # the prior dominates
+    se = C.diagonal().sqrt() / M**0.5
+    assert ((res.theta.mean(0) - m).abs() < 4 * se).all()
+    torch.testing.assert_close(torch.cov(res.theta.T), C, rtol=0, atol=0.04 * float(C.diagonal().max()))

@@ -40,3 +40,35 @@ def test_pspl_theta_draws_have_the_posterior_covariance():
     # the two draws of one episode are independent: cross-covariance ≈ 0
     cross = (theta[:, 0] - mean).T @ (theta[:, 1] - mean) / B
     assert float(cross.abs().max()) < 0.1 * float(cov.abs().max())
+
+
+def test_reward_gradient_step_by_hand():
+    """:func:`~bayescrl.pbrl.diffusion.policy.reward_gradient_update` (DRaFT/AlignProp step, appendix
+    `pickapic`): loss_p = −mean_n r_pn / sd_n(r_p) with the sd *detached* (no gradient through the
+    normalisation), minus mean_{n,t} A_pn log N(ε_pnt; μ, σ²) for the score-function term. The last layer's
+    weights are 0, so μ = ε̂ + b3[:D], log σ = b3[D:]; rewards linear in b3 give every gradient in closed
+    form, and one SGD step of rate η moves b3 by −η ∂loss/∂b3."""
+    from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy, reward_gradient_update
+
+    P, D, n, T, eta = 2, 2, 3, 2, 0.5
+    pol = GaussianNoisePolicy(P, D, 1, hidden=4, sd_init=0.2, seed=0)
+    b3 = pol.b3.detach().clone()[:, 0]  # [P, 2D]
+    g = torch.Generator().manual_seed(1)
+    c = torch.randn(P, n, 2 * D, generator=g)
+    offset = torch.tensor([[3.0, 4.0, 6.0], [-1.0, 0.5, -2.5]])  # mean(r) far from 0
+    eps_hat = torch.randn(P, n, T, D, generator=g)
+    actions = eps_hat + b3[:, None, None, :D] + 0.3 * torch.randn(P, n, T, D, generator=g)
+    inputs = torch.randn(P, n, T, 2 * D + 2, generator=g)
+    adv = torch.tensor([[1.0, -0.5, 2.0], [0.3, 0.0, -1.2]])
+    reward = (c * pol.b3).sum(-1) + offset  # [P, n], differentiable in b3
+    opt = torch.optim.SGD(pol.parameters(), lr=eta)
+    reward_gradient_update(pol, opt, reward, inputs=inputs, eps_hat=eps_hat, actions=actions, sf_adv=adv)
+    r = ((c * b3[:, None]).sum(-1) + offset).double()
+    sd = r.std(1, keepdim=True)  # sample sd over the n rollouts of one policy
+    grad = -(c.double() / sd[..., None]).mean(1)  # d(−mean r/sd)/d b3, sd held fixed
+    mu, log_sd = eps_hat.double() + b3[:, None, None, :D].double(), b3[:, None, None, D:].double()
+    z = (actions.double() - mu) / log_sd.exp()
+    w = adv.double()[:, :, None, None] / (n * T)
+    grad[:, :D] -= (w * z / log_sd.exp()).sum((1, 2))  # d log N / dμ = (ε − μ)/σ²
+    grad[:, D:] -= (w * (z**2 - 1)).sum((1, 2))  # d log N / d log σ = z² − 1
+    torch.testing.assert_close(pol.b3.detach()[:, 0].double(), b3.double() - eta * grad, rtol=1e-5, atol=1e-6)
