@@ -17,6 +17,7 @@ import torch
 
 from bayescrl.constrained import appo as appo_mod
 from bayescrl.constrained import cpo as cpo_mod
+from bayescrl.constrained import ecop as ecop_mod
 from bayescrl.constrained import focops as focops_mod
 from bayescrl.constrained import ipo as ipo_mod
 from bayescrl.constrained import p3o as p3o_mod
@@ -113,6 +114,36 @@ def _clip_max(r, a):
 def _eval(loss_fn, ratio=RATIO, dist=None):
     idx = torch.arange(4)
     return float(loss_fn(idx, torch.tensor(ratio, dtype=torch.float32), dist))  # float32, as the networks
+
+
+def _ecop_penalty(psi, lam, beta):
+    """Eq. `main_e-COP_problem`'s constraint part:
+    Σ_i λ_i ReLU(ψ_i) + β/2 Σ_i (ReLU(ψ_i + λ_i/β)² − (λ_i/β)²)."""
+    return (lam * np.maximum(psi, 0)).sum() + 0.5 * beta * (
+        np.maximum(psi + lam / beta, 0) ** 2 - (lam / beta) ** 2
+    ).sum()
+
+
+@pytest.mark.parametrize("scale", ["per_step", "episode"])
+def test_ecop_loss_by_hand(monkeypatch, cmdp, scale):
+    """e-COP (Algorithm `practical-ECOP`): λ ← max(0, λ + β(J_C − d)) (Eq. `lagrangeupdaterule` at ratio 1),
+    ψ_i = H_eff E[max(ρ A_Ci, clip(ρ) A_Ci)] + J_Ci − d_i, loss = −E[L^CLIP] + penalty(ψ) / H_eff
+    (``per_step``) or −H_eff E[L^CLIP] + penalty(ψ) (``episode``), Eq. `main_e-COP_problem`."""
+    algo = _algo(ecop_mod.ECOP, cmdp, beta=2.0, adaptive_beta=False, constraint_scale=scale)
+    algo.lam = torch.tensor([0.2, 3.0], dtype=torch.float64)
+    batch = _batch(algo, [2.0, 0.9], ep_lengths=(8.0, 12.0))  # gaps +1.0, -1.1; H_eff = 10
+    loss_fn, _ = _catch_loss(monkeypatch, ecop_mod, algo, batch)
+    gap = np.array([1.0, -1.1])
+    lam = np.maximum(0.0, np.array([0.2, 3.0]) + 2.0 * gap)  # [2.2, 0.8]
+    assert algo.multipliers() == pytest.approx(lam.tolist(), rel=1e-6)
+    ar, ac = _norm(ADV[:, 0]), _centre(ADV[:, 1:])
+    psi = 10.0 * _clip_max(RATIO, ac).mean(0) + gap
+    assert psi[0] > 0 and -lam[1] / 2.0 < psi[1] < 0  # both branches of the penalty
+    surr = _clip_min(RATIO, ar).mean()
+    pen = _ecop_penalty(psi, lam, 2.0)
+    expect = -surr + pen / 10.0 if scale == "per_step" else -10.0 * surr + pen
+    assert _eval(loss_fn) == pytest.approx(expect, rel=1e-5)
+    algo.close()
 
 
 def test_ppo_lag_multiplier_step_and_loss_by_hand(monkeypatch, cmdp):

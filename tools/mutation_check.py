@@ -38,6 +38,8 @@ T_ACPO = "tests/test_acpo_deep.py"
 T_UPD = "tests/test_crl_update_pins.py"
 T_MOPO = "tests/test_mopo_math_pins.py"
 T_SEED = "tests/test_core_seeding_pins.py"
+T_SAMP = "tests/test_core_sampler_pins.py"
+T_ACPO_MATH = "tests/test_acpo_math.py"
 
 
 @dataclass(frozen=True)
@@ -497,6 +499,86 @@ MUTATIONS: list[Mutation] = [
         "loss = loss - (sf_adv.detach().unsqueeze(-1) * logp)",
         "loss = loss + (sf_adv.detach().unsqueeze(-1) * logp)",
         f"{T_PSPL}::test_reward_gradient_step_by_hand",
+    ),
+    _one(
+        "52-exact-sample-transposed-factor",
+        "exact Gaussian posterior draws ε L instead of ε Lᵀ (covariance Lᵀ L)",
+        "bayescrl/inference/exact.py",
+        "return self.mean.unsqueeze(-2) + eps @ chol.mT",
+        "return self.mean.unsqueeze(-2) + eps @ chol",
+        f"{T_SAMP}::test_exact_gaussian_draws_have_the_posterior_moments",
+    ),
+    _one(
+        "53-laplace-sample-transposed-factor",
+        "Laplace draws ε L instead of ε Lᵀ",
+        "bayescrl/inference/laplace.py",
+        "z = self.mean.unsqueeze(-2) + eps @ chol.mT",
+        "z = self.mean.unsqueeze(-2) + eps @ chol",
+        f"{T_SAMP}::test_laplace_draws_have_the_joint_gaussian_moments",
+    ),
+    _one(
+        "54-gamma-boost-exponent",
+        "Gamma sampler boost for α < 1: U^α instead of U^{1/α}",
+        "bayescrl/inference/exact.py",
+        "out * u ** (1.0 / alpha)",
+        "out * u ** alpha",
+        f"{T_SAMP}::test_dirichlet_gamma_sampler_has_the_dirichlet_moments",
+    ),
+    _one(
+        "55-gamma-marsaglia-tsang-d",
+        "Marsaglia–Tsang d = α − 1/2 instead of α − 1/3",
+        "bayescrl/inference/exact.py",
+        "d = a - 1.0 / 3.0",
+        "d = a - 1.0 / 2.0",
+        f"{T_SAMP}::test_dirichlet_gamma_sampler_has_the_dirichlet_moments",
+    ),
+    _one(
+        "56-ecop-cost-surrogate-per-sample",
+        "e-COP: L_C = E[max(ρA_C, clip(ρ)A_C)] without the H_eff (per-sample next to an episode gap)",
+        ECOP,
+        "l_c = h_eff * clipped_surrogate(",
+        "l_c = clipped_surrogate(",
+        f"{T_UPD}::test_ecop_loss_by_hand",
+    ),
+    _one(
+        "57-ecop-per-step-weight",
+        "e-COP per_step: penalty not divided by H_eff",
+        ECOP,
+        "(1.0, 1.0 / h_eff) if cfg.constraint_scale",
+        "(1.0, 1.0) if cfg.constraint_scale",
+        f"{T_UPD}::test_ecop_loss_by_hand",
+    ),
+    _one(
+        "58-ecop-cost-surrogate-optimistic",
+        "e-COP: cost surrogate min(ρA_C, clip(ρ)A_C) instead of max",
+        ECOP,
+        'adv_c[idx], cfg.clip, "max")',
+        'adv_c[idx], cfg.clip, "min")',
+        f"{T_UPD}::test_ecop_loss_by_hand",
+    ),
+    _one(
+        "59-acpo-single-mu-sign",
+        "ACPO closed-form dual: μ = (λc − r)/s instead of (λc + r)/s",
+        "bayescrl/constrained/acpo_math.py",
+        "mu = max(0.0, (lam * c + r) / s)",
+        "mu = max(0.0, (lam * c - r) / s)",
+        f"{T_ACPO_MATH}::test_single_constraint_closed_form_matches_convex_solve_and_primal",
+    ),
+    _one(
+        "60-acpo-dual-step-sign",
+        "ACPO step (H⁻¹g + H⁻¹Aμ)/λ instead of (H⁻¹g − H⁻¹Aμ)/λ",
+        "bayescrl/constrained/acpo_math.py",
+        "direction = direction - W.reshape(v.shape[0], -1) @ mu",
+        "direction = direction + W.reshape(v.shape[0], -1) @ mu",
+        f"{T_ACPO_MATH}::test_single_constraint_closed_form_matches_convex_solve_and_primal",
+    ),
+    _one(
+        "61-acpo-convex-lambda",
+        "ACPO convex dual: λ = √quad · √(2δ) instead of √quad / √(2δ)",
+        "bayescrl/constrained/acpo_math.py",
+        "lam = math.sqrt(quad) / k",
+        "lam = math.sqrt(quad) * k",
+        f"{T_ACPO_MATH}::test_several_constraints_convex_solve_matches_primal",
     ),
 ]
 
