@@ -11,6 +11,8 @@ Usage::
 
     .venv/bin/python tools/mutation_check.py [--only NAME ...] [--worktree] [--report PATH]
 
+With ``--only`` the run's rows replace those of the same mutations in an existing report (the others are
+kept, each row naming the source it ran on); the exit status reflects this run's mutations.
 ``--worktree`` copies the current working-tree versions of the tracked files instead of ``HEAD``.
 """
 
@@ -624,6 +626,33 @@ def _apply(copy: Path, m: Mutation) -> dict[str, str]:
     return saved
 
 
+def _merge(old: dict, new: dict) -> dict:
+    """A partial run (``--only``) updates its mutations' rows of an existing report and keeps the others;
+    each row records the source it was run on, and rows of mutations no longer listed are dropped."""
+    listed = {m.name for m in MUTATIONS}
+    for r in old.get("mutations", []):
+        r.setdefault("source", old.get("source"))
+    for r in new["mutations"]:
+        r["source"] = new["source"]
+    rows = {r["name"]: r for r in old.get("mutations", []) if r["name"] in listed}
+    rows.update({r["name"]: r for r in new["mutations"]})
+    order = [m.name for m in MUTATIONS if m.name in rows]
+    merged = [rows[n] for n in order]
+    runs = old.get("runs") or [
+        {k: old[k] for k in ("source", "baseline", "seconds") if k in old} | {"only": None}
+    ]
+    only = [r["name"] for r in new["mutations"]]
+    runs.append({k: new[k] for k in ("source", "baseline", "seconds")} | {"only": only})
+    return {
+        "source": "merged (see each row's source and runs)",
+        "python": new["python"],
+        "runs": runs,
+        "mutations": merged,
+        "caught": sum(r["status"] == "caught" for r in merged),
+        "total": len(merged),
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="*", help="names (or name prefixes) of the mutations to run")
@@ -678,8 +707,9 @@ def main() -> int:
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
+    source = "working tree" if args.worktree else f"HEAD {commit}"
     report = {
-        "source": "working tree" if args.worktree else f"HEAD {commit}",
+        "source": source,
         "python": sys.version.split()[0],
         "baseline": baseline,
         "mutations": rows,
@@ -687,9 +717,15 @@ def main() -> int:
         "total": len(rows),
         "seconds": round(time.perf_counter() - t_start, 1),
     }
+    this_run = (report["caught"], report["total"])
+    if args.only and Path(args.report).exists():
+        report = _merge(json.loads(Path(args.report).read_text()), report)
     Path(args.report).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-    print(f"\n{report['caught']}/{report['total']} mutations caught; report: {args.report}")
-    ok = baseline["green"] and report["caught"] == report["total"]
+    print(f"\n{this_run[0]}/{this_run[1]} mutations caught in this run", end="")
+    if args.only:
+        print(f"; {report['caught']}/{report['total']} in the report", end="")
+    print(f"; report: {args.report}")
+    ok = baseline["green"] and this_run[0] == this_run[1]
     return 0 if ok else 1
 
 
