@@ -582,6 +582,22 @@ MUTATIONS: list[Mutation] = [
         "lam = math.sqrt(quad) * k",
         f"{T_ACPO_MATH}::test_several_constraints_convex_solve_matches_primal",
     ),
+    _one(
+        "62-atrpo-lagrangian-direction-sign",
+        "ATRPO balanced-Lagrangian direction (1 − ℓ)H⁻¹g + ℓH⁻¹a instead of − ℓH⁻¹a",
+        "bayescrl/constrained/atrpo.py",
+        "d = (1.0 - ell) * v - ell * w",
+        "d = (1.0 - ell) * v + ell * w",
+        f"{T_ACPO}::test_lagrangian_step_maximises_balanced_lagrangian_in_trust_region",
+    ),
+    _one(
+        "63-atrpo-dhd-cross-term",
+        "ATRPO dᵀHd with + 2ℓ(1 − ℓ) gᵀH⁻¹a instead of −",
+        "bayescrl/constrained/atrpo.py",
+        "dHd = (1.0 - ell) ** 2 * q - 2.0 * ell",
+        "dHd = (1.0 - ell) ** 2 * q + 2.0 * ell",
+        f"{T_ACPO}::test_lagrangian_step_maximises_balanced_lagrangian_in_trust_region",
+    ),
 ]
 
 
