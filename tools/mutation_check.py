@@ -680,6 +680,10 @@ def main() -> int:
         print("error: --only matches no mutation", file=sys.stderr)
         return 2
     t_start = time.perf_counter()
+    # the commit copied (read now: HEAD may move while the mutations run)
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="bayescrl-mut-") as tmp:
         copy = Path(tmp)
         _copy_repo(copy, args.worktree)
@@ -720,9 +724,6 @@ def main() -> int:
                     }
                 )
                 print(f"{m.name:32s} {status:10s} {secs:5.0f} s  {last}")
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
     source = "working tree" if args.worktree else f"HEAD {commit}"
     report = {
         "source": source,
