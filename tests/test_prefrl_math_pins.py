@@ -7,6 +7,7 @@ import itertools
 import torch
 
 from bayescrl.prefrl.queries import select_pairs
+from bayescrl.prefrl.reward_model import LinearRewardPosterior
 
 # 4 posterior draws over 4 segments; draws 1 and 2 agree on the leader (segment 1)
 SCORES = torch.tensor(
@@ -45,3 +46,27 @@ def test_top_two_selection_probabilities():
     for pair, p in exact.items():
         freq = counts.get(pair, 0) / n
         assert abs(freq - p) < 4.5 * (p * (1 - p) / n) ** 0.5 + 1e-3, (pair, freq, p)
+
+
+def test_linear_reward_posterior_draws_have_its_moments():
+    """The learner's Thompson draws θ̃ = m + ε Lᵀ (C = L Lᵀ): before any label the prior N(μ0, Σ0), after a
+    Laplace refit N(MAP, H⁻¹_θθ); a prior given by ``prior_scale`` s alone is N(0, s² I)."""
+    mean = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    cov = torch.tensor([[1.0, 0.8, 0.0], [0.8, 2.0, 0.6], [0.0, 0.6, 0.5]], dtype=torch.float64)
+    post = LinearRewardPosterior(3, ["a"], beta=[2.0], lam=[0.8], prior_mean=mean, prior_cov=cov, seed=0)
+    n = 40000
+
+    def check(m, c):
+        x = post.sample(n)
+        assert ((x.mean(0) - m).abs() < 4.5 * c.diagonal().sqrt() / n**0.5).all()
+        torch.testing.assert_close(torch.cov(x.T), c, rtol=0, atol=0.04 * float(c.diagonal().max()))
+
+    check(mean, cov)
+    phi0 = torch.tensor([[1.0, 0.0, 0.5], [0.2, 1.0, -1.0], [-1.0, 0.5, 0.0]], dtype=torch.float64)
+    phi1 = torch.tensor([[0.0, 1.0, 0.0], [1.0, -0.5, 0.3], [0.4, 0.4, 1.0]], dtype=torch.float64)
+    post.add(phi0, phi1, [1, 0, 1], [0, 0, 0])
+    post.update()
+    assert float((post.cov() - cov).abs().max()) > 0.05  # the labels moved the posterior
+    check(post.mean(), post.cov())
+    scaled = LinearRewardPosterior(2, ["a"], beta=[1.0], lam=[1.0], prior_scale=1.7)
+    torch.testing.assert_close(scaled.cov(), 1.7**2 * torch.eye(2, dtype=torch.float64))

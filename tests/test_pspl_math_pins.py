@@ -6,6 +6,7 @@ import torch
 
 from bayescrl.pbrl.agents import PSPL, Context
 from bayescrl.pbrl.data import offline_dataset
+from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy, reward_gradient_update
 from bayescrl.pbrl.envs import riverswim
 from bayescrl.raters import BeliefRater
 
@@ -48,8 +49,6 @@ def test_reward_gradient_step_by_hand():
     normalisation), minus mean_{n,t} A_pn log N(ε_pnt; μ, σ²) for the score-function term. The last layer's
     weights are 0, so μ = ε̂ + b3[:D], log σ = b3[D:]; rewards linear in b3 give every gradient in closed
     form, and one SGD step of rate η moves b3 by −η ∂loss/∂b3."""
-    from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy, reward_gradient_update
-
     P, D, n, T, eta = 2, 2, 3, 2, 0.5
     pol = GaussianNoisePolicy(P, D, 1, hidden=4, sd_init=0.2, seed=0)
     b3 = pol.b3.detach().clone()[:, 0]  # [P, 2D]

@@ -598,6 +598,22 @@ MUTATIONS: list[Mutation] = [
         "dHd = (1.0 - ell) ** 2 * q + 2.0 * ell",
         f"{T_ACPO}::test_lagrangian_step_maximises_balanced_lagrangian_in_trust_region",
     ),
+    _one(
+        "64-reward-model-draw-transposed-factor",
+        "preference-RL reward posterior draws θ̃ = m + ε L instead of m + ε Lᵀ",
+        "bayescrl/prefrl/reward_model.py",
+        "return self._mean + z @ chol.mT",
+        "return self._mean + z @ chol",
+        f"{T_PREF}::test_linear_reward_posterior_draws_have_its_moments",
+    ),
+    _one(
+        "65-reward-model-prior-scale",
+        "preference-RL reward prior covariance s I instead of s² I",
+        "bayescrl/prefrl/reward_model.py",
+        "prior_scale**2 * torch.eye(dim, dtype=torch.float64) if prior_cov is None",
+        "prior_scale * torch.eye(dim, dtype=torch.float64) if prior_cov is None",
+        f"{T_PREF}::test_linear_reward_posterior_draws_have_its_moments",
+    ),
 ]
 
 
