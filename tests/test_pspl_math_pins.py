@@ -6,6 +6,7 @@ import torch
 
 from bayescrl.pbrl.agents import PSPL, Context
 from bayescrl.pbrl.data import offline_dataset
+from bayescrl.pbrl.diffusion.agents import PSPLTheta
 from bayescrl.pbrl.diffusion.policy import GaussianNoisePolicy, reward_gradient_update
 from bayescrl.pbrl.envs import riverswim
 from bayescrl.raters import BeliefRater
@@ -71,3 +72,19 @@ def test_reward_gradient_step_by_hand():
     grad[:, :D] -= (w * z / log_sd.exp()).sum((1, 2))  # d log N / dμ = (ε − μ)/σ²
     grad[:, D:] -= (w * (z**2 - 1)).sum((1, 2))  # d log N / d log σ = z² − 1
     torch.testing.assert_close(pol.b3.detach()[:, 0].double(), b3.double() - eta * grad, rtol=1e-5, atol=1e-6)
+
+
+def test_diffusion_pspl_theta_draws_have_the_laplace_moments():
+    """The image experiment's PSPL θ draws (``PSPLTheta.sample``): mean + ε Lᵀ with L Lᵀ the Laplace
+    covariance of ``gaussian()`` (a prior far from diagonal, so ε L would give another covariance)."""
+    cov0 = torch.tensor([[1.0, 0.8, 0.0], [0.8, 2.0, 0.6], [0.0, 0.6, 0.5]], dtype=torch.float64)
+    phi0 = torch.tensor([[[1.0, 0.0, 2.5], [0.3, 1.0, 1.0]]], dtype=torch.float64)
+    phi1 = torch.tensor([[[0.0, 1.0, 2.5], [0.0, -0.5, 1.0]]], dtype=torch.float64)
+    pspl = PSPLTheta(phi0, phi1, torch.tensor([[0, 1]]), 2, cov0, beta=1.5, lam=10.0)
+    mean, cov = pspl.gaussian()
+    L = torch.linalg.cholesky(cov[0])
+    assert float((L.mT @ L - cov[0]).abs().max()) > 0.15  # >> the tolerance below
+    n = 40000
+    x = pspl.sample(n, torch.Generator().manual_seed(0))[0]
+    assert ((x.mean(0) - mean[0]).abs() < 4.5 * cov[0].diagonal().sqrt() / n**0.5).all()
+    torch.testing.assert_close(torch.cov(x.T), cov[0], rtol=0, atol=0.04 * float(cov[0].diagonal().max()))

@@ -614,6 +614,14 @@ MUTATIONS: list[Mutation] = [
         "prior_scale * torch.eye(dim, dtype=torch.float64) if prior_cov is None",
         f"{T_PREF}::test_linear_reward_posterior_draws_have_its_moments",
     ),
+    _one(
+        "66-diffusion-pspl-draw-transposed-factor",
+        "image-experiment PSPL θ draws mean + ε L instead of mean + ε Lᵀ",
+        "bayescrl/pbrl/diffusion/agents.py",
+        "return mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov).mT",
+        "return mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov)",
+        f"{T_PSPL}::test_diffusion_pspl_theta_draws_have_the_laplace_moments",
+    ),
 ]
 
 
