@@ -45,6 +45,7 @@ from bayescrl.constrained.core.envs import (
     RewardFn,
     env_default_limits,
     env_horizon,
+    make_mjx_vector_env,
     make_vector_env,
     probe_num_costs,
     resolve_env_factory,
@@ -53,6 +54,7 @@ from bayescrl.constrained.core.networks import CategoricalPolicy, EnsembleMLP, G
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutBatch, RolloutCollector
+from bayescrl.constrained.core.rollout_torch import TorchRolloutCollector
 from bayescrl.constrained.registry import get_algorithm
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
@@ -133,16 +135,24 @@ class OnPolicyAlgorithm:
                 self.cost_limits.tolist(),
                 f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper",
             )
-        self.envs = make_vector_env(self.factory, cfg.n_envs, self.m, cfg.async_envs, reward_fn, cost_fn)
+        if cfg.env_backend == "mjx":  # batched physics on the accelerator, rollouts as torch tensors
+            if reward_fn is not None or cost_fn is not None:
+                raise ConfigError("env_backend", "mjx", "reward_fn/cost_fn need the gym backend")
+            self.envs = make_mjx_vector_env(env, cfg.n_envs, seed, self.device, env_kwargs, self.horizon)
+        else:
+            self.envs = make_vector_env(self.factory, cfg.n_envs, self.m, cfg.async_envs, reward_fn, cost_fn)
         self.encoder = ObsEncoder(self.envs.single_observation_space)
         self.rms = (
             RunningMeanStd((self.encoder.dim,), cfg.obs_clip)
             if cfg.normalize_obs and not self.encoder.discrete
             else None
         )
-        self.collector = RolloutCollector(
-            self.envs, self.encoder, self.rms, self.m, self.horizon, self.device
-        )
+        if cfg.env_backend == "mjx":
+            self.collector = TorchRolloutCollector(self.envs, self.rms, self.m, self.horizon, self.device)
+        else:
+            self.collector = RolloutCollector(
+                self.envs, self.encoder, self.rms, self.m, self.horizon, self.device
+            )
         self.policy_time = cfg.time_feature
         self.collector.policy_time = self.policy_time
         self.critic_time = cfg.advantage == "finite_horizon"
@@ -251,12 +261,14 @@ class OnPolicyAlgorithm:
     def compute_advantages(self, roll: RolloutBatch) -> Batch:
         """Advantages and critic targets of every channel; the flat :class:`Batch` of the update."""
         cfg = self.config
-        rewards = torch.from_numpy(roll.rewards)
-        term, end = torch.from_numpy(roll.terminated), torch.from_numpy(roll.ended)
+        # torch.as_tensor: numpy buffers (gym backend) without a copy, or device tensors (mjx backend)
+        rewards = torch.as_tensor(roll.rewards)
+        term, end = torch.as_tensor(roll.terminated), torch.as_tensor(roll.ended)
+        gammas = self.gammas.to(rewards.device)
         values, next_values = roll.values, roll.next_values
         avg = None
         if cfg.advantage == "discounted":
-            adv, ret = discounted_gae(rewards, values, next_values, term, end, self.gammas, cfg.gae_lambda)
+            adv, ret = discounted_gae(rewards, values, next_values, term, end, gammas, cfg.gae_lambda)
         elif cfg.advantage == "average":
             rates = self.average_rates(rewards, roll.h)
             adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda, rates)
@@ -265,11 +277,11 @@ class OnPolicyAlgorithm:
                 rewards,
                 values,
                 next_values,
-                torch.from_numpy(roll.at_horizon),
+                torch.as_tensor(roll.at_horizon),
                 term,
                 end,
                 cfg.gae_lambda,
-                self.gammas,
+                gammas,
             )
         T, n = roll.h.shape
         B = T * n
@@ -278,12 +290,12 @@ class OnPolicyAlgorithm:
             j_r, j_c = float(ep_ret.mean()), torch.from_numpy(ep_costs.mean(0))
         else:  # no episode finished in this rollout: per-step rate x horizon
             j_r = float(roll.rewards[..., 0].mean() * self.horizon)
-            j_c = torch.from_numpy(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon)
+            j_c = torch.as_tensor(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon).cpu()
         return Batch(
-            obs=torch.from_numpy(roll.obs.reshape(B, -1)).to(self.device),
-            h=torch.from_numpy(roll.h.reshape(B)).to(self.device),
-            actions=torch.from_numpy(roll.actions.reshape(B, *roll.actions.shape[2:])).to(self.device),
-            logp=torch.from_numpy(roll.logp.reshape(B)).to(self.device),
+            obs=torch.as_tensor(roll.obs.reshape(B, -1)).to(self.device),
+            h=torch.as_tensor(roll.h.reshape(B)).to(self.device),
+            actions=torch.as_tensor(roll.actions.reshape(B, *roll.actions.shape[2:])).to(self.device),
+            logp=torch.as_tensor(roll.logp.reshape(B)).to(self.device),
             rewards=rewards.reshape(B, -1).float().to(self.device),
             values=values.reshape(B, -1).float().to(self.device),
             advantages=adv.reshape(B, -1).float().to(self.device),
@@ -419,7 +431,7 @@ class OnPolicyAlgorithm:
         if self.rms is not None:
             self.rms.update(batch.raw_obs)
         self.iteration += 1
-        self.cum_cost += batch.rewards[:, 1:].double().sum(0).numpy()
+        self.cum_cost += batch.rewards[:, 1:].double().sum(0).cpu().numpy()
         record = self._record(batch, logs, time.perf_counter() - t0, t_roll)
         if cfg.eval_every and self.iteration % cfg.eval_every == 0:
             ev = self.evaluate(cfg.eval_episodes)
@@ -469,7 +481,7 @@ class OnPolicyAlgorithm:
                     enc = self.encoder(np.asarray([obs]))
                     x = self.policy_input(self.collector.normalize(enc), np.asarray([h]))
                     a, _ = self.policy.act(x, deterministic=deterministic)
-                    a_np = a.numpy()[0]
+                    a_np = a.cpu().numpy()[0]
                     if isinstance(env.action_space, gym.spaces.Box):
                         a_np = np.clip(a_np, env.action_space.low, env.action_space.high)
                     obs, r, term, trunc, info = env.step(a_np)

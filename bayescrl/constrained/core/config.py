@@ -20,6 +20,7 @@ from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
 ADVANTAGE_MODES = ("discounted", "average", "finite_horizon")
+ENV_BACKENDS = ("gym", "mjx")
 
 
 @dataclass
@@ -30,6 +31,9 @@ class TrainConfig:
     n_envs: int = 4
     rollout_steps: int = 250  # steps per env per iteration (batch = n_envs * rollout_steps)
     async_envs: bool = False
+    # "gym": gymnasium vector env on the CPU; "mjx": MuJoCo MJX copies stepped together on the device
+    # (JAX; the point tasks Circle and Reach), rollouts stay torch tensors there (docs/envs.md)
+    env_backend: str = "gym"
     horizon: int | None = None  # episode horizon H (default: the env spec's max_episode_steps)
     # advantages
     advantage: str = "discounted"  # discounted | average | finite_horizon
@@ -87,6 +91,8 @@ class TrainConfig:
                 raise ConfigError(name, v, "must be an integer >= 0")
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
             raise ConfigError("horizon", self.horizon, "must be an integer >= 1 (or null)")
+        if self.env_backend not in ENV_BACKENDS:
+            raise ConfigError("env_backend", self.env_backend, f"must be one of {ENV_BACKENDS}")
         if self.advantage not in ADVANTAGE_MODES:
             raise ConfigError("advantage", self.advantage, f"must be one of {ADVANTAGE_MODES}")
         for name in ("gamma", "gae_lambda"):

@@ -16,6 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import import_object
@@ -161,6 +162,19 @@ def make_vector_env(
     if async_envs:
         return gym.vector.AsyncVectorEnv(fns, autoreset_mode=mode, copy=False)
     return gym.vector.SyncVectorEnv(fns, autoreset_mode=mode, copy=False)
+
+
+def make_mjx_vector_env(
+    env: object, n_envs: int, seed: int, device: torch.device, env_kwargs: dict | None, horizon: int
+):
+    """The ``mjx`` backend: :class:`bayescrl.envs.mjx.MJXVectorEnv` of ``n_envs`` copies on ``device``
+    (needs the ``mjx`` extra: jax and mujoco-mjx)."""
+    mjx_envs = importlib.import_module("bayescrl.envs.mjx")  # light: jax loads with MJXVectorEnv below
+    if not isinstance(env, str) or env not in mjx_envs.MJX_ENV_IDS:
+        raise ConfigError("env", env, f"the mjx backend has {list(mjx_envs.MJX_ENV_IDS)}")
+    if not mjx_envs.mjx_available():
+        raise ConfigError("env_backend", "mjx", "needs jax and mujoco-mjx (pip install 'bayescrl[mjx]')")
+    return mjx_envs.MJXVectorEnv(env, n_envs, seed, device, env_kwargs, horizon)
 
 
 def env_horizon(factory: Callable[[], gym.Env]) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 class RunningMeanStd:
@@ -18,12 +19,20 @@ class RunningMeanStd:
         self.count = 0.0
         self.clip, self.eps = clip, eps
 
-    def update(self, x: np.ndarray) -> None:
-        x = np.asarray(x, np.float64).reshape(-1, *self.mean.shape)
-        n = x.shape[0]
-        if n == 0:
-            return
-        b_mean, b_var = x.mean(0), x.var(0)
+    def update(self, x: np.ndarray | torch.Tensor) -> None:
+        if isinstance(x, torch.Tensor):  # a device batch: only the batch moments come to the host
+            x = x.double().reshape(-1, *self.mean.shape)
+            n = x.shape[0]
+            if n == 0:
+                return
+            b_mean = x.mean(0).cpu().numpy()
+            b_var = x.var(0, unbiased=False).cpu().numpy()
+        else:
+            x = np.asarray(x, np.float64).reshape(-1, *self.mean.shape)
+            n = x.shape[0]
+            if n == 0:
+                return
+            b_mean, b_var = x.mean(0), x.var(0)
         tot = self.count + n
         delta = b_mean - self.mean
         self.mean = self.mean + delta * n / tot
