@@ -28,6 +28,9 @@ from bayescrl.envs.registration import register_envs
 from bayescrl.utils.errors import ConfigError
 
 
+_COMPILED: dict[tuple, tuple] = {}
+
+
 class MJXStep(NamedTuple):
     """One batched step, torch tensors on the env's device, first axis ``num_envs``.
 
@@ -135,9 +138,12 @@ class MJXVectorEnv:
         self.model = mjx.put_model(_without_contacts(self.mj_model), device=self.jax_device)
         self.data0 = mjx.make_data(self.model, device=self.jax_device)
         self.dtype = self.data0.qpos.dtype
-        self._reset_jit = jax.jit(self._reset_batch)
-        self._set_jit = jax.jit(self._set_batch)
-        self._step_jit = jax.jit(self._step_batch)
+        # one set of jitted functions per task, horizon, device and precision, shared by every instance
+        # (they read only the settings in the key): a second env of the same kind does not compile again
+        key = (env, repr(sorted((env_kwargs or {}).items())), self.horizon, str(self.jax_device), str(self.dtype))
+        if key not in _COMPILED:
+            _COMPILED[key] = (jax.jit(self._reset_batch), jax.jit(self._set_batch), jax.jit(self._step_batch))
+        self._reset_jit, self._set_jit, self._step_jit = _COMPILED[key]
         self._state = None
 
     # ------------------------------------------------------------------ one env (vmapped below)
