@@ -54,7 +54,12 @@ def replay(env_id: str, policy, seeds: list[int]) -> dict[str, float]:
     layout = {k: np.stack([st[k] for st in states]) for k in states[0]}
     obs0 = mj.set_state(np.stack([u.data.qpos for u in us]), np.stack([u.data.qvel for u in us]), layout)
     assert obs0.dtype == torch.float64
-    err = {"obs": float(np.abs(obs0.numpy() - np.stack(first)).max()), "qpos": 0.0, "reward": 0.0, "cost": 0.0}
+    err = {
+        "obs": float(np.abs(obs0.numpy() - np.stack(first)).max()),
+        "qpos": 0.0,
+        "reward": 0.0,
+        "cost": 0.0,
+    }
     rngs = [np.random.default_rng(s) for s in seeds]
     obs, costs = first, np.zeros((H, len(seeds)))
     for t in range(H):

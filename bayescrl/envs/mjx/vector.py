@@ -27,7 +27,6 @@ from bayescrl.envs.mjx.jax_tasks import jax_task
 from bayescrl.envs.registration import register_envs
 from bayescrl.utils.errors import ConfigError
 
-
 _COMPILED: dict[tuple, tuple] = {}
 
 
@@ -140,7 +139,13 @@ class MJXVectorEnv:
         self.dtype = self.data0.qpos.dtype
         # one set of jitted functions per task, horizon, device and precision, shared by every instance
         # (they read only the settings in the key): a second env of the same kind does not compile again
-        key = (env, repr(sorted((env_kwargs or {}).items())), self.horizon, str(self.jax_device), str(self.dtype))
+        key = (
+            env,
+            repr(sorted((env_kwargs or {}).items())),
+            self.horizon,
+            str(self.jax_device),
+            str(self.dtype),
+        )
         if key not in _COMPILED:
             _COMPILED[key] = (jax.jit(self._reset_batch), jax.jit(self._set_batch), jax.jit(self._step_batch))
         self._reset_jit, self._set_jit, self._step_jit = _COMPILED[key]
