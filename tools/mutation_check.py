@@ -622,6 +622,22 @@ MUTATIONS: list[Mutation] = [
         "return mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov)",
         f"{T_PSPL}::test_diffusion_pspl_theta_draws_have_the_laplace_moments",
     ),
+    _one(
+        "67-mjx-circle-reward-sign",
+        "MJX Circle reward: v^T [y, -x] instead of v^T [-y, x]",
+        "bayescrl/envs/mjx/jax_tasks.py",
+        "r = (-v[0] * y + v[1] * x)",
+        "r = (v[0] * y - v[1] * x)",
+        "tests/test_mjx_parity.py::test_point_circle_episode_matches_cpu",
+    ),
+    _one(
+        "68-mjx-reach-hazard-radius",
+        "MJX Reach hazard cost radius 1.05 x hazard_size",
+        "bayescrl/envs/mjx/jax_tasks.py",
+        "<= self.hazard_size",
+        "<= 1.05 * self.hazard_size",
+        "tests/test_mjx_parity.py::test_point_reach_episode_matches_cpu",
+    ),
 ]
 
 
