@@ -56,8 +56,12 @@ class TorchRolloutCollector:
         if self.rms is None or self.rms.count == 0:
             out = raw.float()
         else:
-            mean = torch.as_tensor(self.rms.mean, device=raw.device)
-            std = torch.sqrt(torch.as_tensor(self.rms.var, device=raw.device) + self.rms.eps)
+            key = (self.rms.count, raw.device)  # the statistics change only between rollouts
+            if getattr(self, "_stats_key", None) != key:
+                mean = torch.as_tensor(self.rms.mean, device=raw.device)
+                std = torch.sqrt(torch.as_tensor(self.rms.var, device=raw.device) + self.rms.eps)
+                self._stats, self._stats_key = (mean, std), key
+            mean, std = self._stats
             out = ((raw - mean) / std).float()
         if self.rms is not None and self.rms.clip is not None:
             out = out.clamp(-self.rms.clip, self.rms.clip)
