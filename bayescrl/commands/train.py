@@ -68,6 +68,8 @@ def _check_size(env_id, env_kwargs, config: dict | None, algo_cls) -> None:
     cfg = algo_cls.config_class.from_dict(config)  # unknown / bad options are refused here, by name
     n_envs, steps = int(cfg.n_envs), int(cfg.rollout_steps)
     per_env = 150 * 2**20 if cfg.async_envs else 2 * 2**20  # a process per async env; a sync env object
+    if cfg.env_backend == "mjx":
+        per_env = 0  # the copies are arrays on the device (the buffers are counted below)
     if n_envs * per_env <= 2**30 and n_envs * steps <= 10**6:
         return  # obviously small: skip probing the env
     env = resolve_env_factory(env_id, env_kwargs)()
