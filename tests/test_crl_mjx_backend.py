@@ -27,6 +27,7 @@ def test_unknown_backend_and_unsupported_env_are_refused():
 
 
 @needs_mjx
+@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
 @pytest.mark.timeout(300)
 def test_ppo_lag_and_cpo_train_on_mjx_batches():
     algo = get_algorithm("ppo-lag")("bayescrl/PointCircle-v0", seed=0, config=TINY)

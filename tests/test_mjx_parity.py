@@ -81,6 +81,7 @@ def replay(env_id: str, policy, seeds: list[int]) -> dict[str, float]:
     return err
 
 
+@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
 @pytest.mark.timeout(300)
 def test_point_circle_episode_matches_cpu(x64):
     from bayescrl.envs.mjx import MJXVectorEnv
@@ -91,6 +92,7 @@ def test_point_circle_episode_matches_cpu(x64):
     assert max(err.values()) < TOL, err
 
 
+@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
 @pytest.mark.timeout(300)
 def test_point_reach_episode_matches_cpu(x64):
     err = replay("bayescrl/PointReach-v0", reach_actions, [0, 3])
@@ -98,6 +100,7 @@ def test_point_reach_episode_matches_cpu(x64):
     assert max(err.values()) < TOL, err
 
 
+@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
 @pytest.mark.timeout(300)
 def test_point_reach_reset_layouts_follow_the_cpu_rules(x64):
     """MJX's own resets: heading in [-pi, pi), goal at goal_distance, hazards placed by _place's rules
