@@ -47,7 +47,9 @@ class RolloutBatch:
     """One rollout as collected: ``T`` vector steps of ``n`` envs (arrays ``(T, n, ...)``).
 
     A :class:`~bayescrl.constrained.core.adapter.RewardAdapter` may return a copy with other ``rewards``
-    (and, for learned costs, other ``ep_costs``) before advantages are computed."""
+    (and, for learned costs, other ``ep_costs``) before advantages are computed. On the ``mjx`` backend
+    (:mod:`~bayescrl.constrained.core.rollout_torch`) the per-step arrays are torch tensors on the device,
+    with the same shapes and dtypes; the episode totals stay numpy."""
 
     obs: np.ndarray  # (T, n, D) float32, normalised with the statistics frozen during the rollout
     raw: np.ndarray  # (T, n, D) float64, un-normalised (encoded) observations
