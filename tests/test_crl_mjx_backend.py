@@ -22,6 +22,8 @@ TINY = dict(env_backend="mjx", n_envs=4, rollout_steps=250, minibatch_size=500, 
 def test_unknown_backend_and_unsupported_env_are_refused():
     with pytest.raises(ConfigError, match="env_backend"):
         get_algorithm("ppo-lag")("bayescrl/PointCircle-v0", config={"env_backend": "brax"})
+    with pytest.raises(ConfigError, match="async_envs"):
+        get_algorithm("ppo-lag")("bayescrl/PointCircle-v0", config={"env_backend": "mjx", "async_envs": True})
     with pytest.raises(ConfigError, match="PointNavigation"):
         get_algorithm("ppo-lag")("bayescrl/PointNavigation-v0", config={"env_backend": "mjx"})
 

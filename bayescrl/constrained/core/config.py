@@ -93,6 +93,8 @@ class TrainConfig:
             raise ConfigError("horizon", self.horizon, "must be an integer >= 1 (or null)")
         if self.env_backend not in ENV_BACKENDS:
             raise ConfigError("env_backend", self.env_backend, f"must be one of {ENV_BACKENDS}")
+        if self.env_backend == "mjx" and self.async_envs is True:
+            raise ConfigError("async_envs", True, "the mjx backend steps every copy in one process")
         if self.advantage not in ADVANTAGE_MODES:
             raise ConfigError("advantage", self.advantage, f"must be one of {ADVANTAGE_MODES}")
         for name in ("gamma", "gae_lambda"):
