@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from mjx_utils import run_isolated
 
 from bayescrl.constrained.core.rollout_torch import TorchRolloutCollector
 from bayescrl.constrained.registry import get_algorithm
@@ -28,10 +29,8 @@ def test_unknown_backend_and_unsupported_env_are_refused():
         get_algorithm("ppo-lag")("bayescrl/PointNavigation-v0", config={"env_backend": "mjx"})
 
 
-@needs_mjx
-@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
-@pytest.mark.timeout(300)
-def test_ppo_lag_and_cpo_train_on_mjx_batches():
+def train_checks() -> str:
+    """ppo-lag and cpo on MJX batches, then one rollout by hand (run in a child process)."""
     algo = get_algorithm("ppo-lag")("bayescrl/PointCircle-v0", seed=0, config=TINY)
     assert isinstance(algo.collector, TorchRolloutCollector)
     rec = algo.learn(2 * 4 * 250, progress=False)
@@ -72,3 +71,12 @@ def test_ppo_lag_and_cpo_train_on_mjx_batches():
     assert rec["env_steps"] == 1000 and np.isfinite(rec["ep_return"])
     ev = cpo.evaluate(1)  # evaluation runs the CPU env with the same observation definition
     assert ev["lengths"] == [200]
+    return "ok"
+
+
+# in a child process (tests/mjx_utils.py says why); the first step compiles there (XLA on CPU: 10-30 s)
+@needs_mjx
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_ppo_lag_and_cpo_train_on_mjx_batches():
+    assert run_isolated("test_crl_mjx_backend", "train_checks") == "ok"

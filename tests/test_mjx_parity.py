@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from mjx_utils import run_isolated
 
 from bayescrl.envs.mjx import mjx_available
 
@@ -22,14 +23,10 @@ TOL = 1e-9  # float64; float32 (the default precision) follows to ~1e-5 over an 
 H = 200
 
 
-@pytest.fixture(scope="module")
-def x64():
+def _x64() -> None:
     import jax
 
-    old = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", old)
 
 
 def circle_actions(obs: np.ndarray, t: int, rng: np.random.Generator) -> np.ndarray:
@@ -81,34 +78,28 @@ def replay(env_id: str, policy, seeds: list[int]) -> dict[str, float]:
     return err
 
 
-@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
-@pytest.mark.timeout(300)
-def test_point_circle_episode_matches_cpu(x64):
+def circle_errors() -> dict:
     from bayescrl.envs.mjx import MJXVectorEnv
 
+    _x64()
     assert MJXVectorEnv("bayescrl/PointCircle-v0", 1, device="cpu").dtype == np.float64
-    err = replay("bayescrl/PointCircle-v0", circle_actions, [0, 1])
-    assert all(0 < c < H for c in err.pop("cost_steps")), "the episodes must enter and leave the strip"
-    assert max(err.values()) < TOL, err
+    return replay("bayescrl/PointCircle-v0", circle_actions, [0, 1])
 
 
-@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
-@pytest.mark.timeout(300)
-def test_point_reach_episode_matches_cpu(x64):
-    err = replay("bayescrl/PointReach-v0", reach_actions, [0, 3])
-    assert sum(err.pop("cost_steps")) > 0, "the episodes must cross a hazard"
-    assert max(err.values()) < TOL, err
+def reach_errors() -> dict:
+    _x64()
+    reach_layouts()  # in the same child: one interpreter start less
+    return replay("bayescrl/PointReach-v0", reach_actions, [0, 3])
 
 
-@pytest.mark.slow  # the first step of each env kind compiles (XLA on CPU: 10-30 s)
-@pytest.mark.timeout(300)
-def test_point_reach_reset_layouts_follow_the_cpu_rules(x64):
+def reach_layouts() -> str:
     """MJX's own resets: heading in [-pi, pi), goal at goal_distance, hazards placed by _place's rules
     (in the band ahead, clear of the start and of each other), different layouts per copy."""
     import jax
 
     from bayescrl.envs.mjx import MJXVectorEnv
 
+    _x64()
     mj = MJXVectorEnv("bayescrl/PointReach-v0", 64, seed=5, device="cpu")
     mj.reset()
     d, ts, _, _ = mj._state
@@ -125,3 +116,22 @@ def test_point_reach_reset_layouts_follow_the_cpu_rules(x64):
     gaps[:, np.arange(8), np.arange(8)] = np.inf
     assert gaps.min() > 1.0
     assert len(np.unique(goal.round(6), axis=0)) == 64
+    return "ok"
+
+
+# each check runs in a child process (tests/mjx_utils.py says why); the first step of each env kind
+# compiles there (XLA on CPU: 10-30 s)
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_point_circle_episode_matches_cpu():
+    err = run_isolated("test_mjx_parity", "circle_errors")
+    assert all(0 < c < H for c in err.pop("cost_steps")), "the episodes must enter and leave the strip"
+    assert max(err.values()) < TOL, err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_point_reach_episode_matches_cpu_and_layouts_follow_its_rules():
+    err = run_isolated("test_mjx_parity", "reach_errors")  # reach_layouts' checks first
+    assert sum(err.pop("cost_steps")) > 0, "the episodes must cross a hazard"
+    assert max(err.values()) < TOL, err
