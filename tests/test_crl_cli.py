@@ -5,6 +5,8 @@ import json
 import pytest
 
 from bayescrl.cli import main
+from bayescrl.constrained.run import train
+from bayescrl.prefrl.run import train as train_any
 
 ENV = "bayescrl.constrained.toy:CostCartPole"
 SMALL = [
@@ -119,3 +121,23 @@ def test_bad_input_is_rejected_with_clear_message(args, message, tmp_path, capsy
 def test_resume_of_missing_run_is_clear(tmp_path, capsys):
     code, cap = _run(["train", "--resume", str(tmp_path / "nothing")], capsys)
     assert code == 2 and "no checkpoint.pt" in cap.err
+
+
+def test_library_train_is_the_command(tmp_path, capsys):
+    """``constrained.run.train`` (a Python user's call) and ``prefrl.run.train`` resuming it give what
+    ``bayescrl train`` gives: the same iterations and final numbers for the same seed."""
+    cfg = {"n_envs": 2, "rollout_steps": 64, "update_epochs": 1, "eval_episodes": 1}
+    args = ["--algo", "ppo-lag", "--env", ENV, "--seed", "2", "--cost-limit", "5", *SMALL]
+    main(["train", *args, "--total-steps", "256", "--out", str(tmp_path / "cli")])
+    lib = train("ppo-lag", ENV, total_steps=128, seed=2, cost_limits=[5], config=cfg, out_dir=tmp_path / "l")
+    assert lib["env_steps"] == 128
+    lib = train_any(resume_dir=tmp_path / "l", total_steps=256)
+    cli = json.loads((tmp_path / "cli" / "metrics.json").read_text())
+    for key in ("env_steps", "final_return", "final_costs", "train_final_return"):
+        assert lib[key] == pytest.approx(cli[key], rel=1e-9), key
+    rows = [(tmp_path / d / "metrics.jsonl").read_text().splitlines() for d in ("cli", "l")]
+    assert [json.loads(r)["value_loss"] for r in rows[0]] == pytest.approx(
+        [json.loads(r)["value_loss"] for r in rows[1]], rel=1e-9
+    )
+    with pytest.raises(Exception, match="seed"):
+        train_any(resume_dir=tmp_path / "l", seed=3)
