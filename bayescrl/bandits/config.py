@@ -1,4 +1,5 @@
-"""Experiment configuration of the ``bandit`` command: defaults, merging and validation.
+"""Experiment configuration of the ``bandit`` command: :class:`BanditExperiment`, a validated dataclass
+(each field documented; see :mod:`bayescrl.utils.config`).
 
 Schema (every key optional; defaults are the thesis' evaluation protocol, Section
 `sec:chapter3_empirical`)::
@@ -14,7 +15,7 @@ Schema (every key optional; defaults are the thesis' evaluation protocol, Sectio
                                        # | 'infer' (hierarchical: β_i and λ_i) | 'infer-beta' (= 'mle')
     agents: [warmpref-ps-bootstrap, naive-ps, ps, lints]
              # an item may be a mapping {id: ..., label: ..., beta: ..., lam: ..., <option>: ...}
-    options: {...}                     # agent options, see ``DEFAULT_OPTIONS``
+    options: {...}                     # agent options, see :class:`AgentOptions`
     sweep: {offline.N: [5, 50], ...}   # optional: run every cell of the cartesian product
                                        # (``run_sweep``; ignored by ``run_experiment``)
 
@@ -24,13 +25,14 @@ Schema (every key optional; defaults are the thesis' evaluation protocol, Sectio
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from bayescrl.raters import Rater, parse_rater
-from bayescrl.utils.checks import check_device, check_memory_of, positive_int
+from bayescrl.utils.checks import check_device, check_memory_of, choice, number, positive_int
+from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.hints import did_you_mean
 from bayescrl.utils.io import check_keys
@@ -48,85 +50,213 @@ AGENT_IDS = (
 #: *-oracle: labelled ablation (true β); infer: β_i and λ_i of the hierarchical rater model; infer-beta = mle
 BETA_ESTIMATORS = ("mle", "entropy", "bayes", "entropy-oracle", "infer", "infer-beta")
 
-DEFAULT_OPTIONS: dict[str, Any] = {
-    # Bootstrapped warmPref-PS (Eq. `final_surrogate_perturbed_loss`)
-    "p_offline": 0.5,  # Bern(p) weights ω_n on offline terms
-    "online_noise": True,  # ζ_s ~ N(0, σ²) on online rewards
-    "anchor_prior": True,  # θ' ~ N(μ0, Σ0), ϑ' ~ N(0, I/λ²)
-    "tol": 1e-6,
-    "max_iter": 50,
-    # warmPref-PS (Algorithm `Prefwarm-PS`): engine of the informed prior, Eq. `informed_prior`
-    "engine": "laplace",  # laplace | svi | nuts
-    "engine_options": {},  # keyword options of bayescrl.inference.engines.fit (svi / nuts)
-    # LinTS (Agrawal & Goyal): θ̃ ~ N(B⁻¹f, v² B⁻¹), B = ridge·I + Σ a aᵀ
-    "lints_v": 1.0,
-    "lints_ridge": 1.0,
-    # naive-PS: uses D0 but ignores competence (β = 1, ϑ ≈ θ)
-    "naive_beta": 1.0,
-    "naive_lam": 1e4,
-    # hybrid DPO / IPO (appendix `appendix:dpoipo`)
-    "dpo_steps": 20000,
-    "dpo_lr": 0.015,
-    "dpo_batch": 12,
-    "dpo_tau": 0.1,
-    "dpo_epsilon": 0.16,
-    "dpo_prior_weight": 0.0,  # weight of the offline reward model in the online running mean
-    # warmTSOF (Algorithm `prac_warmtsof`)
-    "cost": 0.0,
-    "eps0": 1.0,
-    "p_online": 0.5,  # ω_n ~ Bern(0.5) on online comparisons too (Eq. `final_surrogate_perturbed_loss`)
-    # competence estimation
-    "entropy_c": 1.0,  # the text's free hyperparameter, untuned (25 gave β̂ ≈ the true β: 'entropy-oracle')
-    "beta_prior_loc": math.log(5.0),
-    "beta_prior_scale": 1.5,
-    "bayes_steps": 800,
-}
-
-DEFAULTS: dict[str, Any] = {
-    "seed": 0,
-    "device": "cpu",
-    "bandit": {"K": 50, "d": 6, "T": 300, "noise_sd": 1.0, "rho": 0.0, "prior_mean": 0.0, "prior_sd": 1.0},
-    "offline": {"N": 20, "beta": 10.0, "lam": 100.0, "expert": "bt", "mu": None},
-    "assumed": {"beta": "true", "lam": "true"},
-    "agents": ["warmpref-ps-bootstrap", "naive-ps", "ps", "lints"],
-    "options": {},
-}
-TOP_KEYS = {"seed", "device", "bandit", "offline", "assumed", "agents", "options", "name", "description"}
-TOP_KEYS |= {"sweep"}
-
-
-def _merge(base: dict, over: Mapping, path: str) -> dict:
-    out = copy.deepcopy(base)
-    check_keys(over, sorted(base), path)
-    for k, v in over.items():
-        out[k] = v
-    return out
-
-
-def _int(field: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ConfigError(field, v, f"must be an integer >= {lo}")
-    return v
-
-
-def _num(field: str, v: Any, lo: float | None = None, strict: bool = False) -> float:
-    if isinstance(v, str):  # YAML 1.1 reads "1e4" (no dot) as a string
-        try:
-            v = float(v)
-        except ValueError:
-            raise ConfigError(field, v, "must be a finite number") from None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ConfigError(field, v, "must be a finite number")
-    if lo is not None and (v <= lo if strict else v < lo):
-        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {lo}")
-    return float(v)
-
 
 def _vector(field: str, v: Any, d: int, positive: bool = False) -> list[float]:
     vals = [v] * d if not isinstance(v, (list, tuple)) else list(v)
     if len(vals) != d:
         raise ConfigError(field, v, f"length {len(vals)} does not match bandit.d = {d}")
-    return [_num(f"{field}[{i}]", x, 0.0 if positive else None, strict=positive) for i, x in enumerate(vals)]
+    return [
+        number(x, f"{field}[{i}]", 0.0 if positive else None, strict=positive) for i, x in enumerate(vals)
+    ]
+
+
+@dataclass
+class BanditSettings(Config):
+    """``bandit:`` the linear bandit (Section `sec:chapter3_empirical`)."""
+
+    SECTION: ClassVar[str] = "bandit"
+    K: int = 50
+    """number of arms"""
+    d: int = 6
+    """feature dimension of an arm"""
+    T: int = 300
+    """online rounds"""
+    noise_sd: float = 1.0
+    """sd of the Gaussian noise on an online reward"""
+    rho: float = 0.0
+    """correlation of the arms' features, in [0, 1)"""
+    prior_mean: float | list[float] = 0.0
+    """mean of the prior of theta: a number or a list of length d"""
+    prior_sd: float | list[float] = 1.0
+    """sd of the prior of theta (diagonal Sigma0): a number or a list of length d, each > 0"""
+
+    def validate(self) -> None:
+        self.K = positive_int(self.K, "bandit.K", 2)
+        self.d = positive_int(self.d, "bandit.d", 1)
+        self.T = positive_int(self.T, "bandit.T", 1)
+        self.noise_sd = number(self.noise_sd, "bandit.noise_sd", 0.0, strict=True)
+        if number(self.rho, "bandit.rho", 0.0) >= 1.0:
+            raise ConfigError("bandit.rho", float(self.rho), "must be in [0, 1)")
+        self.prior_mean = _vector("bandit.prior_mean", self.prior_mean, self.d)
+        self.prior_sd = _vector("bandit.prior_sd", self.prior_sd, self.d, positive=True)
+
+
+@dataclass
+class OfflineSettings(Config):
+    """``offline:`` the offline preference data D0 and the rater(s) who labelled it."""
+
+    SECTION: ClassVar[str] = "offline"
+    N: int = 20
+    """offline comparisons (of the one rater; each item of ``raters`` may give its own)"""
+    beta: float = 10.0
+    """the rater's deliberateness beta (>= 0)"""
+    lam: float = 100.0
+    """the rater's knowledgeability lambda (> 0)"""
+    expert: str = "bt"
+    """how the rater labels: bt (Bradley-Terry) or greedy"""
+    mu: list[float] | None = None
+    """action-sampling weights of D0, one per arm (null: uniform)"""
+    raters: list[dict] | None = None
+    """several raters instead: [{id, N, beta, lam, expert}, ...] (missing keys default to the above)"""
+
+    def validate(self) -> None:
+        raters_of(vars(self))  # every rater declaration, and N
+
+
+@dataclass
+class AssumedCompetence(Config):
+    """``assumed:`` the competence the agents assume."""
+
+    SECTION: ClassVar[str] = "assumed"
+    beta: Any = "true"
+    """a number (or one per rater), 'true', or an estimator: mle, entropy, bayes, infer, infer-beta"""
+    lam: Any = "true"
+    """a number > 0 (or one per rater) or 'true'"""
+
+    def validate(self) -> None:
+        self.beta, self.lam = _norm_competence(self.beta), _norm_competence(self.lam)
+
+
+@dataclass
+class AgentOptions(Config):
+    """``options:`` the agents' options (an agent item of ``agents`` may override any of them)."""
+
+    SECTION: ClassVar[str] = "options"
+    p_offline: float = 0.5
+    """bootstrapped warmPref-PS (Eq. `final_surrogate_perturbed_loss`): Bern(p) weights on offline terms"""
+    online_noise: bool = True
+    """bootstrapped warmPref-PS: perturb online rewards with N(0, sigma^2) noise"""
+    anchor_prior: bool = True
+    """bootstrapped warmPref-PS: anchor at theta' ~ N(mu0, Sigma0), vartheta' ~ N(0, I/lambda^2)"""
+    tol: float = 1e-6
+    """tolerance of the perturbed MAP solves"""
+    max_iter: int = 50
+    """iterations of the perturbed MAP solves"""
+    engine: str = "laplace"
+    """engine of warmPref-PS's informed prior (Eq. `informed_prior`): laplace, svi or nuts"""
+    engine_options: dict = field(default_factory=dict)
+    """keyword options of bayescrl.inference.engines.fit (svi / nuts)"""
+    lints_v: float = 1.0
+    """LinTS (Agrawal & Goyal): theta ~ N(B^-1 f, v^2 B^-1)"""
+    lints_ridge: float = 1.0
+    """LinTS: B = ridge I + sum a a^T"""
+    naive_beta: float = 1.0
+    """naive-PS: the beta it assumes (it ignores competence)"""
+    naive_lam: float = 1e4
+    """naive-PS: the lambda it assumes (vartheta ~ theta)"""
+    dpo_steps: int = 20000
+    """hybrid DPO / IPO (appendix `appendix:dpoipo`): optimiser steps"""
+    dpo_lr: float = 0.015
+    """hybrid DPO / IPO: learning rate"""
+    dpo_batch: int = 12
+    """hybrid DPO / IPO: batch size"""
+    dpo_tau: float = 0.1
+    """hybrid DPO / IPO: temperature tau"""
+    dpo_epsilon: float = 0.16
+    """hybrid DPO / IPO: exploration probability"""
+    dpo_prior_weight: float = 0.0
+    """hybrid DPO / IPO: weight of the offline reward model in the online running mean"""
+    cost: float = 0.0
+    """warmTSOF (Algorithm `prac_warmtsof`): cost of a query"""
+    eps0: float = 1.0
+    """warmTSOF: initial exploration"""
+    p_online: float = 0.5
+    """warmTSOF: Bern(p) weights on online comparisons too (Eq. `final_surrogate_perturbed_loss`)"""
+    entropy_c: float = 1.0
+    """competence estimation: the entropy estimator's free constant (untuned; 25 gives 'entropy-oracle')"""
+    beta_prior_loc: float = math.log(5.0)
+    """competence estimation ('bayes'): prior location of log beta"""
+    beta_prior_scale: float = 1.5
+    """competence estimation ('bayes'): prior scale of log beta"""
+    bayes_steps: int = 800
+    """competence estimation ('bayes'): optimiser steps"""
+
+    def validate(self) -> None:
+        for k in ("p_offline", "p_online"):
+            if number(getattr(self, k), f"options.{k}", 0.0) > 1:
+                raise ConfigError(f"options.{k}", getattr(self, k), "must be a probability in [0, 1]")
+        choice(self.engine, "options.engine", ("laplace", "svi", "nuts"), "must be laplace, svi or nuts")
+        for k in (
+            "lints_v",
+            "lints_ridge",
+            "naive_lam",
+            "dpo_lr",
+            "dpo_tau",
+            "entropy_c",
+            "beta_prior_scale",
+        ):
+            number(getattr(self, k), f"options.{k}", 0.0, strict=True)
+        for k in ("dpo_steps", "dpo_batch", "max_iter", "bayes_steps"):
+            positive_int(getattr(self, k), f"options.{k}", 1)
+        if number(self.dpo_epsilon, "options.dpo_epsilon", 0.0) > 1:
+            raise ConfigError("options.dpo_epsilon", self.dpo_epsilon, "must be a probability in [0, 1]")
+        for k in ("cost", "dpo_prior_weight", "eps0", "naive_beta"):
+            number(getattr(self, k), f"options.{k}", 0.0)
+
+
+#: the agent options and their defaults
+DEFAULT_OPTIONS: dict[str, Any] = AgentOptions.defaults()
+
+
+@dataclass
+class BanditExperiment(Config):
+    """A ``bandit`` experiment (every key optional; defaults: the thesis' evaluation protocol)."""
+
+    seed: int = 0
+    """base seed; seed s of a run uses seed + s"""
+    device: str = "cpu"
+    """torch device"""
+    bandit: BanditSettings = field(default_factory=BanditSettings)
+    """the linear bandit"""
+    offline: OfflineSettings = field(default_factory=OfflineSettings)
+    """the offline data D0 and its rater(s)"""
+    assumed: AssumedCompetence = field(default_factory=AssumedCompetence)
+    """the competence the agents assume"""
+    agents: list = field(default_factory=lambda: ["warmpref-ps-bootstrap", "naive-ps", "ps", "lints"])
+    """agent ids, or mappings {id, label, beta, lam, <option>: ...} for variants"""
+    options: AgentOptions = field(default_factory=AgentOptions)
+    """the agents' options"""
+
+    def validate(self) -> None:
+        self.seed = positive_int(self.seed, "seed", 0)
+        self.device = check_device(self.device)
+        K = self.bandit.K
+        raters, _ = raters_of(vars(self.offline))
+        mu = self.offline.mu
+        if mu is not None:  # action-sampling distribution of D0 (None: uniform)
+            if not isinstance(mu, (list, tuple)) or len(mu) != K:
+                raise ConfigError("offline.mu", mu, f"must be null (uniform) or a list of K = {K} weights")
+            w = [number(x, "offline.mu", 0.0) for x in mu]
+            if sum(w) <= 0:
+                raise ConfigError("offline.mu", mu, "weights must not all be zero")
+            self.offline.mu = [x / sum(w) for x in w]
+        _check_competence("assumed.beta", self.assumed.beta, len(raters), BETA_ESTIMATORS)
+        _check_competence("assumed.lam", self.assumed.lam, len(raters), ())
+        self.agents = normalise_agents(self.agents)
+        for i, a in enumerate(self.agents):
+            for k in ("beta", "lam"):
+                if k in a:
+                    a[k] = _norm_competence(a[k])
+            if "beta" in a:
+                _check_competence(f"agents[{i}].beta", a["beta"], len(raters), BETA_ESTIMATORS)
+            if "lam" in a:
+                _check_competence(f"agents[{i}].lam", a["lam"], len(raters), ())
+
+
+#: an experiment's settings at their defaults
+DEFAULTS: dict[str, Any] = BanditExperiment.defaults()
+#: top-level keys a config file may hold besides the settings (``sweep``: see ``run_sweep``)
+EXTRA_KEYS = {"name": None, "description": None, "sweep": None}
 
 
 def raters_of(offline: Mapping) -> tuple[list[Rater], list[int]]:
@@ -140,12 +270,12 @@ def raters_of(offline: Mapping) -> tuple[list[Rater], list[int]]:
             if not isinstance(r, Mapping):
                 raise ConfigError("offline.raters", r, "each rater must be a mapping {N, beta, lam}", index=i)
             check_keys(r, ("id", "N", "beta", "lam", "expert"), f)
-            counts.append(_int(f"{f}.N", r.get("N", offline["N"]), 0))
+            counts.append(positive_int(r.get("N", offline["N"]), f"{f}.N", 0))
             decl = {k: v for k, v in r.items() if k != "N"}
             defaults = {"id": f"r{i}", **{k: offline[k] for k in ("beta", "lam", "expert")}}
             raters.append(parse_rater(decl, f, keys=("id", "beta", "lam", "expert"), defaults=defaults))
         return raters, counts
-    n = _int("offline.N", offline["N"], 0)
+    n = positive_int(offline["N"], "offline.N", 0)
     decl = {k: offline[k] for k in ("beta", "lam", "expert")}
     return [parse_rater(decl, "offline", keys=("beta", "lam", "expert"))], [n]
 
@@ -169,10 +299,7 @@ def _check_competence(field: str, v: Any, n_raters: int, estimators: tuple[str, 
                     field, x, f"must be a number, 'true' or one of {list(estimators)}{hint}", index=i
                 )
         else:
-            if field.endswith("lam"):
-                _num(field, x, 0.0, strict=True)
-            else:
-                _num(field, x, 0.0)
+            number(x, field, 0.0, strict=field.endswith("lam"))
 
 
 def normalise_agents(agents: Any) -> list[dict[str, Any]]:
@@ -192,7 +319,7 @@ def normalise_agents(agents: Any) -> list[dict[str, Any]]:
         if spec["label"] in labels:
             raise ConfigError("agents", spec["label"], "duplicate label; give each variant a 'label'", i)
         labels.add(spec["label"])
-        check_keys(spec, ["id", "label", "beta", "lam", *DEFAULT_OPTIONS], f"agents[{i}]")
+        check_keys(spec, ["id", "label", "beta", "lam", *AgentOptions.schema()], f"agents[{i}]")
         out.append(spec)
     return out
 
@@ -216,70 +343,9 @@ def check_size(cfg: Mapping[str, Any], seeds: int = 1) -> None:
 
 
 def resolve_config(config: Mapping[str, Any] | None, seeds: int = 1) -> dict[str, Any]:
-    """Merge ``config`` over :data:`DEFAULTS` and validate every field, and that ``seeds`` seeds of it fit
-    in memory (:func:`check_size`; raises :class:`ConfigError`)."""
-    config = {k: v for k, v in dict(config or {}).items() if k != "sweep"}
-    sections = {**{k: v for k, v in DEFAULTS.items() if isinstance(v, dict)}, "options": DEFAULT_OPTIONS}
-    check_keys(config, {k: sections.get(k) for k in sorted(TOP_KEYS)})  # a misplaced key: its section
-    cfg = copy.deepcopy(DEFAULTS)
-    cfg["seed"] = _int("seed", config.get("seed", 0), 0)
-    cfg["device"] = check_device(config.get("device", "cpu"))
-    for sect in ("bandit", "offline", "assumed"):
-        sub = config.get(sect) or {}
-        if not isinstance(sub, Mapping):
-            raise ConfigError(sect, sub, "must be a mapping")
-        base = dict(cfg[sect], raters=None) if sect == "offline" else cfg[sect]
-        cfg[sect] = _merge(base, sub, sect)
-    cfg["options"] = _merge(DEFAULT_OPTIONS, config.get("options") or {}, "options")
-    b = cfg["bandit"]
-    b["K"] = _int("bandit.K", b["K"], 2)
-    b["d"] = _int("bandit.d", b["d"], 1)
-    b["T"] = _int("bandit.T", b["T"], 1)
-    b["noise_sd"] = _num("bandit.noise_sd", b["noise_sd"], 0.0, strict=True)
-    rho = _num("bandit.rho", b["rho"], 0.0)
-    if rho >= 1.0:
-        raise ConfigError("bandit.rho", rho, "must be in [0, 1)")
-    b["prior_mean"] = _vector("bandit.prior_mean", b["prior_mean"], b["d"])
-    b["prior_sd"] = _vector("bandit.prior_sd", b["prior_sd"], b["d"], positive=True)
-    raters, _ = raters_of(cfg["offline"])
-    for k in ("beta", "lam"):
-        cfg["assumed"][k] = _norm_competence(cfg["assumed"][k])
-    mu = cfg["offline"]["mu"]
-    if mu is not None:  # action-sampling distribution of D0 (None: uniform)
-        if not isinstance(mu, (list, tuple)) or len(mu) != b["K"]:
-            raise ConfigError("offline.mu", mu, f"must be null (uniform) or a list of K = {b['K']} weights")
-        w = [_num("offline.mu", x, 0.0) for x in mu]
-        if sum(w) <= 0:
-            raise ConfigError("offline.mu", mu, "weights must not all be zero")
-        cfg["offline"]["mu"] = [x / sum(w) for x in w]
-    _check_competence("assumed.beta", cfg["assumed"]["beta"], len(raters), BETA_ESTIMATORS)
-    _check_competence("assumed.lam", cfg["assumed"]["lam"], len(raters), ())
-    cfg["agents"] = normalise_agents(config.get("agents", DEFAULTS["agents"]))
-    for i, a in enumerate(cfg["agents"]):
-        for k in ("beta", "lam"):
-            if k in a:
-                a[k] = _norm_competence(a[k])
-        if "beta" in a:
-            _check_competence(f"agents[{i}].beta", a["beta"], len(raters), BETA_ESTIMATORS)
-        if "lam" in a:
-            _check_competence(f"agents[{i}].lam", a["lam"], len(raters), ())
-    o = cfg["options"]
-    for k in ("p_offline", "p_online"):
-        p = _num(f"options.{k}", o[k], 0.0)
-        if p > 1:
-            raise ConfigError(f"options.{k}", p, "must be a probability in [0, 1]")
-    if o["engine"] not in ("laplace", "svi", "nuts"):
-        raise ConfigError("options.engine", o["engine"], "must be laplace, svi or nuts")
-    for k in ("lints_v", "lints_ridge", "naive_lam", "dpo_lr", "dpo_tau", "entropy_c", "beta_prior_scale"):
-        _num(f"options.{k}", o[k], 0.0, strict=True)
-    for k in ("dpo_steps", "dpo_batch", "max_iter", "bayes_steps"):
-        _int(f"options.{k}", o[k], 1)
-    eps = _num("options.dpo_epsilon", o["dpo_epsilon"], 0.0)
-    if eps > 1:
-        raise ConfigError("options.dpo_epsilon", eps, "must be a probability in [0, 1]")
-    _num("options.cost", o["cost"], 0.0)
-    _num("options.dpo_prior_weight", o["dpo_prior_weight"], 0.0)
-    _num("options.eps0", o["eps0"], 0.0)
-    _num("options.naive_beta", o["naive_beta"], 0.0)
+    """:class:`BanditExperiment` of ``config`` (every field validated; ``name``, ``description`` and
+    ``sweep`` left out) as a plain mapping, once ``seeds`` seeds of it are known to fit in memory
+    (:func:`check_size`; raises :class:`ConfigError`)."""
+    cfg = BanditExperiment.from_dict(config, extra=EXTRA_KEYS).to_dict()
     check_size(cfg, seeds)
     return cfg

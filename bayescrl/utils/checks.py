@@ -7,24 +7,25 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from bayescrl.utils.errors import ConfigError, DataError
+from bayescrl.utils.hints import did_you_mean
 
 
-def positive_int(value: Any, field: str, minimum: int = 1) -> int:
+def positive_int(value: Any, field: str, minimum: int = 1, *, index: int | None = None) -> int:
     """``value`` as an ``int >= minimum``; floats are accepted only when whole and finite (``1e5``)."""
     if isinstance(value, bool):
-        raise ConfigError(field, value, f"must be an integer >= {minimum}")
+        raise ConfigError(field, value, f"must be an integer >= {minimum}", index=index)
     try:
         number = float(value)
         ok = math.isfinite(number) and number == int(number)
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok or int(number) < minimum:
-        raise ConfigError(field, value, f"must be an integer >= {minimum}")
+        raise ConfigError(field, value, f"must be an integer >= {minimum}", index=index)
     return int(number)
 
 
@@ -43,6 +44,67 @@ def finite_float(value: Any, field: str, low: float | None = None, high: float |
         hi = "inf" if high is None else f"{high:g}"
         raise ConfigError(field, value, f"must be in [{lo}, {hi}]")
     return number
+
+
+def number(
+    value: Any,
+    field: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    strict: bool = False,
+    allow_inf: bool = False,
+    index: int | None = None,
+) -> float:
+    """``value`` as a float ``>= low`` (``> low`` with ``strict``) and ``<= high`` (either bound optional);
+    finite unless ``allow_inf``. A string that reads as a number is one (YAML 1.1 reads ``1e4`` as a
+    string). The reason names the first rule broken: ``must be a finite number``, ``must be > 0``,
+    ``must be in [0, 1]``."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    what = "must be a number" if allow_inf else "must be a finite number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ConfigError(field, value, what, index=index)
+    if math.isinf(value) and not allow_inf:
+        raise ConfigError(field, value, what, index=index)
+    v = float(value)
+    below = low is not None and (v <= low if strict else v < low)
+    if high is None:
+        if below:
+            raise ConfigError(field, value, f"must be {'>' if strict else '>='} {low:g}", index=index)
+    elif below or v > high:
+        lo = "-inf" if low is None else f"{low:g}"
+        raise ConfigError(field, value, f"must be in {'(' if strict else '['}{lo}, {high:g}]", index=index)
+    return v
+
+
+def boolean(value: Any, field: str) -> bool:
+    """``value`` if it is ``true`` or ``false`` (YAML booleans; no 0/1 or strings)."""
+    if not isinstance(value, bool):
+        raise ConfigError(field, value, "must be true or false")
+    return value
+
+
+def choice(value: Any, field: str, options: Iterable[Any], reason: str | None = None) -> Any:
+    """``value`` if it is one of ``options``; else ``must be one of [...]`` (or ``reason``) with a
+    did-you-mean hint for a misspelt string."""
+    options = list(options)
+    if isinstance(value, bool) or value not in options:
+        hint = did_you_mean(value, [str(o) for o in options]) if isinstance(value, str) else ""
+        raise ConfigError(field, value, f"{reason or f'must be one of {options}'}{hint}")
+    return value
+
+
+def mapping(value: Any, field: str) -> Mapping:
+    """``value`` if it is a mapping (``{}`` for None: an empty section)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(field, value, "must be a mapping")
+    return value
 
 
 def check_device(device: Any, field: str = "device") -> str:
