@@ -26,8 +26,9 @@ import json
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -41,24 +42,153 @@ from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.pbrl.posterior import reference_theta
 from bayescrl.raters import BeliefRater
 from bayescrl.raters.competence import beta_entropy, beta_mle_given_theta
-from bayescrl.utils.checks import check_memory_of, check_no_nan, positive_int
+from bayescrl.utils.checks import check_memory_of, check_no_nan, choice, mapping, number, positive_int
+from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
 from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.seeding import run_generators
 
-DEFAULTS: dict[str, Any] = {
-    "env": {"name": "riverswim"},
-    "offline": {"N": 1000, "beta": 10.0, "lam": 50.0, "expert": "bt", "behaviour": "uniform", "epsilon": 0.5},
-    "prior": {"mu0": 0.0, "sigma0": 1.0, "alpha0": 1.0},
-    "model": {"beta": None, "lam": None, "beta_estimate": None, "entropy_c": 1.0},
-    "K": 100,
-    "seed": 0,
-    "agents": ["pspl-bootstrap", "pspl", "dps", "lpbrl", "dpo", "ipo", "uniform"],
-    "agent_params": {},
-    "sweep": None,
-}
-TOP_KEYS = set(DEFAULTS) | {"name", "description"}
+DEFAULT_AGENTS = ("pspl-bootstrap", "pspl", "dps", "lpbrl", "dpo", "ipo", "uniform")
+
+
+@dataclass
+class OfflineData(Config):
+    """``offline:`` the offline trajectory pairs D0 and the rater who labelled them."""
+
+    SECTION: ClassVar[str] = "offline"
+    N: int = 1000
+    """offline trajectory pairs"""
+    beta: float = 10.0
+    """the rater's deliberateness beta (>= 0, .inf: noiseless)"""
+    lam: float = 50.0
+    """the rater's knowledgeability lambda (> 0 or .inf)"""
+    expert: str = "bt"
+    """how the rater labels: bt (Bradley-Terry) or greedy"""
+    behaviour: str = "uniform"
+    """the policy that rolled out D0: uniform or eps-optimal"""
+    epsilon: float = 0.5
+    """eps-optimal behaviour: probability of a uniform action"""
+
+    def validate(self) -> None:
+        if not isinstance(self.N, int) or isinstance(self.N, bool) or self.N < 0:
+            raise ConfigError("offline.N", self.N, "must be an integer >= 0")
+        offline_rater(vars(self))
+        choice(self.behaviour, "offline.behaviour", BEHAVIOURS, f"choose one of {list(BEHAVIOURS)}")
+        if not 0 <= number(self.epsilon, "offline.epsilon", 0) <= 1:
+            raise ConfigError("offline.epsilon", self.epsilon, "must lie in [0, 1]")
+
+
+@dataclass
+class Prior(Config):
+    """``prior:`` the agents' prior: theta ~ N(mu0, sigma0^2 I), transitions eta ~ Dir(alpha0)."""
+
+    SECTION: ClassVar[str] = "prior"
+    mu0: float = 0.0
+    """prior mean of theta"""
+    sigma0: float = 1.0
+    """prior sd of theta (> 0)"""
+    alpha0: float = 1.0
+    """Dirichlet concentration of the transition prior (> 0)"""
+
+    def validate(self) -> None:
+        number(self.mu0, "prior.mu0")
+        number(self.sigma0, "prior.sigma0", 0, strict=True)
+        number(self.alpha0, "prior.alpha0", 0, strict=True)
+
+
+@dataclass
+class AssumedModel(Config):
+    """``model:`` the competence the Bayesian agents assume (null: the true offline value)."""
+
+    SECTION: ClassVar[str] = "model"
+    beta: float | None = None
+    """assumed beta (null: the rater's)"""
+    lam: float | None = None
+    """assumed lambda (null: the rater's)"""
+    beta_estimate: str | None = None
+    """estimate beta from D0 instead: mle, entropy, or the labelled ablations mle-oracle, entropy-oracle"""
+    entropy_c: float = 1.0
+    """the entropy estimator's constant (> 0)"""
+
+    def validate(self) -> None:
+        if self.beta is not None:
+            number(self.beta, "model.beta", 0)
+        if self.lam is not None:
+            number(self.lam, "model.lam", 0, strict=True)
+        choice(
+            self.beta_estimate, "model.beta_estimate", BETA_ESTIMATES, f"choose one of {list(BETA_ESTIMATES)}"
+        )
+        number(self.entropy_c, "model.entropy_c", 0, strict=True)
+
+
+@dataclass
+class PSPLExperiment(Config):
+    """A ``pspl`` experiment (every key optional except ``env.name``)."""
+
+    env: dict = field(default_factory=lambda: {"name": "riverswim"})
+    """the tabular MDP: {name: riverswim, S, H} or {name: mountaincar, n_pos, n_vel, H, repeat, m}"""
+    offline: OfflineData = field(default_factory=OfflineData)
+    """the offline data D0 and its rater"""
+    prior: Prior = field(default_factory=Prior)
+    """the agents' prior"""
+    model: AssumedModel = field(default_factory=AssumedModel)
+    """the competence the agents assume"""
+    K: int = 100
+    """online episodes"""
+    seed: int = 0
+    """base seed; seed b of a --seeds S run uses seed + b"""
+    agents: list = field(default_factory=lambda: list(DEFAULT_AGENTS))
+    """agents to run (distinct), from pspl-bootstrap, pspl, dps, lpbrl, dpo, ipo, uniform"""
+    agent_params: dict = field(default_factory=dict)
+    """per-agent parameters: {agent: {key: value}} (keys: AGENT_PARAMS)"""
+    sweep: dict | None = None
+    """one run per value: {key: offline.lam, values: [1, 10, 100]}"""
+
+    def validate(self) -> None:
+        self.env = dict(mapping(self.env, "env"))
+        if not isinstance(self.K, int) or isinstance(self.K, bool) or self.K < 0:
+            raise ConfigError("K", self.K, "number of online episodes must be an integer >= 0")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise ConfigError("seed", self.seed, "must be an integer")
+        agents = self.agents
+        if isinstance(agents, str):
+            agents = self.agents = [agents]
+        if not isinstance(agents, list) or not agents:
+            raise ConfigError("agents", agents, f"must be a non-empty list of {list(AGENTS)}")
+        for i, a in enumerate(agents):
+            if a not in AGENTS:
+                raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
+        if len(set(agents)) != len(agents):
+            raise ConfigError("agents", agents, "agents must be distinct")
+        if not isinstance(self.agent_params, Mapping):
+            raise ConfigError("agent_params", self.agent_params, "must be a mapping agent -> parameters")
+        check_keys(self.agent_params, AGENTS, "agent_params")
+        for a, p in self.agent_params.items():
+            if not isinstance(p, Mapping):
+                raise ConfigError(f"agent_params.{a}", p, "must be a mapping")
+            check_keys(p, AGENT_PARAMS[a], f"agent_params.{a}")
+        p = self.agent_params.get("pspl-bootstrap", {})
+        for key in ("p_online", "p_offline"):
+            if key in p and not (isinstance(p[key], (int, float)) and 0 < p[key] <= 1):
+                raise ConfigError(
+                    f"agent_params.pspl-bootstrap.{key}", p[key], "Bernoulli weight must be in (0, 1]"
+                )
+        mo, off = self.model, self.offline
+        if "pspl" in agents and mo.beta is None and mo.beta_estimate is None and math.isinf(float(off.beta)):
+            raise ConfigError(
+                "offline.beta",
+                off.beta,
+                "the pspl agent would assume this β, and its Laplace posterior needs a finite one (an "
+                "infinite β makes the likelihood a step function); set model.beta to the β it should assume, "
+                "e.g. 100",
+            )
+
+
+#: an experiment's settings at their defaults
+DEFAULTS: dict[str, Any] = PSPLExperiment.defaults()
+#: top-level keys a config may hold besides the settings (kept in the resolved config)
+EXTRA_KEYS = ("name", "description")
 #: Each agent's random stream (posterior samples, online pairs and labels, offline mini-batches) is keyed
 #: by (seed, agent name): agent ``a`` draws from ``seed * 1000 + 17 * AGENT_STREAM[a] + 1`` whatever the
 #: ``agents`` list holds or in which order, so an agent's result does not depend on which agents share
@@ -67,7 +197,7 @@ TOP_KEYS = set(DEFAULTS) | {"name", "description"}
 #: ``b`` of a ``--seeds S`` run uses ``seed + b`` for its rater and D0 and ``(seed + b) * 1000 + ...``
 #: for each agent, so it is the single run (``--seeds 1``) with seed ``seed + b``, whatever S is.
 AGENT_STREAM: dict[str, int] = {
-    a: i for i, a in enumerate([*DEFAULTS["agents"], *(a for a in AGENTS if a not in DEFAULTS["agents"])])
+    a: i for i, a in enumerate([*DEFAULT_AGENTS, *(a for a in AGENTS if a not in DEFAULT_AGENTS)])
 }
 _POSTERIOR = ("tol", "max_iter")
 #: the keys each agent reads from ``agent_params.<agent>``
@@ -82,93 +212,14 @@ AGENT_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _num(
-    field: str, v: Any, *, lo: float | None = None, strict: bool = False, allow_inf: bool = False
-) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
-        raise ConfigError(field, v, "must be a number")
-    if math.isinf(v) and not allow_inf:
-        raise ConfigError(field, v, "must be finite")
-    if lo is not None and (v <= lo if strict else v < lo):
-        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {lo}")
-    return float(v)
-
-
 def validate_config(cfg: Mapping[str, Any], seeds: int = 1) -> dict:
-    """Merge ``cfg`` into :data:`DEFAULTS` and check every field, and that ``seeds`` seeds of it fit in
-    memory (:func:`check_size`); raises :class:`ConfigError`."""
+    """:class:`PSPLExperiment` of ``cfg`` (every field validated; ``name`` and ``description`` kept) as a
+    plain mapping, once ``seeds`` seeds of it are known to fit in memory (:func:`check_size`), its env
+    builds and every sweep value gives a valid config; raises :class:`ConfigError`."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", cfg, "must be a mapping")
-    # the sections' keys let a misplaced section be pointed at (``raters: {lam: 3}`` -> ``offline.lam``)
-    check_keys(cfg, {k: DEFAULTS[k] if isinstance(DEFAULTS.get(k), dict) else None for k in sorted(TOP_KEYS)})
-    out = copy.deepcopy(DEFAULTS)
-    for k, v in cfg.items():
-        if isinstance(out.get(k), dict) and k != "agent_params":
-            if not isinstance(v, Mapping):
-                raise ConfigError(k, v, "must be a mapping")
-            if k in ("offline", "prior", "model"):
-                check_keys(v, sorted(DEFAULTS[k]), k)
-            out[k] = {**out[k], **v} if k != "env" else dict(v)
-        else:
-            out[k] = copy.deepcopy(v)
-    off = out["offline"]
-    if not isinstance(off["N"], int) or isinstance(off["N"], bool) or off["N"] < 0:
-        raise ConfigError("offline.N", off["N"], "must be an integer >= 0")
-    offline_rater(off)
-    if off["behaviour"] not in BEHAVIOURS:
-        raise ConfigError("offline.behaviour", off["behaviour"], f"choose one of {list(BEHAVIOURS)}")
-    if not 0 <= _num("offline.epsilon", off["epsilon"], lo=0) <= 1:
-        raise ConfigError("offline.epsilon", off["epsilon"], "must lie in [0, 1]")
-    pr = out["prior"]
-    _num("prior.mu0", pr["mu0"])
-    _num("prior.sigma0", pr["sigma0"], lo=0, strict=True)
-    _num("prior.alpha0", pr["alpha0"], lo=0, strict=True)
-    mo = out["model"]
-    if mo["beta"] is not None:
-        _num("model.beta", mo["beta"], lo=0)
-    if mo["lam"] is not None:
-        _num("model.lam", mo["lam"], lo=0, strict=True)
-    if mo["beta_estimate"] not in BETA_ESTIMATES:
-        raise ConfigError("model.beta_estimate", mo["beta_estimate"], f"choose one of {list(BETA_ESTIMATES)}")
-    _num("model.entropy_c", mo["entropy_c"], lo=0, strict=True)
-    if not isinstance(out["K"], int) or isinstance(out["K"], bool) or out["K"] < 0:
-        raise ConfigError("K", out["K"], "number of online episodes must be an integer >= 0")
-    if not isinstance(out["seed"], int) or isinstance(out["seed"], bool):
-        raise ConfigError("seed", out["seed"], "must be an integer")
-    agents = out["agents"]
-    if isinstance(agents, str):
-        agents = out["agents"] = [agents]
-    if not isinstance(agents, list) or not agents:
-        raise ConfigError("agents", agents, f"must be a non-empty list of {list(AGENTS)}")
-    for i, a in enumerate(agents):
-        if a not in AGENTS:
-            raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
-    if len(set(agents)) != len(agents):
-        raise ConfigError("agents", agents, "agents must be distinct")
-    if not isinstance(out["agent_params"], Mapping):
-        raise ConfigError("agent_params", out["agent_params"], "must be a mapping agent -> parameters")
-    check_keys(out["agent_params"], AGENTS, "agent_params")
-    for a, p in out["agent_params"].items():
-        if not isinstance(p, Mapping):
-            raise ConfigError(f"agent_params.{a}", p, "must be a mapping")
-        check_keys(p, AGENT_PARAMS[a], f"agent_params.{a}")
-    for a in ("pspl-bootstrap",):
-        p = out["agent_params"].get(a, {})
-        for key in ("p_online", "p_offline"):
-            if key in p and not (isinstance(p[key], (int, float)) and 0 < p[key] <= 1):
-                raise ConfigError(f"agent_params.{a}.{key}", p[key], "Bernoulli weight must be in (0, 1]")
-    if (
-        "pspl" in agents
-        and mo["beta"] is None
-        and mo["beta_estimate"] is None
-        and math.isinf(float(off["beta"]))
-    ):
-        raise ConfigError(
-            "offline.beta",
-            off["beta"],
-            "the pspl agent would assume this β, and its Laplace posterior needs a finite one (an infinite β "
-            "makes the likelihood a step function); set model.beta to the β it should assume, e.g. 100",
-        )
+    out = PSPLExperiment.from_dict(cfg, extra=dict.fromkeys(EXTRA_KEYS)).to_dict()
+    out.update({k: copy.deepcopy(cfg[k]) for k in cfg if k in EXTRA_KEYS})
     check_size(out, seeds)  # before the env is built: a huge S or H is refused, not allocated
     make_env(out["env"])  # validates the env block
     validate_sweep_block(out, lambda c: validate_config(c, seeds))

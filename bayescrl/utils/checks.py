@@ -57,14 +57,8 @@ def number(
     index: int | None = None,
 ) -> float:
     """``value`` as a float ``>= low`` (``> low`` with ``strict``) and ``<= high`` (either bound optional);
-    finite unless ``allow_inf``. A string that reads as a number is one (YAML 1.1 reads ``1e4`` as a
-    string). The reason names the first rule broken: ``must be a finite number``, ``must be > 0``,
-    ``must be in [0, 1]``."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            pass
+    finite unless ``allow_inf``. The reason names the first rule broken: ``must be a finite number``,
+    ``must be > 0``, ``must be in [0, 1]``."""
     what = "must be a number" if allow_inf else "must be a finite number"
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise ConfigError(field, value, what, index=index)

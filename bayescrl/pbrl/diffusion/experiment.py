@@ -46,8 +46,9 @@ import sys
 import time
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from tqdm.auto import tqdm
@@ -64,151 +65,268 @@ from bayescrl.pbrl.diffusion.policy import (
     select_adam,
 )
 from bayescrl.raters import BeliefRater
-from bayescrl.utils.checks import check_no_nan
+from bayescrl.utils.checks import boolean, check_no_nan, choice, number, positive_int
+from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
+from bayescrl.utils.io import apply_overrides, validate_sweep_block, write_json
 from bayescrl.utils.plotting import plot_mean_sd, plt
 
 log = logging.getLogger(__name__)
 AGENTS = ("pspl", "dps")
 UPDATES = ("reward_grad", "ddpo")
-DEFAULTS: dict[str, Any] = {
-    "task": "diffusion",
-    "base": {
-        "size": 16,
-        "channels": [16, 32],
-        "layers_per_block": 1,
-        "train_timesteps": 1000,
-        "steps": 500,
-        "batch": 64,
-        "lr": 2e-3,
-        "scorer_steps": 300,
-        "cache": None,
-    },
-    "T": 10,
-    "prompts": list(range(10)),
-    "reward": {"score": 1.0, "noise": -1.0, "time": 0.0, "stat": 2.0, "stat_kind": "mass"},
-    "offline": {"N": 256, "beta": 0.05, "lam": 10.0, "expert": "bt"},
-    "pools": {"val": 64, "explore": 128},
-    "prior": {"alpha0": 1.0, "bins": 10, "dps_noise_sd": 1.0},
-    "policy": {
-        "hidden": 512,
-        "sd_init": 0.03,
-        "update": "reward_grad",
-        "lr": 3e-4,
-        "clip": 0.2,
-        "rollouts": 20,
-        "updates": 1,
-        "eta_weight": 0.2,
-    },
-    "K": 20,
-    "final": {"epochs": 5, "L": 10, "deterministic": True},
-    "seed": 0,
-    "agents": ["pspl", "dps"],
-    "oracle": True,
-    "sweep": None,
-}
-TOP = set(DEFAULTS) | {"name", "description"}
 
 
-def _int(field: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ConfigError(field, v, f"must be an integer >= {lo}")
-    return v
+def _ints(cfg: Config, **minimum: int) -> None:
+    """Each named field of ``cfg`` as an integer >= its minimum (written back as an int)."""
+    for name, lo in minimum.items():
+        setattr(cfg, name, positive_int(getattr(cfg, name), cfg.key(name), lo))
 
 
-def _float(field: str, v: Any, lo: float | None = None, strict: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v) or math.isinf(v):
-        raise ConfigError(field, v, "must be a finite number")
-    if lo is not None and (v <= lo if strict else v < lo):
-        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {lo}")
-    return float(v)
+@dataclass
+class BaseModel(Config):
+    """``base:`` the base model (DDPM + scorer), trained once and cached."""
+
+    SECTION: ClassVar[str] = "base"
+    size: int = 16
+    """image side in pixels (a multiple of 4: two UNet resolutions)"""
+    channels: list = field(default_factory=lambda: [16, 32])
+    """the UNet's two channel counts (multiples of 8)"""
+    layers_per_block: int = 1
+    """UNet layers per block"""
+    train_timesteps: int = 1000
+    """the DDPM scheduler's training steps"""
+    steps: int = 500
+    """DDPM training steps"""
+    batch: int = 64
+    """DDPM training batch"""
+    lr: float = 2e-3
+    """DDPM learning rate"""
+    scorer_steps: int = 300
+    """training steps of the scorer"""
+    cache: str | None = None
+    """folder of the cached base model (null: OUT/base_model)"""
+
+    def validate(self) -> None:
+        _ints(self, size=8)
+        if self.size % 4:
+            raise ConfigError("base.size", self.size, "must be a multiple of 4 (two UNet resolutions)")
+        ch = self.channels
+        if (
+            not isinstance(ch, list)
+            or len(ch) != 2
+            or any(positive_int(c, "base.channels", 8) % 8 for c in ch)
+        ):
+            raise ConfigError("base.channels", ch, "two channel counts, multiples of 8, e.g. [16, 32]")
+        _ints(self, layers_per_block=1, train_timesteps=2, steps=1, batch=1)
+        number(self.lr, "base.lr", 0, strict=True)
+        _ints(self, scorer_steps=1)
+        if self.cache is not None and not isinstance(self.cache, str):
+            raise ConfigError("base.cache", self.cache, "must be a folder path or null (OUT/base_model)")
+
+
+@dataclass
+class Reward(Config):
+    """``reward:`` the hidden reward psi . theta*: weights of its features."""
+
+    SECTION: ClassVar[str] = "reward"
+    score: float = 1.0
+    """weight of the scorer's class score"""
+    noise: float = -1.0
+    """weight of the noise norm"""
+    time: float = 0.0
+    """weight of the time feature"""
+    stat: float = 2.0
+    """weight of the image statistic"""
+    stat_kind: str = "mass"
+    """which image statistic (see bayescrl.pbrl.diffusion.mdp.STATS)"""
+
+    def validate(self) -> None:
+        for k in ("score", "noise", "time", "stat"):
+            number(getattr(self, k), f"reward.{k}")
+        choice(self.stat_kind, "reward.stat_kind", STATS, f"choose one of {list(STATS)}")
+
+
+@dataclass
+class OfflinePairs(Config):
+    """``offline:`` the offline pairs D0 and their rater."""
+
+    SECTION: ClassVar[str] = "offline"
+    N: int = 256
+    """offline pairs (same prompt)"""
+    beta: float = 0.05
+    """the rater's deliberateness beta"""
+    lam: float = 10.0
+    """the rater's knowledgeability lambda"""
+    expert: str = "bt"
+    """how the rater labels: bt or greedy"""
+
+    def validate(self) -> None:
+        _ints(self, N=1)
+        offline_rater(vars(self))
+
+
+@dataclass
+class Pools(Config):
+    """``pools:`` held-out pools."""
+
+    SECTION: ClassVar[str] = "pools"
+    val: int = 64
+    """validation pairs (held-out ranking accuracy)"""
+    explore: int = 128
+    """unseen (prompt, z_T) starts of the online queries"""
+
+    def validate(self) -> None:
+        _ints(self, val=1, explore=1)
+
+
+@dataclass
+class DiffusionPrior(Config):
+    """``prior:`` the agents' priors."""
+
+    SECTION: ClassVar[str] = "prior"
+    alpha0: float = 1.0
+    """Dirichlet concentration of the eta prior"""
+    bins: int = 10
+    """bins of the eta model"""
+    dps_noise_sd: float = 1.0
+    """DPS: noise sd of its Gaussian reward model"""
+
+    def validate(self) -> None:
+        number(self.alpha0, "prior.alpha0", 0, strict=True)
+        _ints(self, bins=2)
+        number(self.dps_noise_sd, "prior.dps_noise_sd", 0, strict=True)
+
+
+@dataclass
+class NoisePolicy(Config):
+    """``policy:`` the Gaussian noise policy and its updates."""
+
+    SECTION: ClassVar[str] = "policy"
+    hidden: int = 512
+    """hidden units of the policy MLP"""
+    sd_init: float = 0.03
+    """exploration sd of the behaviour policy, in [1e-3, 1]"""
+    update: str = "reward_grad"
+    """reward_grad (Adam on the reward's gradient) or ddpo (PPO-clip)"""
+    lr: float = 3e-4
+    """policy learning rate"""
+    clip: float = 0.2
+    """ddpo: PPO clip"""
+    rollouts: int = 20
+    """rollouts per policy epoch"""
+    updates: int = 1
+    """update steps per policy epoch"""
+    eta_weight: float = 0.2
+    """kappa: weight of the standardised eta term"""
+
+    def validate(self) -> None:
+        _ints(self, hidden=1)
+        sd = number(self.sd_init, "policy.sd_init", 0, strict=True)
+        if not 1e-3 <= sd <= 1:
+            raise ConfigError("policy.sd_init", sd, "must lie in [1e-3, 1] (the log-sd clamp)")
+        choice(self.update, "policy.update", UPDATES, f"choose one of {list(UPDATES)}")
+        number(self.lr, "policy.lr", 0, strict=True)
+        number(self.clip, "policy.clip", 0, strict=True)
+        _ints(self, rollouts=2, updates=1)
+        number(self.eta_weight, "policy.eta_weight", 0)
+
+
+@dataclass
+class FinalEpisode(Config):
+    """``final:`` the output policy and its evaluation."""
+
+    SECTION: ClassVar[str] = "final"
+    epochs: int = 5
+    """policy epochs on the point estimate"""
+    L: int = 10
+    """evaluation rollouts per prompt"""
+    deterministic: bool = True
+    """evaluate the policy's mean"""
+
+    def validate(self) -> None:
+        _ints(self, epochs=0, L=1)
+        boolean(self.deterministic, "final.deterministic")
+
+
+@dataclass
+class DiffusionExperiment(Config):
+    """A ``pspl`` experiment with ``task: diffusion`` (appendix `pickapic`)."""
+
+    task: str = "diffusion"
+    """must be diffusion"""
+    base: BaseModel = field(default_factory=BaseModel)
+    """the base model"""
+    T: int = 10
+    """DDIM sampler steps"""
+    prompts: list = field(default_factory=lambda: list(range(10)))
+    """prompt classes (distinct digits 0-9)"""
+    reward: Reward = field(default_factory=Reward)
+    """the hidden reward"""
+    offline: OfflinePairs = field(default_factory=OfflinePairs)
+    """the offline data and its rater"""
+    pools: Pools = field(default_factory=Pools)
+    """held-out pools"""
+    prior: DiffusionPrior = field(default_factory=DiffusionPrior)
+    """the agents' priors"""
+    policy: NoisePolicy = field(default_factory=NoisePolicy)
+    """the policy"""
+    K: int = 20
+    """online episodes"""
+    final: FinalEpisode = field(default_factory=FinalEpisode)
+    """the output policy"""
+    seed: int = 0
+    """seed of the pools, D0, the initial policy and the evaluation starts"""
+    agents: list = field(default_factory=lambda: ["pspl", "dps"])
+    """agents: pspl, dps"""
+    oracle: bool = True
+    """run the oracle (needed for the simple regret)"""
+    sweep: dict | None = None
+    """one run per value: {key, values}"""
+
+    def validate(self) -> None:
+        if self.task != "diffusion":
+            raise ConfigError("task", self.task, "this runner handles task: diffusion")
+        T = self.T = positive_int(self.T, "T", 1)
+        if T > self.base.train_timesteps:
+            raise ConfigError(
+                "T", T, f"larger than the scheduler's {self.base.train_timesteps} training steps"
+            )
+        pr = self.prompts
+        if not isinstance(pr, list) or not pr:
+            raise ConfigError("prompts", pr, "must be a non-empty list of digit classes 0-9")
+        for i, p in enumerate(pr):
+            if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 9:
+                raise ConfigError(
+                    "prompts", p, "unknown prompt class; the prompts are the digits 0-9", index=i
+                )
+        if len(set(pr)) != len(pr):
+            raise ConfigError("prompts", pr, "prompts must be distinct")
+        self.K = positive_int(self.K, "K", 0)
+        self.seed = positive_int(self.seed, "seed", 0)
+        ag = self.agents
+        if isinstance(ag, str):
+            ag = self.agents = [ag]
+        if not isinstance(ag, list) or not ag or len(set(ag)) != len(ag):
+            raise ConfigError("agents", ag, f"a non-empty list of distinct agents from {list(AGENTS)}")
+        for i, a in enumerate(ag):
+            if a not in AGENTS:
+                raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
+        boolean(self.oracle, "oracle")
+
+
+#: an experiment's settings at their defaults
+DEFAULTS: dict[str, Any] = DiffusionExperiment.defaults()
+#: top-level keys a config may hold besides the settings (kept in the resolved config)
+EXTRA_KEYS = ("name", "description")
 
 
 def validate_config(cfg: Mapping[str, Any]) -> dict:
-    """Merge into :data:`DEFAULTS` and check every field (before any work); raises :class:`ConfigError`."""
+    """:class:`DiffusionExperiment` of ``cfg`` (every field checked before any work; ``name`` and
+    ``description`` kept) as a plain mapping; raises :class:`ConfigError`."""
     if not isinstance(cfg, Mapping):
         raise ConfigError("config", cfg, "must be a mapping")
-    check_keys(cfg, sorted(TOP))
-    out = copy.deepcopy(DEFAULTS)
-    for k, v in cfg.items():
-        if isinstance(DEFAULTS.get(k), dict):
-            if not isinstance(v, Mapping):
-                raise ConfigError(k, v, "must be a mapping")
-            check_keys(v, sorted(DEFAULTS[k]), k)
-            out[k] = {**out[k], **v}
-        else:
-            out[k] = copy.deepcopy(v)
-    if out["task"] != "diffusion":
-        raise ConfigError("task", out["task"], "this runner handles task: diffusion")
-    b = out["base"]
-    size = _int("base.size", b["size"], 8)
-    if size % 4:
-        raise ConfigError("base.size", size, "must be a multiple of 4 (two UNet resolutions)")
-    ch = b["channels"]
-    if not isinstance(ch, list) or len(ch) != 2 or any(_int("base.channels", c, 8) % 8 for c in ch):
-        raise ConfigError("base.channels", ch, "two channel counts, multiples of 8, e.g. [16, 32]")
-    _int("base.layers_per_block", b["layers_per_block"], 1)
-    _int("base.train_timesteps", b["train_timesteps"], 2)
-    _int("base.steps", b["steps"], 1)
-    _int("base.batch", b["batch"], 1)
-    _float("base.lr", b["lr"], 0, strict=True)
-    _int("base.scorer_steps", b["scorer_steps"], 1)
-    if b["cache"] is not None and not isinstance(b["cache"], str):
-        raise ConfigError("base.cache", b["cache"], "must be a folder path or null (OUT/base_model)")
-    T = _int("T", out["T"], 1)
-    if T > b["train_timesteps"]:
-        raise ConfigError("T", T, f"larger than the scheduler's {b['train_timesteps']} training steps")
-    pr = out["prompts"]
-    if not isinstance(pr, list) or not pr:
-        raise ConfigError("prompts", pr, "must be a non-empty list of digit classes 0-9")
-    for i, p in enumerate(pr):
-        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 9:
-            raise ConfigError("prompts", p, "unknown prompt class; the prompts are the digits 0-9", index=i)
-    if len(set(pr)) != len(pr):
-        raise ConfigError("prompts", pr, "prompts must be distinct")
-    r = out["reward"]
-    for k in ("score", "noise", "time", "stat"):
-        _float(f"reward.{k}", r[k])
-
-    if r["stat_kind"] not in STATS:
-        raise ConfigError("reward.stat_kind", r["stat_kind"], f"choose one of {list(STATS)}")
-    off = out["offline"]
-    _int("offline.N", off["N"], 1)
-    offline_rater(off)
-    _int("pools.val", out["pools"]["val"], 1)
-    _int("pools.explore", out["pools"]["explore"], 1)
-    _float("prior.alpha0", out["prior"]["alpha0"], 0, strict=True)
-    _int("prior.bins", out["prior"]["bins"], 2)
-    _float("prior.dps_noise_sd", out["prior"]["dps_noise_sd"], 0, strict=True)
-    po = out["policy"]
-    _int("policy.hidden", po["hidden"], 1)
-    sd = _float("policy.sd_init", po["sd_init"], 0, strict=True)
-    if not 1e-3 <= sd <= 1:
-        raise ConfigError("policy.sd_init", sd, "must lie in [1e-3, 1] (the log-sd clamp)")
-    if po["update"] not in UPDATES:
-        raise ConfigError("policy.update", po["update"], f"choose one of {list(UPDATES)}")
-    _float("policy.lr", po["lr"], 0, strict=True)
-    _float("policy.clip", po["clip"], 0, strict=True)
-    _int("policy.rollouts", po["rollouts"], 2)
-    _int("policy.updates", po["updates"], 1)
-    _float("policy.eta_weight", po["eta_weight"], 0)
-    _int("K", out["K"], 0)
-    _int("final.epochs", out["final"]["epochs"], 0)
-    _int("final.L", out["final"]["L"], 1)
-    if not isinstance(out["final"]["deterministic"], bool):
-        raise ConfigError("final.deterministic", out["final"]["deterministic"], "must be true or false")
-    _int("seed", out["seed"], 0)
-    ag = out["agents"]
-    if isinstance(ag, str):
-        ag = out["agents"] = [ag]
-    if not isinstance(ag, list) or not ag or len(set(ag)) != len(ag):
-        raise ConfigError("agents", ag, f"a non-empty list of distinct agents from {list(AGENTS)}")
-    for i, a in enumerate(ag):
-        if a not in AGENTS:
-            raise ConfigError("agents", a, f"unknown agent; choose from {list(AGENTS)}", index=i)
-    if not isinstance(out["oracle"], bool):
-        raise ConfigError("oracle", out["oracle"], "must be true or false")
+    out = DiffusionExperiment.from_dict(cfg, extra=dict.fromkeys(EXTRA_KEYS)).to_dict()
+    out.update({k: copy.deepcopy(cfg[k]) for k in cfg if k in EXTRA_KEYS})
     validate_sweep_block(out, validate_config)
     return out
 
