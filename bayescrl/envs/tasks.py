@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayescrl.utils.checks import number, positive_int
 from bayescrl.utils.errors import ConfigError
 
 
@@ -102,18 +103,6 @@ class Marker:
     size: float
     rgba: tuple[float, float, float, float]
     solid: bool = False
-
-
-def _positive(name: str, value: float) -> float:
-    if not np.isfinite(value) or value <= 0:
-        raise ConfigError(name, value, "must be a finite number > 0")
-    return float(value)
-
-
-def _count(name: str, value: int) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 0:
-        raise ConfigError(name, value, "must be an integer >= 0")
-    return int(value)
 
 
 def _place(
@@ -188,8 +177,8 @@ class CircleTask(Task):
     feature_names = ("ring_angular_progress", "angular_progress", "ring_distance", "speed")
 
     def __init__(self, radius: float, x_lim: float, cost_limit: float = 10.0):
-        self.radius = _positive("radius", radius)
-        self.x_lim = _positive("x_lim", x_lim)
+        self.radius = number(radius, "radius", 0.0, strict=True)
+        self.x_lim = number(x_lim, "x_lim", 0.0, strict=True)
         if self.x_lim >= self.radius:
             raise ConfigError(
                 "x_lim", x_lim, f"must be smaller than the radius {radius} (else nothing binds)"
@@ -244,12 +233,12 @@ class ReachTask(Task, _GoalMixin):
         lidar_bins: int = 16,
         cost_limit: float = 25.0,
     ):
-        self.goal_distance = _positive("goal_distance", goal_distance)
-        self.num_hazards = _count("num_hazards", num_hazards)
-        self.hazard_size = _positive("hazard_size", hazard_size)
-        self.band_length = _positive("band_length", band_length)
-        self.band_width = _positive("band_width", band_width)
-        self.lidar_bins = max(1, _count("lidar_bins", lidar_bins))
+        self.goal_distance = number(goal_distance, "goal_distance", 0.0, strict=True)
+        self.num_hazards = positive_int(num_hazards, "num_hazards", 0)
+        self.hazard_size = number(hazard_size, "hazard_size", 0.0, strict=True)
+        self.band_length = number(band_length, "band_length", 0.0, strict=True)
+        self.band_width = number(band_width, "band_width", 0.0, strict=True)
+        self.lidar_bins = max(1, positive_int(lidar_bins, "lidar_bins", 0))
         self.cost_limits = (float(cost_limit),)
         self.obs_dim = 3 + self.lidar_bins
         self.goal = np.array([self.goal_distance, 0.0])
@@ -318,15 +307,15 @@ class NavigationTask(Task, _GoalMixin):
         lidar_bins: int = 16,
         cost_limits: tuple[float, float] = (10.0, 25.0),
     ):
-        self.half = _positive("half", half)
-        self.num_hazards = _count("num_hazards", num_hazards)
-        self.hazard_size = _positive("hazard_size", hazard_size)
-        self.num_pillars = _count("num_pillars", num_pillars)
-        self.pillar_size = _positive("pillar_size", pillar_size)
-        self.goal_size = _positive("goal_size", goal_size)
+        self.half = number(half, "half", 0.0, strict=True)
+        self.num_hazards = positive_int(num_hazards, "num_hazards", 0)
+        self.hazard_size = number(hazard_size, "hazard_size", 0.0, strict=True)
+        self.num_pillars = positive_int(num_pillars, "num_pillars", 0)
+        self.pillar_size = number(pillar_size, "pillar_size", 0.0, strict=True)
+        self.goal_size = number(goal_size, "goal_size", 0.0, strict=True)
         self.goal_bonus = float(goal_bonus)
         self.robot_radius = float(robot_radius)
-        self.lidar_bins = max(1, _count("lidar_bins", lidar_bins))
+        self.lidar_bins = max(1, positive_int(lidar_bins, "lidar_bins", 0))
         if len(tuple(cost_limits)) != 2:
             raise ConfigError("cost_limits", cost_limits, "Navigation has two costs (hazards, pillars)")
         self.cost_limits = tuple(float(c) for c in cost_limits)
@@ -419,13 +408,13 @@ class GatherTask(Task):
         sensor_span: float = np.pi,
         cost_limit: float = 0.1,
     ):
-        self.num_apples = _count("num_apples", num_apples)
-        self.num_bombs = _count("num_bombs", num_bombs)
-        self.activity_range = _positive("activity_range", activity_range)
-        self.catch_range = _positive("catch_range", catch_range)
-        self.num_bins = max(1, _count("num_bins", num_bins))
-        self.sensor_range = _positive("sensor_range", sensor_range)
-        self.sensor_span = _positive("sensor_span", sensor_span)
+        self.num_apples = positive_int(num_apples, "num_apples", 0)
+        self.num_bombs = positive_int(num_bombs, "num_bombs", 0)
+        self.activity_range = number(activity_range, "activity_range", 0.0, strict=True)
+        self.catch_range = number(catch_range, "catch_range", 0.0, strict=True)
+        self.num_bins = max(1, positive_int(num_bins, "num_bins", 0))
+        self.sensor_range = number(sensor_range, "sensor_range", 0.0, strict=True)
+        self.sensor_span = number(sensor_span, "sensor_span", 0.0, strict=True)
         half = int(self.activity_range // 2)
         if self.num_apples + self.num_bombs > (2 * half + 1) ** 2 - 1:
             raise ConfigError(

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bayescrl.models.spec import SPEC_KEYS, check_spec_keys
-from bayescrl.utils.checks import finite_float, positive_int
+from bayescrl.utils.checks import boolean, choice, number, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
@@ -20,21 +20,18 @@ __all__ = ["ENGINES", "ENGINE_OPTIONS", "SPEC_KEYS", "check_engine_options", "ch
 
 
 def _prob(v, f):
-    return finite_float(v, f, 0.0, 1.0)
+    return number(v, f, 0.0, 1.0)
 
 
 def _open_prob(v, f):
-    x = finite_float(v, f)
+    x = number(v, f)
     if not 0 < x < 1:
         raise ConfigError(f, v, "must be in (0, 1)")
     return x
 
 
 def _pos(v, f):
-    x = finite_float(v, f)
-    if x <= 0:
-        raise ConfigError(f, v, "must be > 0")
-    return x
+    return number(v, f, 0.0, strict=True)
 
 
 def _count(v, f):
@@ -45,17 +42,9 @@ def _count0(v, f):
     return positive_int(v, f, minimum=0)
 
 
-def _bool(v, f):
-    if not isinstance(v, bool):
-        raise ConfigError(f, v, "must be true or false")
-    return v
-
-
 def _choice(*allowed):
     def check(v, f):
-        if v not in allowed:
-            raise ConfigError(f, v, f"must be one of {list(allowed)}")
-        return v
+        return choice(v, f, allowed)
 
     return check
 
@@ -76,8 +65,8 @@ ENGINE_OPTIONS: dict[str, dict[str, Any]] = {
         "p_offline": _prob,
         "p_online": _prob,
         "p_obs": _prob,
-        "online_reward_noise": _bool,
-        "anchor_prior": _bool,
+        "online_reward_noise": boolean,
+        "anchor_prior": boolean,
         "tol": _pos,
         "max_iter": _count,
         "solver": _any,  # checked by the engine
@@ -92,15 +81,15 @@ ENGINE_OPTIONS: dict[str, dict[str, Any]] = {
         "num_particles": _count,
         "rank": _rank,
         "reparam": _choice(True, False, "auto"),
-        "check": _bool,
+        "check": boolean,
     },
     "nuts": {
         "num_samples": _count,
         "warmup": _count0,
         "num_chains": _count,
         "target_accept": _open_prob,
-        "jit": _bool,
-        "reparam": _bool,
+        "jit": boolean,
+        "reparam": boolean,
     },
 }
 

@@ -12,8 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bayescrl.utils.errors import ConfigError
-from bayescrl.utils.hints import did_you_mean
+from bayescrl.utils.checks import choice
 
 if TYPE_CHECKING:  # the hierarchical module loads Pyro
     from bayescrl.inference.hierarchical import RaterPoolPosterior
@@ -23,11 +22,9 @@ PLOT_NAME = "rater_competence.png"
 
 
 def check_choice(value: Any, field: str, options: Sequence[str]) -> str:
-    """``value`` if it is one of ``options``; else a :class:`ConfigError` naming the closest option."""
-    if isinstance(value, str) and value in options:
-        return value
-    hint = did_you_mean(str(value), options) if isinstance(value, str) else ""
-    raise ConfigError(field, value, f"must be one of {', '.join(options)}{hint}")
+    """``value`` if it is one of the strings ``options``; else a :class:`ConfigError` naming the closest
+    option (:func:`bayescrl.utils.checks.choice`)."""
+    return choice(value, field, options, f"must be one of {', '.join(options)}")
 
 
 def table_rows(post: RaterPoolPosterior, **extra: Any) -> list[dict[str, Any]]:

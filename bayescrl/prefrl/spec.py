@@ -33,6 +33,7 @@ from bayescrl.inference.engines import ENGINES
 from bayescrl.inference.rater_report import check_choice
 from bayescrl.prefrl.queries import RULES
 from bayescrl.raters import Rater, parse_raters
+from bayescrl.utils.checks import choice, number, positive_int
 from bayescrl.utils.configpaths import load_config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
@@ -96,29 +97,6 @@ class PreferenceSpec:
         return d
 
 
-def _int(v: Any, name: str, lo: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or int(v) != v:
-        raise ConfigError(name, v, f"must be an integer >= {lo}")
-    if int(v) < lo:
-        raise ConfigError(name, v, f"must be an integer >= {lo}")
-    return int(v)
-
-
-def _float(v: Any, name: str, lo: float = 0.0, hi: float = math.inf, open_lo: bool = True) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-        raise ConfigError(name, v, "must be a finite number")
-    v = float(v)
-    if v < lo or (open_lo and v == lo) or v > hi:
-        raise ConfigError(name, v, f"must be in {'(' if open_lo else '['}{lo:g}, {hi:g}]")
-    return v
-
-
-def _choice(v: Any, name: str, options) -> str:
-    if v not in options:
-        raise ConfigError(name, v, f"must be one of {list(options)}")
-    return v
-
-
 def _raters(raw: Any, name: str) -> tuple[Rater, ...]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(
@@ -133,11 +111,11 @@ def _queries(q: Any, name: str) -> QuerySpec:
         raise ConfigError(f"preferences.{name}", q, "must be a mapping like {total: 400, per_round: 20}")
     check_keys(q, QuerySpec.__dataclass_fields__, f"preferences.{name}")
     return QuerySpec(
-        total=_int(q.get("total", 400), f"preferences.{name}.total", 0),
-        per_round=_int(q.get("per_round", 20), f"preferences.{name}.per_round"),
-        every=_int(q.get("every", 1), f"preferences.{name}.every"),
-        select=_choice(q.get("select", "bald"), f"preferences.{name}.select", RULES),
-        candidates=_int(q.get("candidates", 1000), f"preferences.{name}.candidates"),
+        total=positive_int(q.get("total", 400), f"preferences.{name}.total", 0),
+        per_round=positive_int(q.get("per_round", 20), f"preferences.{name}.per_round"),
+        every=positive_int(q.get("every", 1), f"preferences.{name}.every"),
+        select=choice(q.get("select", "bald"), f"preferences.{name}.select", RULES),
+        candidates=positive_int(q.get("candidates", 1000), f"preferences.{name}.candidates"),
     )
 
 
@@ -165,8 +143,8 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         ("thompson_hold", 1),
     ):
         if key in spec:
-            out[key] = _int(spec[key], f"preferences.{key}", lo)
-    out["buffer_size"] = _int(spec.get("buffer_size", 2000), "preferences.buffer_size", 2)
+            out[key] = positive_int(spec[key], f"preferences.{key}", lo)
+    out["buffer_size"] = positive_int(spec.get("buffer_size", 2000), "preferences.buffer_size", 2)
     if qs.per_round > out["buffer_size"]:
         raise ConfigError(
             "preferences.queries.per_round",
@@ -175,15 +153,15 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         )
     for key in ("rff_lengthscale", "prior_scale", "learner_lam"):
         if key in spec:
-            out[key] = _float(spec[key], f"preferences.{key}")
+            out[key] = number(spec[key], f"preferences.{key}", 0.0, math.inf, strict=True)
     if "lcb_quantile" in spec:
-        out["lcb_quantile"] = _float(spec["lcb_quantile"], "preferences.lcb_quantile", 0.0, 0.5)
+        out["lcb_quantile"] = number(spec["lcb_quantile"], "preferences.lcb_quantile", 0.0, 0.5, strict=True)
     if "hidden" in spec:
         h = spec["hidden"]
         if not isinstance(h, (list, tuple)) or not h:
             raise ConfigError("preferences.hidden", h, "must be a non-empty list of layer widths")
-        out["hidden"] = tuple(_int(w, "preferences.hidden") for w in h)
-    out["reward_model"] = _choice(
+        out["hidden"] = tuple(positive_int(w, "preferences.hidden") for w in h)
+    out["reward_model"] = choice(
         spec.get("reward_model", "linear"), "preferences.reward_model", ("linear", "ensemble")
     )
     if out["reward_model"] == "ensemble" and spec.get("offline") is not None:
@@ -191,7 +169,7 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
             "preferences.offline", spec["offline"], "offline files carry Φ only: use reward_model linear"
         )
     out["competence"] = check_choice(spec.get("competence", "infer"), "preferences.competence", COMPETENCE)
-    out["engine"] = _choice(spec.get("engine", "laplace"), "preferences.engine", ENGINES)
+    out["engine"] = choice(spec.get("engine", "laplace"), "preferences.engine", ENGINES)
     if out["competence"] == "infer" and out["reward_model"] == "linear" and out["engine"] not in POOL_ENGINE:
         raise ConfigError(
             "preferences.engine", out["engine"], f"competence: infer runs one of {', '.join(POOL_ENGINE)}"
@@ -200,8 +178,8 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
     if not isinstance(opts, dict):
         raise ConfigError("preferences.engine_options", opts, "must be a mapping")
     out["engine_options"] = dict(opts)
-    out["reward"] = _choice(spec.get("reward", "thompson"), "preferences.reward", ("thompson", "mean", "lcb"))
-    out["cost"] = _choice(spec.get("cost", "env"), "preferences.cost", ("env", "learned"))
+    out["reward"] = choice(spec.get("reward", "thompson"), "preferences.reward", ("thompson", "mean", "lcb"))
+    out["cost"] = choice(spec.get("cost", "env"), "preferences.cost", ("env", "learned"))
     if out["cost"] == "learned":
         out["cost_raters"] = _raters(spec.get("cost_raters"), "cost_raters")
         out["cost_queries"] = _queries(spec.get("cost_queries", {}), "cost_queries")
@@ -212,16 +190,15 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
                 f"larger than the segment buffer (buffer_size = {out['buffer_size']})",
             )
         if spec.get("cost_threshold") is not None:
-            out["cost_threshold"] = _float(
-                spec["cost_threshold"], "preferences.cost_threshold", 0.0, open_lo=False
-            )
+            threshold = spec["cost_threshold"]
+            out["cost_threshold"] = number(threshold, "preferences.cost_threshold", 0.0, math.inf)
         if "cost_quantile" in spec:
-            out["cost_quantile"] = _float(spec["cost_quantile"], "preferences.cost_quantile", 0.5, 1.0, False)
+            out["cost_quantile"] = number(spec["cost_quantile"], "preferences.cost_quantile", 0.5, 1.0)
     else:
         for key in ("cost_raters", "cost_queries", "cost_quantile", "cost_threshold"):
             if spec.get(key) is not None:
                 raise ConfigError(f"preferences.{key}", spec[key], "only used with cost: learned")
-    out["labels"] = _choice(spec.get("labels", "simulated"), "preferences.labels", ("simulated", "external"))
+    out["labels"] = choice(spec.get("labels", "simulated"), "preferences.labels", ("simulated", "external"))
     off = spec.get("offline")
     if off is not None:
         if not isinstance(off, (str, Path)) or not Path(off).is_file():

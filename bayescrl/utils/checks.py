@@ -6,6 +6,7 @@ Each raises :class:`~bayescrl.utils.errors.ConfigError` (the CLI prints one line
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -60,7 +61,7 @@ def number(
     finite unless ``allow_inf``. The reason names the first rule broken: ``must be a finite number``,
     ``must be > 0``, ``must be in [0, 1]``."""
     what = "must be a number" if allow_inf else "must be a finite number"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
         raise ConfigError(field, value, what, index=index)
     if math.isinf(value) and not allow_inf:
         raise ConfigError(field, value, what, index=index)
@@ -86,7 +87,7 @@ def choice(value: Any, field: str, options: Iterable[Any], reason: str | None = 
     """``value`` if it is one of ``options``; else ``must be one of [...]`` (or ``reason``) with a
     did-you-mean hint for a misspelt string."""
     options = list(options)
-    if isinstance(value, bool) or value not in options:
+    if not any(value == o and isinstance(value, bool) == isinstance(o, bool) for o in options):
         hint = did_you_mean(value, [str(o) for o in options]) if isinstance(value, str) else ""
         raise ConfigError(field, value, f"{reason or f'must be one of {options}'}{hint}")
     return value

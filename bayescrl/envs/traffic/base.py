@@ -17,18 +17,8 @@ import numpy as np
 
 from bayescrl.envs.pickling import CopyByArgs
 from bayescrl.envs.traffic.sim import SumoSim
+from bayescrl.utils.checks import number
 from bayescrl.utils.errors import ConfigError
-
-
-def _number(name: str, value: Any, minimum: float, strict: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(name, value, "must be a number") from None
-    bad = not np.isfinite(v) or (v <= minimum if strict else v < minimum)
-    if bad:
-        raise ConfigError(name, value, f"must be a finite number {'>' if strict else '>='} {minimum:g}")
-    return v
 
 
 @lru_cache(maxsize=8)
@@ -57,8 +47,8 @@ class SumoTaskEnv(CopyByArgs, gym.Env):
     ):
         if isinstance(horizon, bool) or not isinstance(horizon, (int, np.integer)) or horizon < 1:
             raise ConfigError("horizon", horizon, "must be an integer >= 1 (env steps per episode)")
-        self.warm_up = _number("warm_up", warm_up, 0.0)
-        self.step_seconds = _number("step_seconds", step_seconds, 0.0, strict=True)
+        self.warm_up = number(warm_up, "warm_up", 0.0)
+        self.step_seconds = number(step_seconds, "step_seconds", 0.0, strict=True)
         n_sub = self.step_seconds / self.sim_step
         if abs(n_sub - round(n_sub)) > 1e-9 or round(n_sub) < 1:
             raise ConfigError(

@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 from gymnasium import spaces
 
-from bayescrl.envs.traffic.base import SumoTaskEnv, _number, read_net
+from bayescrl.envs.traffic.base import SumoTaskEnv, read_net
 from bayescrl.envs.traffic.sim import OverTimeCounter, cache_dir, run_netconvert, sumo_home, write_atomic
+from bayescrl.utils.checks import number
 from bayescrl.utils.errors import ConfigError
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "traffic"
@@ -107,14 +108,14 @@ class BottleneckEnv(SumoTaskEnv):
         render_mode: str | None = None,
     ):
         sumo_home(self.env_id)
-        self.inflow = _number("inflow", inflow, 0.0)
-        self.av_fraction = _number("av_fraction", av_fraction, 0.0)
+        self.inflow = number(inflow, "inflow", 0.0)
+        self.av_fraction = number(av_fraction, "av_fraction", 0.0)
         if self.av_fraction > 1.0:
             raise ConfigError("av_fraction", av_fraction, "must be in [0, 1]")
-        self.low_speed = _number("low_speed", low_speed, 0.0, strict=True)
-        self.low_limit = _number("low_limit", low_limit, 0.0, strict=True)
-        self.depart_speed = _number("depart_speed", depart_speed, 0.0)
-        self.cost_limits = np.array([_number("cost_limit", cost_limit, 0.0)])
+        self.low_speed = number(low_speed, "low_speed", 0.0, strict=True)
+        self.low_limit = number(low_limit, "low_limit", 0.0, strict=True)
+        self.depart_speed = number(depart_speed, "depart_speed", 0.0)
+        self.cost_limits = np.array([number(cost_limit, "cost_limit", 0.0)])
         self.num_costs = 1
         super().__init__(horizon, warm_up, step_seconds, backend, render_mode)
         self._net = str(bottleneck_net())

@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 from gymnasium import spaces
 
-from bayescrl.envs.traffic.base import SumoTaskEnv, _number, read_net, resolve_file
+from bayescrl.envs.traffic.base import SumoTaskEnv, read_net, resolve_file
 from bayescrl.envs.traffic.sim import EXTRA_HINT, OverTimeCounter, cache_dir, sumo_home, write_atomic
+from bayescrl.utils.checks import number
 from bayescrl.utils.errors import ConfigError
 
 MAX_APPROACHES = 4
@@ -163,14 +164,14 @@ class GridEnv(SumoTaskEnv):
         render_mode: str | None = None,
     ):
         sumo_home(self.env_id)
-        self.inflow = _number("inflow", inflow, 0.0)
+        self.inflow = number(inflow, "inflow", 0.0)
         if self.inflow > 3600.0:
             raise ConfigError("inflow", inflow, "must be <= 3600 veh/h per road (one vehicle per second)")
-        self.min_green = _number("min_green", min_green, 0.0)
-        self.yellow = _number("yellow", yellow, 0.0, strict=True)
-        self.red_limit = _number("red_limit", red_limit, 0.0, strict=True)
-        self.warm_up_green = _number("warm_up_green", warm_up_green, 0.0, strict=True)
-        self.cost_limits = np.array([_number("cost_limit", cost_limit, 0.0)])
+        self.min_green = number(min_green, "min_green", 0.0)
+        self.yellow = number(yellow, "yellow", 0.0, strict=True)
+        self.red_limit = number(red_limit, "red_limit", 0.0, strict=True)
+        self.warm_up_green = number(warm_up_green, "warm_up_green", 0.0, strict=True)
+        self.cost_limits = np.array([number(cost_limit, "cost_limit", 0.0)])
         self.num_costs = 1
         self._net = str(resolve_file("network", network, shipped_networks()))
         super().__init__(horizon, warm_up, step_seconds, backend, render_mode)

@@ -43,7 +43,7 @@ from bayescrl.mopo.textgen.scorers import get_scorer, score_all
 from bayescrl.mopo.textgen.table import build_table, load_runs, markdown, plot_fronts
 from bayescrl.mopo.textgen.tasks import DEFAULT_SCORERS, TASKS, Task, build_task
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
-from bayescrl.utils.checks import positive_int
+from bayescrl.utils.checks import number, positive_int
 from bayescrl.utils.io import check_keys, load_json
 
 log = logging.getLogger(__name__)
@@ -114,14 +114,6 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
     return dict(v)
 
 
-def _number(v: Any, field: str, low: float = 0.0, strict: bool = True) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise ConfigError(field, v, "must be a finite number")
-    if v < low or (strict and v == low):
-        raise ConfigError(field, v, f"must be {'>' if strict else '>='} {low}")
-    return float(v)
-
-
 def _weightings(v: Any, k: int, field: str) -> list[list[float]]:
     if not isinstance(v, list) or not v:
         raise ConfigError(field, v, "must be a non-empty list of weightings")
@@ -170,7 +162,7 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError("model.path", m["path"], "need a local Hugging Face model directory (config.json)")
     ctx = model_context(m["path"]) if m.get("path") else check_shape(m, "model", n_positions=128)
     if "sft_lr" in m:
-        _number(m["sft_lr"], "model.sft_lr")
+        number(m["sft_lr"], "model.sft_lr", 0.0, strict=True)
     for key in ("n_train_prompts", "n_eval_prompts", "samples_per_prompt", "eval_samples", "max_new_tokens"):
         if key in t:
             positive_int(t[key], f"task.{key}")
@@ -181,7 +173,7 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(
             "task.samples_per_prompt", t["samples_per_prompt"], "must be even (answers are paired)"
         )
-    _number(t.get("temperature", 1.0), "task.temperature")
+    number(t.get("temperature", 1.0), "task.temperature", 0.0, strict=True)
     raters = lab.parse_raters(sec["labels"].get("raters"))
     train = _section(config, "train")
     train.setdefault(
@@ -216,7 +208,7 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     r = sec["ric"]
     ric = {
         "steps": positive_int(r.get("steps", base_cfg.steps), "ric.steps"),
-        "lr": _number(r.get("lr", base_cfg.lr), "ric.lr"),
+        "lr": number(r.get("lr", base_cfg.lr), "ric.lr", 0.0, strict=True),
         "batch_size": positive_int(r.get("batch_size", 2 * base_cfg.batch_size), "ric.batch_size"),
         "mapping": r.get("mapping", "l2"),
         "reference_draws": positive_int(r.get("reference_draws", 25_000), "ric.reference_draws"),
@@ -236,12 +228,12 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     p = sec["parm"]
     parm = {
         "steps": positive_int(p.get("steps", base_cfg.steps), "parm.steps"),
-        "lr": _number(p.get("lr", base_cfg.lr), "parm.lr"),
+        "lr": number(p.get("lr", base_cfg.lr), "parm.lr", 0.0, strict=True),
         "batch_size": positive_int(p.get("batch_size", base_cfg.batch_size), "parm.batch_size"),
         "rank": positive_int(p.get("rank", 8), "parm.rank"),
-        "alpha": _number(p.get("alpha", 16.0), "parm.alpha"),
-        "beta": _number(p.get("beta", 1.0), "parm.beta"),
-        "beta_r": _number(p.get("beta_r", 1.0), "parm.beta_r"),
+        "alpha": number(p.get("alpha", 16.0), "parm.alpha", 0.0, strict=True),
+        "beta": number(p.get("beta", 1.0), "parm.beta", 0.0, strict=True),
+        "beta_r": number(p.get("beta_r", 1.0), "parm.beta_r", 0.0, strict=True),
         "guidance": p.get("guidance", "parm"),
         "weightings": _weightings(p.get("weightings", DEFAULT_WEIGHTINGS), k, "parm.weightings"),
     }
