@@ -1,7 +1,12 @@
 """Shared helpers: config overrides, error messages, JSON writing and the CLI's error handling."""
 
+import ast
+import dataclasses
 import json
 import math
+import re
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -9,6 +14,8 @@ import torch
 
 from bayescrl.cli import main
 from bayescrl.utils import ConfigError, apply_overrides, load_yaml, to_jsonable, write_json
+from bayescrl.utils.checks import boolean, choice, number, positive_int
+from bayescrl.utils.config import Config
 
 
 def test_apply_overrides_nested_and_typed():
@@ -110,3 +117,102 @@ def test_trim_jsonl_keeps_records_up_to_the_checkpoint_and_drops_only_a_torn_las
     with pytest.raises(DataError, match=r"line 2: .*rerun with --resume"):
         trim_jsonl(log, "step", 3)
     trim_jsonl(tmp_path / "absent.jsonl", "step", 3)  # nothing to trim
+
+
+@dataclasses.dataclass
+class _Inner(Config):
+    SECTION: ClassVar[str] = "inner"
+    n: int = 2
+    """a count"""
+    rate: float = 0.5
+    """a probability"""
+
+    def validate(self) -> None:
+        self.n = positive_int(self.n, self.key("n"), 1)
+        number(self.rate, "rate", 0.0, 1.0)  # named without its section: from_dict adds it
+
+
+@dataclasses.dataclass
+class _Outer(Config):
+    seed: int = 0
+    """a seed"""
+    inner: _Inner = dataclasses.field(default_factory=_Inner)
+    """a section"""
+    mode: str = "a"
+    """a choice"""
+
+    def validate(self) -> None:
+        choice(self.mode, "mode", ("a", "b"))
+
+
+def test_config_dataclasses_build_check_and_name_fields():
+    cfg = _Outer.from_dict({"inner": {"n": 3.0}, "mode": "b", "name": "x"}, extra={"name": None})
+    assert cfg.to_dict() == {"seed": 0, "inner": {"n": 3, "rate": 0.5}, "mode": "b"}
+    assert isinstance(cfg.inner.n, int) and _Outer.defaults() == {
+        "seed": 0,
+        "inner": {"n": 2, "rate": 0.5},
+        "mode": "a",
+    }
+    assert _Outer.schema() == {"seed": None, "inner": {"n": None, "rate": None}, "mode": None}
+    cases = [
+        ({"inner": {"n": 0}}, "inner.n = 0: must be an integer >= 1"),
+        ({"inner": {"rate": 2}}, "inner.rate = 2: must be in [0, 1]"),
+        ({"inner": 3}, "inner = 3: must be a mapping"),
+        ({"inner": {"m": 1}}, "inner.m = 1: unknown key"),
+        ({"extra": {"rate": 1}}, "extra = {'rate': 1}: unknown key; did you mean 'inner.rate'?"),
+        ({"mode": "bb"}, "mode = 'bb': must be one of ['a', 'b']; did you mean 'b'?"),
+        ({"name": "x"}, "name = 'x': unknown key"),
+    ]
+    for data, message in cases:
+        with pytest.raises(ConfigError) as exc:
+            _Outer.from_dict(data)
+        assert str(exc.value).startswith(message), (data, str(exc.value))
+
+
+def test_shared_scalar_validators():
+    assert number(3, "x", 0.0, strict=True) == 3.0 and number(-math.inf, "x", allow_inf=True) == -math.inf
+    assert number(np.float32(0.5), "x", 0.0, 1.0) == 0.5
+    for value, kwargs, reason in [
+        ("3", {}, "must be a finite number"),
+        (True, {}, "must be a finite number"),
+        (math.nan, {"allow_inf": True}, "must be a number"),
+        (math.inf, {}, "must be a finite number"),
+        (0.0, {"low": 0.0, "strict": True}, "must be > 0"),
+        (-1, {"low": 0.0}, "must be >= 0"),
+        (1.5, {"low": 0.0, "high": 1.0, "strict": True}, "must be in (0, 1]"),
+    ]:
+        with pytest.raises(ConfigError, match=re.escape(f"x = {value!r}: {reason}")):
+            number(value, "x", **kwargs)
+    assert choice(True, "c", (True, "auto")) is True
+    with pytest.raises(ConfigError, match="must be one of"):
+        choice(1, "c", (True, False))  # 1 == True, but a number is not a flag
+    with pytest.raises(ConfigError, match="c = 1: must be true or false"):
+        boolean(1, "c")
+    with pytest.raises(ConfigError, match=r"c\[2\] = 0: must be an integer >= 1"):
+        positive_int(0, "c", index=2)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["bayescrl/bandits/config.py", "bayescrl/pbrl/experiment.py", "bayescrl/pbrl/diffusion/experiment.py"],
+)
+def test_every_config_field_is_documented(module):
+    """Each field of a :class:`Config` dataclass carries a docstring under it (as CleanRL's ``Args``)."""
+    tree = ast.parse((Path(__file__).resolve().parents[1] / module).read_text())
+    classes = [
+        c
+        for c in tree.body
+        if isinstance(c, ast.ClassDef) and any(getattr(b, "id", "") == "Config" for b in c.bases)
+    ]
+    assert classes
+    for cls in classes:
+        body = cls.body
+        for i, node in enumerate(body):
+            if isinstance(node, ast.AnnAssign) and "ClassVar" not in ast.unparse(node.annotation):
+                doc = body[i + 1] if i + 1 < len(body) else None
+                ok = (
+                    isinstance(doc, ast.Expr)
+                    and isinstance(doc.value, ast.Constant)
+                    and isinstance(doc.value.value, str)
+                )
+                assert ok, f"{module}: {cls.name}.{ast.unparse(node.target)} has no docstring"

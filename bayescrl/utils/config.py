@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from bayescrl.utils.checks import mapping
+from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import Schema, check_keys
 
 
@@ -60,7 +61,10 @@ class Config:
     @classmethod
     def sections(cls) -> dict[str, type[Config]]:
         """The fields that are sections (nested configs), by name."""
-        hints = typing.get_type_hints(cls)
+        try:
+            hints = typing.get_type_hints(cls)
+        except NameError:  # an annotation naming a type imported only for type checkers: no sections
+            return {}
         return {
             f.name: hints[f.name]
             for f in dataclasses.fields(cls)
@@ -75,7 +79,8 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None, extra: Mapping[str, Any] | None = None) -> Config:
-        """Build from a plain mapping (None: all defaults); unknown keys are an error naming the key.
+        """Build from a plain mapping (None: all defaults); unknown keys are an error naming the key, and
+        a bad value's error names it under the section (``train.lr``) when :meth:`validate` did not.
         ``extra``: more allowed top-level keys (``{name: sub-schema}``) that the caller handles itself
         (left out of the config)."""
         data = mapping(data, cls.SECTION or "config")
@@ -87,7 +92,12 @@ class Config:
             if k not in names:
                 continue
             kwargs[k] = subs[k].from_dict(v) if k in subs else v
-        return cls(**kwargs)
+        try:
+            return cls(**kwargs)
+        except ConfigError as e:  # name the field as the user wrote it: train.epsilon, not epsilon
+            if not cls.SECTION or e.field.startswith(f"{cls.SECTION}."):
+                raise
+            raise type(e)(cls.key(e.field), e.value, e.reason, index=e.index) from None
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain mappings and lists (the form YAML / JSON hold)."""

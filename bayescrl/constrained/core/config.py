@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bayescrl.utils.checks import finite_float
+from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
@@ -24,7 +25,7 @@ ENV_BACKENDS = ("gym", "mjx")
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Config):
     """Hyperparameters of the common training loop. Algorithms subclass it to add their own fields."""
 
     # rollouts
@@ -72,9 +73,6 @@ class TrainConfig:
     eval_every: int = 0  # iterations between evaluations (0: only at the end)
     checkpoint_every: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.validate()
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
@@ -140,9 +138,6 @@ class TrainConfig:
         data = dict(data or {})
         check_keys(data, [f.name for f in dataclasses.fields(cls)], "config")
         return cls(**data)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     @property
     def batch_size(self) -> int:

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from bayescrl.utils import ConfigError
 from bayescrl.utils.checks import finite_float, positive_int
-from bayescrl.utils.io import check_keys
+from bayescrl.utils.config import Config
 
 METHODS = ("mopo", "mopo-lb", "dpo")
 EXTRACTIONS = ("bc", "pairwise")
 
 
 @dataclass
-class MOPOLMConfig:
+class MOPOLMConfig(Config):
     """Hyper-parameters of :class:`bayescrl.mopo.lm.trainer.MOPOLMTrainer`.
 
     Defaults follow table `exp_details_text_generation` where it applies (tau 0.08 there; eps 0.15;
@@ -102,7 +101,9 @@ class MOPOLMConfig:
     threshold_batches: int = 4
     seed: int = 0
 
-    def __post_init__(self) -> None:
+    SECTION: ClassVar[str] = "train"
+
+    def validate(self) -> None:
         if self.method not in METHODS:
             raise ConfigError("method", self.method, f"must be one of {', '.join(METHODS)}")
         if self.extraction not in EXTRACTIONS:
@@ -151,21 +152,6 @@ class MOPOLMConfig:
             return torch.bfloat16
         dev = torch.device(device)
         return torch.bfloat16 if dev.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None, prefix: str = "train") -> MOPOLMConfig:
-        """Build from a mapping; unknown keys raise ``ConfigError`` naming ``prefix.key``."""
-        d = dict(d or {})
-        check_keys(d, sorted(f.name for f in dataclasses.fields(cls)), prefix)
-        try:
-            return cls(**d)
-        except ConfigError as e:  # name the field as the user wrote it: train.epsilon, not epsilon
-            if not prefix or e.field.startswith(f"{prefix}."):
-                raise
-            raise ConfigError(f"{prefix}.{e.field}", e.value, e.reason, index=e.index) from None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 def _check_peft(peft: Any) -> None:
