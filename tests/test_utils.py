@@ -194,7 +194,12 @@ def test_shared_scalar_validators():
 
 @pytest.mark.parametrize(
     "module",
-    ["bayescrl/bandits/config.py", "bayescrl/pbrl/experiment.py", "bayescrl/pbrl/diffusion/experiment.py"],
+    [
+        "bayescrl/bandits/config.py",
+        "bayescrl/pbrl/experiment.py",
+        "bayescrl/pbrl/diffusion/experiment.py",
+        "bayescrl/mopo/textgen/run.py",
+    ],
 )
 def test_every_config_field_is_documented(module):
     """Each field of a :class:`Config` dataclass carries a docstring under it (as CleanRL's ``Args``)."""

@@ -20,12 +20,14 @@ Outputs: ``seed_S/results.json`` (points, timings, examples), ``results.json`` (
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -43,58 +45,13 @@ from bayescrl.mopo.textgen.scorers import get_scorer, score_all
 from bayescrl.mopo.textgen.table import build_table, load_runs, markdown, plot_fronts
 from bayescrl.mopo.textgen.tasks import DEFAULT_SCORERS, TASKS, Task, build_task
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
-from bayescrl.utils.checks import number, positive_int
+from bayescrl.utils.checks import boolean, number, positive_int
+from bayescrl.utils.config import Config
 from bayescrl.utils.io import check_keys, load_json
 
 log = logging.getLogger(__name__)
 
 ALGORITHMS = ("ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag")
-KNOWN = (
-    "mode",
-    "name",
-    "description",
-    "seeds",
-    "threads",
-    "device",
-    "task",
-    "model",
-    "labels",
-    "algorithms",
-    "train",
-    "mopo",
-    "modpo",
-    "ric",
-    "parm",
-    "hv_reference",
-    "out",
-)
-SECTIONS = {
-    "task": (
-        "name",
-        "scorers",
-        "n_train_prompts",
-        "n_eval_prompts",
-        "samples_per_prompt",
-        "eval_samples",
-        "max_new_tokens",
-        "temperature",
-    ),
-    "model": ("path", "n_layer", "n_embd", "n_head", "n_positions", "sft_steps", "sft_lr", "sft_per_prompt"),
-    "labels": ("raters",),
-    "mopo": ("thresholds", "lb", "lag"),
-    "modpo": ("weightings",),
-    "ric": (
-        "steps",
-        "lr",
-        "batch_size",
-        "weightings",
-        "desired_scores",
-        "mapping",
-        "reference_draws",
-        "clip_to_data",
-    ),
-    "parm": ("steps", "lr", "batch_size", "rank", "alpha", "beta", "beta_r", "guidance", "weightings"),
-}
 GPT2_LORA = {
     "r": 16,
     "lora_alpha": 32,
@@ -120,61 +77,294 @@ def _weightings(v: Any, k: int, field: str) -> list[list[float]]:
     return [ric_mod.check_weighting(w, k, field, index=i) for i, w in enumerate(v)]
 
 
+def _positive(v: Any, field: str) -> float:
+    return number(v, field, 0.0, strict=True)
+
+
+#: number of objectives of the text-generation tasks (r1, r2)
+K_OBJECTIVES = 2
+
+
+@dataclass
+class TextgenTask(Config):
+    """``task:`` the prompts, the proxy scorers and the sampling."""
+
+    SECTION: ClassVar[str] = "task"
+    name: str = "assistant"
+    """the task: assistant or summary"""
+    scorers: list | None = None
+    """the two proxy scorers (r1, r2) (null: the task's own)"""
+    n_train_prompts: int | None = None
+    """training prompts (null: the task's default)"""
+    n_eval_prompts: int | None = None
+    """held-out evaluation prompts (null: the task's default)"""
+    samples_per_prompt: int = 4
+    """base-model answers per training prompt (even: they are paired)"""
+    eval_samples: int = 2
+    """answers per held-out prompt at evaluation"""
+    max_new_tokens: int = 40
+    """tokens per answer"""
+    temperature: float = 1.0
+    """sampling temperature (> 0)"""
+
+    def validate(self) -> None:
+        if self.name not in TASKS:
+            raise ConfigError("task.name", self.name, f"must be one of {', '.join(TASKS)}")
+        if self.scorers is None:
+            self.scorers = list(DEFAULT_SCORERS[self.name])
+        if not isinstance(self.scorers, list) or len(self.scorers) != 2:
+            raise ConfigError("task.scorers", self.scorers, "need a list of 2 scorer names (r1, r2)")
+        for i, s in enumerate(self.scorers):
+            get_scorer(s, "task.scorers", index=i)
+        for key in (
+            "n_train_prompts",
+            "n_eval_prompts",
+            "samples_per_prompt",
+            "eval_samples",
+            "max_new_tokens",
+        ):
+            if getattr(self, key) is not None:
+                setattr(self, key, positive_int(getattr(self, key), self.key(key)))
+        if self.samples_per_prompt % 2:
+            raise ConfigError(
+                "task.samples_per_prompt", self.samples_per_prompt, "must be even (answers are paired)"
+            )
+        self.temperature = _positive(self.temperature, "task.temperature")
+
+
+@dataclass
+class TextgenModel(Config):
+    """``model:`` the base model: a local Hugging Face model (``path``) or a tiny GPT-2 fitted to the task
+    (its shape and SFT; null: the defaults)."""
+
+    SECTION: ClassVar[str] = "model"
+    path: str | None = None
+    """a local Hugging Face model directory (with config.json)"""
+    n_layer: int | None = None
+    """tiny GPT-2: layers"""
+    n_embd: int | None = None
+    """tiny GPT-2: embedding width"""
+    n_head: int | None = None
+    """tiny GPT-2: attention heads (dividing n_embd)"""
+    n_positions: int | None = None
+    """tiny GPT-2: context length"""
+    sft_steps: int | None = None
+    """SFT steps on the behaviour policy's answers (0: none)"""
+    sft_lr: float | None = None
+    """SFT learning rate"""
+    sft_per_prompt: int | None = None
+    """SFT answers per prompt"""
+
+    def validate(self) -> None:
+        for key in ("n_layer", "n_embd", "n_head", "n_positions", "sft_steps", "sft_per_prompt"):
+            if getattr(self, key) is not None:
+                positive_int(getattr(self, key), self.key(key), minimum=0 if key == "sft_steps" else 1)
+        if self.path and not (Path(str(self.path)).expanduser() / "config.json").is_file():
+            raise ConfigError(
+                "model.path", self.path, "need a local Hugging Face model directory (config.json)"
+            )
+        if self.sft_lr is not None:
+            _positive(self.sft_lr, "model.sft_lr")
+
+    def given(self) -> dict[str, Any]:
+        """The settings the config gives (the model builders apply their defaults to the others)."""
+        return {k: v for k, v in self.to_dict().items() if v is not None}
+
+
+@dataclass
+class TextgenLabels(Config):
+    """``labels:`` the simulated raters of the training pairs."""
+
+    SECTION: ClassVar[str] = "labels"
+    raters: list | None = None
+    """Bradley-Terry raters [{id, beta, lam, objective}, ...] (null: the default pool)"""
+
+
+@dataclass
+class TextgenMOPO(Config):
+    """``mopo:`` the MOPO runs: settings of MOPO-LB and MOPO-Lag over ``train``, fixed thresholds."""
+
+    SECTION: ClassVar[str] = "mopo"
+    thresholds: list = field(default_factory=list)
+    """fixed-threshold Lagrangian runs added to MOPO-Lag's front: [[b], ...], each b in [0, 1]"""
+    lb: dict | None = None
+    """MOPO-LB's settings over ``train`` (keys of MOPOLMConfig)"""
+    lag: dict | None = None
+    """MOPO-Lag's settings over ``train`` (keys of MOPOLMConfig)"""
+
+    def validate(self) -> None:
+        for part in ("lb", "lag"):
+            check_keys(
+                _section(vars(self), part), [f.name for f in dataclasses.fields(MOPOLMConfig)], f"mopo.{part}"
+            )
+        thresholds = self.thresholds
+        if not isinstance(thresholds, list):
+            raise ConfigError("mopo.thresholds", thresholds, "must be a list of [b] win-rate thresholds")
+        for i, b in enumerate(thresholds):
+            if not isinstance(b, list) or len(b) != K_OBJECTIVES - 1:
+                raise ConfigError(
+                    "mopo.thresholds", b, f"need {K_OBJECTIVES - 1} threshold(s) per run", index=i
+                )
+            for v in b:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                    raise ConfigError("mopo.thresholds", b, "a win-rate threshold must be in [0, 1]", index=i)
+
+
+@dataclass
+class TextgenMODPO(Config):
+    """``modpo:`` the scalarised DPO baseline."""
+
+    SECTION: ClassVar[str] = "modpo"
+    weightings: list = field(default_factory=lambda: [[0.25, 0.75], [0.5, 0.5], [0.75, 0.25]])
+    """a run per weighting w (DPO on the labels w . prefs)"""
+
+    def validate(self) -> None:
+        self.weightings = _weightings(self.weightings, K_OBJECTIVES, "modpo.weightings")
+
+
+@dataclass
+class TextgenRiC(Config):
+    """``ric:`` rewards-in-context (SFT with reward tokens); null: ``train``'s value."""
+
+    SECTION: ClassVar[str] = "ric"
+    steps: int | None = None
+    """SFT steps (null: train.steps)"""
+    lr: float | None = None
+    """learning rate (null: train.lr)"""
+    batch_size: int | None = None
+    """batch (null: 2 x train.batch_size)"""
+    weightings: list = field(default_factory=lambda: copy.deepcopy(DEFAULT_WEIGHTINGS))
+    """a run per weighting of the objectives"""
+    desired_scores: list | None = None
+    """a run per desired score vector instead of the weightings' mapping"""
+    mapping: str = "l2"
+    """how a weighting becomes desired scores (see ric.MAPPINGS)"""
+    reference_draws: int = 25_000
+    """draws of the mapping's reference"""
+    clip_to_data: bool | None = None
+    """clip the desired scores to the data's range (null: true for the tiny model)"""
+
+    def validate(self) -> None:
+        self.reference_draws = positive_int(self.reference_draws, "ric.reference_draws")
+        if self.clip_to_data is not None:
+            boolean(self.clip_to_data, "ric.clip_to_data")
+        if self.mapping not in ric_mod.MAPPINGS:
+            raise ConfigError("ric.mapping", self.mapping, f"must be one of {', '.join(ric_mod.MAPPINGS)}")
+        self.weightings = _weightings(self.weightings, K_OBJECTIVES, "ric.weightings")
+        desired = self.desired_scores
+        if desired is not None:
+            if not isinstance(desired, list) or not desired:
+                raise ConfigError("ric.desired_scores", desired, "must be a non-empty list of score vectors")
+            self.desired_scores = [
+                ric_mod.check_desired(s, K_OBJECTIVES, index=i) for i, s in enumerate(desired)
+            ]
+
+
+@dataclass
+class TextgenPARM(Config):
+    """``parm:`` the preference-aware reward model guiding the frozen base; null: ``train``'s value."""
+
+    SECTION: ClassVar[str] = "parm"
+    steps: int | None = None
+    """training steps (null: train.steps)"""
+    lr: float | None = None
+    """learning rate (null: train.lr)"""
+    batch_size: int | None = None
+    """batch (null: train.batch_size)"""
+    rank: int = 8
+    """LoRA rank of the ARM"""
+    alpha: float = 16.0
+    """LoRA alpha"""
+    beta: float = 1.0
+    """guidance strength"""
+    beta_r: float = 1.0
+    """the ARM's preference temperature"""
+    guidance: str = "parm"
+    """guidance rule (see parm.GUIDANCE)"""
+    weightings: list = field(default_factory=lambda: copy.deepcopy(DEFAULT_WEIGHTINGS))
+    """a run per weighting of the objectives"""
+
+    def validate(self) -> None:
+        self.rank = positive_int(self.rank, "parm.rank")
+        for key in ("alpha", "beta", "beta_r"):
+            setattr(self, key, _positive(getattr(self, key), self.key(key)))
+        self.weightings = _weightings(self.weightings, K_OBJECTIVES, "parm.weightings")
+        if self.guidance not in parm_mod.GUIDANCE:
+            raise ConfigError(
+                "parm.guidance", self.guidance, f"must be one of {', '.join(parm_mod.GUIDANCE)}"
+            )
+
+
+@dataclass
+class TextgenExperiment(Config):
+    """A ``mode: textgen`` experiment (every key optional)."""
+
+    seeds: list = field(default_factory=lambda: [0, 1, 2])
+    """seeds (distinct); a run per seed"""
+    task: TextgenTask = field(default_factory=TextgenTask)
+    """the task"""
+    model: TextgenModel = field(default_factory=TextgenModel)
+    """the base model"""
+    labels: TextgenLabels = field(default_factory=TextgenLabels)
+    """the raters"""
+    algorithms: list = field(default_factory=lambda: list(ALGORITHMS))
+    """algorithms to run (see ALGORITHMS)"""
+    train: dict | None = None
+    """MOPOLMConfig settings shared by the DPO/MOPO runs (defaults: the thesis' tau, epsilon, beta)"""
+    mopo: TextgenMOPO = field(default_factory=TextgenMOPO)
+    """the MOPO runs"""
+    modpo: TextgenMODPO = field(default_factory=TextgenMODPO)
+    """the scalarised DPO runs"""
+    ric: TextgenRiC = field(default_factory=TextgenRiC)
+    """rewards-in-context"""
+    parm: TextgenPARM = field(default_factory=TextgenPARM)
+    """PARM"""
+    hv_reference: list = field(default_factory=lambda: [0.0, 0.0])
+    """reference point of the hypervolume (one number per objective)"""
+
+    def validate(self) -> None:
+        seeds = self.seeds
+        if isinstance(seeds, int) and not isinstance(seeds, bool):
+            seeds = self.seeds = [seeds]
+        if (
+            not isinstance(seeds, list)
+            or not seeds
+            or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds)
+        ):
+            raise ConfigError("seeds", seeds, "must be a non-empty list of integers")
+        dup = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
+        if dup is not None:  # one seed's run would overwrite the other's
+            raise ConfigError("seeds", seeds, f"seed {dup} appears twice; give distinct seeds")
+        algos = self.algorithms
+        if not isinstance(algos, list) or not algos:
+            raise ConfigError("algorithms", algos, f"must be a non-empty list of {', '.join(ALGORITHMS)}")
+        for i, a in enumerate(algos):
+            if a not in ALGORITHMS:
+                raise ConfigError("algorithms", a, f"must be one of {', '.join(ALGORITHMS)}", index=i)
+        m, t = self.model.given(), self.task
+        ctx = model_context(m["path"]) if m.get("path") else check_shape(m, "model", n_positions=128)
+        if ctx is not None and t.max_new_tokens >= ctx:
+            why = f"leaves no room for the prompt in the model's context of {ctx} tokens"
+            raise ConfigError("task.max_new_tokens", t.max_new_tokens, why)
+        hv_ref = self.hv_reference
+        if not isinstance(hv_ref, list) or len(hv_ref) != K_OBJECTIVES:
+            raise ConfigError("hv_reference", hv_ref, f"need {K_OBJECTIVES} numbers")
+        for v in hv_ref:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError("hv_reference", hv_ref, "must be finite numbers")
+
+
+#: keys of a textgen config besides the experiment's settings (read by the command)
+EXTRA_KEYS = ("mode", "name", "description", "threads", "device", "out")
+
+
 def validate(config: dict[str, Any]) -> dict[str, Any]:
-    """Check every key and value before any work; returns the resolved settings."""
-    check_keys(config, list(KNOWN))
-    sec = {k: _section(config, k) for k in SECTIONS}
-    for key, names in SECTIONS.items():
-        check_keys(sec[key], list(names), key)
-    t = sec["task"]
-    name = t.get("name", "assistant")
-    if name not in TASKS:
-        raise ConfigError("task.name", name, f"must be one of {', '.join(TASKS)}")
-    scorers = t.get("scorers", list(DEFAULT_SCORERS[name]))
-    if not isinstance(scorers, list) or len(scorers) != 2:
-        raise ConfigError("task.scorers", scorers, "need a list of 2 scorer names (r1, r2)")
-    for i, s in enumerate(scorers):
-        get_scorer(s, "task.scorers", index=i)
-    k = 2
-    seeds = config.get("seeds", [0, 1, 2])
-    if isinstance(seeds, int) and not isinstance(seeds, bool):
-        seeds = [seeds]
-    if (
-        not isinstance(seeds, list)
-        or not seeds
-        or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds)
-    ):
-        raise ConfigError("seeds", seeds, "must be a non-empty list of integers")
-    dup = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
-    if dup is not None:  # one seed's run would overwrite the other's
-        raise ConfigError("seeds", seeds, f"seed {dup} appears twice; give distinct seeds")
-    algos = config.get("algorithms", list(ALGORITHMS))
-    if not isinstance(algos, list) or not algos:
-        raise ConfigError("algorithms", algos, f"must be a non-empty list of {', '.join(ALGORITHMS)}")
-    for i, a in enumerate(algos):
-        if a not in ALGORITHMS:
-            raise ConfigError("algorithms", a, f"must be one of {', '.join(ALGORITHMS)}", index=i)
-    m = sec["model"]
-    for key in ("n_layer", "n_embd", "n_head", "n_positions", "sft_steps", "sft_per_prompt"):
-        if key in m:
-            positive_int(m[key], f"model.{key}", minimum=0 if key == "sft_steps" else 1)
-    if m.get("path") and not (Path(str(m["path"])).expanduser() / "config.json").is_file():
-        raise ConfigError("model.path", m["path"], "need a local Hugging Face model directory (config.json)")
-    ctx = model_context(m["path"]) if m.get("path") else check_shape(m, "model", n_positions=128)
-    if "sft_lr" in m:
-        number(m["sft_lr"], "model.sft_lr", 0.0, strict=True)
-    for key in ("n_train_prompts", "n_eval_prompts", "samples_per_prompt", "eval_samples", "max_new_tokens"):
-        if key in t:
-            positive_int(t[key], f"task.{key}")
-    if ctx is not None and int(t.get("max_new_tokens", 40)) >= ctx:
-        why = f"leaves no room for the prompt in the model's context of {ctx} tokens"
-        raise ConfigError("task.max_new_tokens", t["max_new_tokens"], why)
-    if int(t.get("samples_per_prompt", 4)) % 2:
-        raise ConfigError(
-            "task.samples_per_prompt", t["samples_per_prompt"], "must be even (answers are paired)"
-        )
-    number(t.get("temperature", 1.0), "task.temperature", 0.0, strict=True)
-    raters = lab.parse_raters(sec["labels"].get("raters"))
+    """Check every key and value before any work (:class:`TextgenExperiment`); returns the resolved
+    settings: the task, raters and :class:`MOPOLMConfig` of each MOPO variant built, ``null`` settings
+    resolved against ``train``."""
+    exp = TextgenExperiment.from_dict(config, extra=dict.fromkeys(EXTRA_KEYS))
+    t, m = exp.task, exp.model.given()
+    raters = lab.parse_raters(exp.labels.raters)
     train = _section(config, "train")
     train.setdefault(
         "peft", GPT2_LORA if not m.get("path") else {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05}
@@ -184,87 +374,56 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     train.setdefault("t0", max(1, int(train.get("steps", 200)) // 20))
     train["primary"] = 0
     base_cfg = MOPOLMConfig.from_dict(train)
-    mo = sec["mopo"]
-    for part in ("lb", "lag"):
-        check_keys(
-            _section(mo, part),
-            [f.name for f in __import__("dataclasses").fields(MOPOLMConfig)],
-            f"mopo.{part}",
-        )
-    thresholds = mo.get("thresholds", [])
-    if not isinstance(thresholds, list):
-        raise ConfigError("mopo.thresholds", thresholds, "must be a list of [b] win-rate thresholds")
-    for i, b in enumerate(thresholds):
-        if not isinstance(b, list) or len(b) != k - 1:
-            raise ConfigError("mopo.thresholds", b, f"need {k - 1} threshold(s) per run", index=i)
-        for v in b:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-                raise ConfigError("mopo.thresholds", b, "a win-rate threshold must be in [0, 1]", index=i)
-    lb_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo-lb", **_section(mo, "lb")})
-    lag_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo", **_section(mo, "lag")})
-    modpo_w = _weightings(
-        sec["modpo"].get("weightings", [[0.25, 0.75], [0.5, 0.5], [0.75, 0.25]]), k, "modpo.weightings"
-    )
-    r = sec["ric"]
+    mo = exp.mopo
+    lb_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo-lb", **(mo.lb or {})})
+    lag_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo", **(mo.lag or {})})
+    r = exp.ric
     ric = {
-        "steps": positive_int(r.get("steps", base_cfg.steps), "ric.steps"),
-        "lr": number(r.get("lr", base_cfg.lr), "ric.lr", 0.0, strict=True),
-        "batch_size": positive_int(r.get("batch_size", 2 * base_cfg.batch_size), "ric.batch_size"),
-        "mapping": r.get("mapping", "l2"),
-        "reference_draws": positive_int(r.get("reference_draws", 25_000), "ric.reference_draws"),
-        "clip_to_data": r.get("clip_to_data", not m.get("path")),
+        "steps": positive_int(base_cfg.steps if r.steps is None else r.steps, "ric.steps"),
+        "lr": _positive(base_cfg.lr if r.lr is None else r.lr, "ric.lr"),
+        "batch_size": positive_int(
+            2 * base_cfg.batch_size if r.batch_size is None else r.batch_size, "ric.batch_size"
+        ),
+        "mapping": r.mapping,
+        "reference_draws": r.reference_draws,
+        "clip_to_data": not m.get("path") if r.clip_to_data is None else r.clip_to_data,
+        "weightings": r.weightings,
+        "desired_scores": r.desired_scores,
     }
-    if not isinstance(ric["clip_to_data"], bool):
-        raise ConfigError("ric.clip_to_data", ric["clip_to_data"], "must be true or false")
-    if ric["mapping"] not in ric_mod.MAPPINGS:
-        raise ConfigError("ric.mapping", ric["mapping"], f"must be one of {', '.join(ric_mod.MAPPINGS)}")
-    ric["weightings"] = _weightings(r.get("weightings", DEFAULT_WEIGHTINGS), k, "ric.weightings")
-    desired = r.get("desired_scores")
-    if desired is not None:
-        if not isinstance(desired, list) or not desired:
-            raise ConfigError("ric.desired_scores", desired, "must be a non-empty list of score vectors")
-        desired = [ric_mod.check_desired(s, k, index=i) for i, s in enumerate(desired)]
-    ric["desired_scores"] = desired
-    p = sec["parm"]
+    p = exp.parm
     parm = {
-        "steps": positive_int(p.get("steps", base_cfg.steps), "parm.steps"),
-        "lr": number(p.get("lr", base_cfg.lr), "parm.lr", 0.0, strict=True),
-        "batch_size": positive_int(p.get("batch_size", base_cfg.batch_size), "parm.batch_size"),
-        "rank": positive_int(p.get("rank", 8), "parm.rank"),
-        "alpha": number(p.get("alpha", 16.0), "parm.alpha", 0.0, strict=True),
-        "beta": number(p.get("beta", 1.0), "parm.beta", 0.0, strict=True),
-        "beta_r": number(p.get("beta_r", 1.0), "parm.beta_r", 0.0, strict=True),
-        "guidance": p.get("guidance", "parm"),
-        "weightings": _weightings(p.get("weightings", DEFAULT_WEIGHTINGS), k, "parm.weightings"),
+        "steps": positive_int(base_cfg.steps if p.steps is None else p.steps, "parm.steps"),
+        "lr": _positive(base_cfg.lr if p.lr is None else p.lr, "parm.lr"),
+        "batch_size": positive_int(
+            base_cfg.batch_size if p.batch_size is None else p.batch_size, "parm.batch_size"
+        ),
+        "rank": p.rank,
+        "alpha": p.alpha,
+        "beta": p.beta,
+        "beta_r": p.beta_r,
+        "guidance": p.guidance,
+        "weightings": p.weightings,
     }
-    if parm["guidance"] not in parm_mod.GUIDANCE:
-        raise ConfigError("parm.guidance", parm["guidance"], f"must be one of {', '.join(parm_mod.GUIDANCE)}")
-    hv_ref = config.get("hv_reference", [0.0, 0.0])
-    if not isinstance(hv_ref, list) or len(hv_ref) != k:
-        raise ConfigError("hv_reference", hv_ref, f"need {k} numbers")
-    for v in hv_ref:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ConfigError("hv_reference", hv_ref, "must be finite numbers")
-    task = build_task(name, t.get("n_train_prompts"), t.get("n_eval_prompts"))
+    task = build_task(t.name, t.n_train_prompts, t.n_eval_prompts)
     return {
         "task": task,
-        "scorers": list(scorers),
-        "seeds": list(seeds),
-        "algorithms": list(algos),
-        "samples_per_prompt": int(t.get("samples_per_prompt", 4)),
-        "eval_samples": int(t.get("eval_samples", 2)),
-        "max_new_tokens": int(t.get("max_new_tokens", 40)),
-        "temperature": float(t.get("temperature", 1.0)),
+        "scorers": list(t.scorers),
+        "seeds": list(exp.seeds),
+        "algorithms": list(exp.algorithms),
+        "samples_per_prompt": int(t.samples_per_prompt),
+        "eval_samples": int(t.eval_samples),
+        "max_new_tokens": int(t.max_new_tokens),
+        "temperature": float(t.temperature),
         "model": m,
         "raters": raters,
         "base_cfg": base_cfg,
         "lb_cfg": lb_cfg,
         "lag_cfg": lag_cfg,
-        "thresholds": [list(map(float, b)) for b in thresholds],
-        "modpo_weightings": modpo_w,
+        "thresholds": [list(map(float, b)) for b in mo.thresholds],
+        "modpo_weightings": exp.modpo.weightings,
         "ric": ric,
         "parm": parm,
-        "hv_reference": [float(v) for v in hv_ref],
+        "hv_reference": [float(v) for v in exp.hv_reference],
     }
 
 
