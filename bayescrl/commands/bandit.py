@@ -8,7 +8,7 @@ import click
 
 from bayescrl.bandits.config import resolve_config
 from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
-from bayescrl.commands.options import force_option, log_options
+from bayescrl.commands.options import force_option, log_options, progress_option, set_option
 from bayescrl.utils.checks import check_no_nan, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, load_yaml
@@ -26,14 +26,8 @@ from bayescrl.utils.runlog import RunLogger
     required=True,
     help="Output folder for results.json and regret.png (must be empty unless --force).",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config value (repeatable), e.g. --set offline.N=5 --set 'agents=[ps, lints]'.",
-)
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show a progress bar.")
+@set_option("Override a config value (repeatable), e.g. --set offline.N=5 --set 'agents=[ps, lints]'.")
+@progress_option()
 @force_option
 @log_options
 def bandit(

@@ -20,7 +20,7 @@ import click
 
 from bayescrl.bandits import run_experiment
 from bayescrl.bandits.config import resolve_config
-from bayescrl.commands.options import force_option
+from bayescrl.commands.options import force_option, set_option
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
 from bayescrl.utils.io import write_json
 from bayescrl.utils.outdir import prepare_out_dir, written
@@ -108,13 +108,7 @@ def plot_regret(agents: dict[str, Any], seeds: int, path: Path, title: str) -> P
     default=None,
     help="A bandit config to run instead (default: the headline protocol, warmpref-ps vs baselines).",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config value (repeatable), e.g. --set bandit.T=100 --set offline.N=5.",
-)
+@set_option("Override a config value (repeatable), e.g. --set bandit.T=100 --set offline.N=5.")
 @force_option
 def demo(out: Path, seeds: int, config: Path | None, overrides: tuple[str, ...], force: bool) -> None:
     """warmPref-PS (Alg. 1) against naive-PS, PS and LinTS; prints and plots the final regrets."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option
+from bayescrl.commands.options import force_option, progress_option, set_option
 from bayescrl.inference.compare import compare_engines, markdown_table
 from bayescrl.inference.engines import fit
 from bayescrl.inference.options import ENGINES, check_engine_options, check_spec_keys
@@ -67,15 +67,11 @@ def _load(path: str, overrides: tuple[str, ...]) -> dict:
     required=True,
     help="ArviZ NetCDF output, e.g. post.nc (h5netcdf); a JSON summary is written next to it.",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a spec field or set an engine option (repeatable), e.g. --set noise_sd=0.5 "
-    "--set engine_options.p_offline=0.6 --set engine_options.num_chains=4.",
+@set_option(
+    "Override a spec field or set an engine option (repeatable), e.g. --set noise_sd=0.5 "
+    "--set engine_options.p_offline=0.6 --set engine_options.num_chains=4."
 )
-@click.option("--progress/--no-progress", default=True, show_default=True, help="Show progress bars.")
+@progress_option("Show progress bars.")
 @force_option
 def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> None:
     """Fit a posterior to SPEC (YAML model spec or JSON data file) and write ArviZ NetCDF.
@@ -152,9 +148,7 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> N
     "--greedy", is_flag=True, help="Deterministic greedy raters (the thesis' flawed-expert ablation)."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--set", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a spec field (repeatable)."
-)
+@set_option("Override a spec field (repeatable).")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="The data file to write (JSON).")
 @force_option
 def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, overrides, out, force) -> None:
@@ -198,13 +192,9 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     show_default=True,
     help="Synthetic data sets for the coverage of svi / nuts (one fit each).",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a spec field or set an engine option (repeatable), e.g. "
-    "--set engine_options.nuts.num_chains=4 --set engine_options.bootstrap.p_offline=0.6.",
+@set_option(
+    "Override a spec field or set an engine option (repeatable), e.g. "
+    "--set engine_options.nuts.num_chains=4 --set engine_options.bootstrap.p_offline=0.6."
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(

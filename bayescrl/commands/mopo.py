@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option, log_options
+from bayescrl.commands.options import force_option, log_options, set_option
 from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo import tabular
 from bayescrl.mopo.lm import run_lm
@@ -89,7 +89,6 @@ def check_config(config: dict) -> None:
     if mode not in MODES:
         raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
     if mode == "textgen":  # every key and value, before the output folder is made
-
         validate(config)
         return
     data = config.get("data")
@@ -134,7 +133,6 @@ def check_config(config: dict) -> None:
         if key in config and name == "motivating":
             positive_int(config[key], key)
     if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
-
         parse_tabular(config)
 
 
@@ -203,13 +201,7 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
     type=click.Path(file_okay=False),
     help="Output folder (must be empty unless --force, or --resume in lm mode).",
 )
-@click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config value (repeatable), e.g. --set tau=0.1 --set mopo.steps=2000.",
-)
+@set_option("Override a config value (repeatable), e.g. --set tau=0.1 --set mopo.steps=2000.")
 @click.option(
     "--device",
     default=None,

@@ -1,10 +1,11 @@
-"""Click options shared by several commands (``--force``; ``--log-dir``/``--wandb``)."""
+"""Click options shared by several commands: ``--set``, ``--progress``, ``--force``, ``--log-dir``,
+``--wandb``."""
 
 from __future__ import annotations
 
 import click
 
-__all__ = ["force_option", "log_options"]
+__all__ = ["force_option", "log_options", "progress_option", "set_option"]
 
 
 def force_option(fn):
@@ -32,3 +33,13 @@ def log_options(fn):
         help="Write TensorBoard scalars here (needs 'bayescrl[log]'); view with tensorboard --logdir DIR.",
     )(fn)
     return fn
+
+
+def set_option(help: str):
+    """``--set KEY=VALUE`` (repeatable; passed as ``overrides``), ``help`` naming the command's own keys."""
+    return click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=help)
+
+
+def progress_option(help: str = "Show a progress bar."):
+    """``--progress/--no-progress`` (default on; passed as ``progress``)."""
+    return click.option("--progress/--no-progress", default=True, show_default=True, help=help)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option, log_options
+from bayescrl.commands.options import force_option, log_options, progress_option, set_option
 from bayescrl.constrained.core.base import CHECKPOINT
 from bayescrl.constrained.core.envs import resolve_env_factory
 from bayescrl.constrained.registry import get_algorithm
@@ -72,9 +72,7 @@ EVAL_STEPS_REFUSE, EVAL_STEPS_WARN = 10**9, 10**7
     type=click.Path(dir_okay=False),
     help="YAML with algo/env/total_steps/seed/cost_limits and a 'config' mapping.",
 )
-@click.option(
-    "--set", "overrides", multiple=True, help="Override a config entry, e.g. --set config.n_envs=8."
-)
+@set_option("Override a config entry, e.g. --set config.n_envs=8.")
 @click.option(
     "--preferences",
     "preferences_file",
@@ -86,7 +84,7 @@ EVAL_STEPS_REFUSE, EVAL_STEPS_WARN = 10**9, 10**7
 @click.option(
     "--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS)."
 )
-@click.option("--progress/--no-progress", default=True, show_default=True)
+@progress_option()
 @force_option
 @log_options
 def train(
