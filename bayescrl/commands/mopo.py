@@ -14,16 +14,17 @@ import click
 from bayescrl.commands.options import force_option, log_options, set_option
 from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo import tabular
+from bayescrl.mopo.config import check_config
 from bayescrl.mopo.lm import run_lm
 from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
 from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
 from bayescrl.mopo.synthetic import run_synthetic
-from bayescrl.mopo.tabular import parse_tabular, plot_history
-from bayescrl.mopo.textgen.run import run_textgen, validate
+from bayescrl.mopo.tabular import plot_history
+from bayescrl.mopo.textgen.run import run_textgen
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
-from bayescrl.utils.checks import check_device, check_no_nan, finite_float, positive_int, prepare_out
+from bayescrl.utils.checks import check_device, check_no_nan, prepare_out
 from bayescrl.utils.configpaths import load_config
-from bayescrl.utils.io import check_keys, check_schema
+from bayescrl.utils.io import check_keys
 from bayescrl.utils.outdir import prepare_out_dir, written
 from bayescrl.utils.plotting import plt
 from bayescrl.utils.runlog import RunLogger
@@ -31,109 +32,6 @@ from bayescrl.utils.spread import fmt_num, fmt_spread
 
 #: file paths of a mopo config (resolved against the config file; ``--model``/``--set`` against the cwd)
 PATH_KEYS = ("data.path", "model.path")
-
-MODES = ("tabular", "synthetic", "lm", "textgen")
-
-_COMMON = {"mode": None, "name": None, "description": None}
-_COUNTS = ("steps", "runs", "batch", "hidden", "log_every", "n", "n_x", "n_y", "n_w", "n_thresholds")
-_STOCHASTIC = ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final")
-#: the `bradley_terry` section (plus `engine_options`, any keys: the engine checks them)
-_BT_KEYS = ("engine", "num_samples", "prior_scale", "competence", "beta_prior_sd", "lower_quantile", "seed")
-#: valid keys per mode (``None``: a value; a mapping: a section; ``"*"``: any key), checked before any work
-SCHEMAS: dict[str, dict] = {
-    "tabular": {
-        **_COMMON,
-        **dict.fromkeys(("solver", "actions", "reference", "primary", "tau", "b", "data", "augment")),
-        **dict.fromkeys(("raters", "preference_model", "estimator")),
-        "bradley_terry": {**dict.fromkeys(_BT_KEYS), "engine_options": {"*": None}},
-        "exact": {},
-        "mopo": dict.fromkeys((*_STOCHASTIC, "beta", "t0", "eps")),
-        "mopo_lb": dict.fromkeys((*_STOCHASTIC, "sigma0", "gamma", "sigma_min")),
-    },
-    "sanity": {
-        **_COMMON,
-        **dict.fromkeys(("experiment", "datasets", "tau", "primary", "estimator")),
-        "b": {"*": None},
-        "mopo": dict.fromkeys((*_STOCHASTIC, "beta", "t0", "eps")),
-    },
-    "motivating": {
-        **_COMMON,
-        **dict.fromkeys(("experiment", "reward_sets", "n", "n_y", "seed")),
-        "grid": dict.fromkeys(("n_x", "n_y", "n_w")),
-        "dpo": dict.fromkeys(("beta", "steps", "lr", "lr_final", "batch", "hidden", "w")),
-        "mopo": {
-            **dict.fromkeys(("tau", "t0", "steps", "lr", "lr_final", "lr_lambda", "batch", "hidden", "eps")),
-            **dict.fromkeys(("scores", "constraint_on", "thresholds", "thresholds_r1", "primaries")),
-            **dict.fromkeys(("reference_update", "n_thresholds")),
-            "score_model": dict.fromkeys(("kind", "steps", "batch", "lr", "lr_final", "hidden")),
-        },
-        "cop": {"n": None},
-    },
-}
-
-
-_REALS = ("lr", "lr_final", "lr_lambda", "sigma0", "sigma_min", "eps", "beta", "gamma", "tau", "t0")
-
-
-def _schema_name(config: dict) -> str | None:
-    mode = config.get("mode")
-    if mode == "synthetic":
-        exp = config.get("experiment", "sanity")
-        return exp if exp in ("sanity", "motivating") else None
-    return mode if mode in SCHEMAS else None
-
-
-def check_config(config: dict) -> None:
-    """Refuse unknown keys (with the closest valid one) and degenerate sizes before anything runs."""
-    mode = config.get("mode")
-    if mode not in MODES:
-        raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
-    if mode == "textgen":  # every key and value, before the output folder is made
-        validate(config)
-        return
-    data = config.get("data")
-    if mode == "lm" and isinstance(data, dict) and isinstance(data.get("path"), str):
-        if not Path(data["path"]).expanduser().exists():  # relative to the config file (PATH_KEYS)
-            raise ConfigError("data.path", data["path"], "file not found")
-    name = _schema_name(config)
-    if name is None:
-        if mode == "synthetic":
-            raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
-        return  # mode lm / textgen: checked by run_lm / run_textgen (before any model is built)
-    check_schema(config, SCHEMAS[name])
-    tau = config.get("tau")  # a number (tabular) or a list (sanity): every value > 0, before any run
-    for i, t in enumerate(tau if isinstance(tau, list) else [] if tau is None else [tau]):
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
-            raise ConfigError("tau", t, "must be a number > 0", index=i if isinstance(tau, list) else None)
-    sections = [k for k, v in SCHEMAS[name].items() if isinstance(v, dict) and "*" not in v]
-    for sect in sections:
-        sub = config.get(sect)
-        if sub is not None and not isinstance(sub, dict):
-            raise ConfigError(sect, sub, "must be a mapping")
-        for key, value in (sub or {}).items():
-            field = f"{sect}.{key}"
-            numeric = key in _COUNTS or key in _REALS
-            if value is None or isinstance(value, (dict, list)) or (isinstance(value, str) and not numeric):
-                continue  # null means "default / all", others are checked by the solver
-            if key in _COUNTS:
-                positive_int(value, field)
-            elif key in ("lr", "lr_final", "lr_lambda", "sigma0", "sigma_min"):
-                finite_float(value, field, low=0.0)
-                if float(value) <= 0:
-                    raise ConfigError(field, value, "must be > 0")
-            elif key in ("eps", "beta", "gamma", "tau", "t0"):
-                finite_float(value, field)
-                if key in ("tau", "beta") and float(value) <= 0:  # beta: adaptive threshold factor or DPO's
-                    raise ConfigError(field, value, "must be > 0")
-                if key == "eps" and float(value) < 0:  # a negative one was run as 0 (the bound off)
-                    raise ConfigError(field, value, "must be >= 0 (KL radius of the lower bound; 0: off)")
-                if key == "gamma" and not 0 < float(value) <= 1:
-                    raise ConfigError(field, value, "must be in (0, 1] (the decay factor of sigma)")
-    for key in ("n", "n_y"):
-        if key in config and name == "motivating":
-            positive_int(config[key], key)
-    if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
-        parse_tabular(config)
 
 
 def run_config(config: dict, out: Path, device: str | None = None, logger=None) -> dict:
