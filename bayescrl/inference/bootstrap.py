@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from bayescrl.models.linear import BTLinearProblem
+from bayescrl.utils.checks import number
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.seeding import bernoulli, draw
 
@@ -83,11 +84,6 @@ class Perturbation:
     vartheta_shift: torch.Tensor
 
 
-def _check_p(name: str, p: float) -> None:
-    if not (0.0 < p <= 1.0):
-        raise ConfigError(name, p, "Bernoulli weight probability must be in (0, 1]")
-
-
 def sample_perturbation(
     problem: BTLinearProblem,
     num_samples: int,
@@ -104,8 +100,8 @@ def sample_perturbation(
     only when every row has the same padded lengths ``N`` and ``T`` (the draws are taken over the
     padded shapes); the bandit and PSPL runners keep them equal (same offline size, fixed capacities).
     """
-    _check_p("p_offline", p_offline)
-    _check_p("p_online", p_online)
+    number(p_offline, "p_offline", 0.0, 1.0, strict=True)  # Bernoulli weight probabilities in (0, 1]
+    number(p_online, "p_online", 0.0, 1.0, strict=True)
     if num_samples < 1:
         raise ConfigError("num_samples", num_samples, "must be >= 1")
     pb = problem.batch_view()
