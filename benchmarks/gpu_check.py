@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import os
 import platform
 import time
@@ -317,12 +318,300 @@ def _takes_hidden(cls) -> bool:
     return "hidden" in inspect.signature(cls.__init__).parameters
 
 
+# ------------------------------------------------------------------------------------ commands (CLI)
+# Every command family through ``python -m bayescrl`` with ``--device``: the run on the checked device, and
+# (where cheap) the identical command on CPU. Each run is its own process with its own timeout; a failing
+# or timed-out run is recorded (return code, last lines of stderr) and the others go on. The runs share a
+# pool of worker processes and a wall-clock budget (``--budget``): runs not started by then are "skipped".
+ROOT = Path(__file__).resolve().parents[1]
+ALGOS = ("ecop", "ppo-lag", "p3o", "focops", "cpo", "pcpo", "ipo", "appo", "acpo", "atrpo")
+TRAIN_SET = [
+    "--set",
+    "config.n_envs=2",
+    "--set",
+    "config.rollout_steps=500",
+    "--set",
+    "config.eval_episodes=1",
+]
+NOISY = ("time", "wall", "_s", "per_s", "steps_per", "seconds", "path", "date", "version")
+PSPL_TINY = """env: {name: riverswim, S: 5, H: 8}
+offline: {N: 20}
+K: 4
+agents: [pspl, dps, lpbrl, uniform, dpo]
+agent_params: {dpo: {steps: 20}}
+"""
+DIFFUSION_TINY = """task: diffusion
+base: {size: 8, channels: [8, 16], train_timesteps: 20, steps: 20, scorer_steps: 20, batch: 16, cache: null}
+T: 4
+prompts: [0, 1]
+offline: {N: 12}
+pools: {val: 6, explore: 4}
+policy: {hidden: 16, rollouts: 3, updates: 1}
+K: 1
+final: {epochs: 1, L: 1}
+"""
+
+
+def _flat(x, prefix: str = "") -> dict[str, float]:
+    """Numeric leaves of a JSON value, by dotted path (timings and paths left out)."""
+    out: dict[str, float] = {}
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if any(n in str(k).lower() for n in NOISY):
+                continue
+            out.update(_flat(v, f"{prefix}{k}."))
+    elif isinstance(x, list) and len(x) <= 4096:
+        for i, v in enumerate(x):
+            out.update(_flat(v, f"{prefix}{i}."))
+    elif isinstance(x, bool) or x is None:
+        pass
+    elif isinstance(x, int | float):
+        out[prefix.rstrip(".")] = float(x)
+    return out
+
+
+def _rel_diff(a: dict[str, float], b: dict[str, float]) -> tuple[float | None, int, str | None]:
+    """Max ``|a - b| / max(1, |a|, |b|)`` over the common finite keys, their number, the worst key."""
+    worst, key, n = 0.0, None, 0
+    for k in sorted(set(a) & set(b)):
+        x, y = a[k], b[k]
+        if not (math.isfinite(x) and math.isfinite(y)):
+            if math.isfinite(x) != math.isfinite(y):
+                return math.inf, n + 1, k
+            continue
+        n += 1
+        d = abs(x - y) / max(1.0, abs(x), abs(y))
+        if d > worst:
+            worst, key = d, k
+    return (worst if n else None), n, key
+
+
+def _first_record(out: Path) -> dict:
+    """The first iteration's record of a train run: its rollout is the same on both devices (the actor
+    samples on the CPU), so this compares the first update's losses, KL and multipliers."""
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    return {
+        "first_iteration": json.loads(lines[0]),
+        "final_return": _load(out / "metrics.json")["final_return"],
+    }
+
+
+def _load(path: Path):
+    return json.loads(Path(path).read_text())
+
+
+def _train_extract(out: Path) -> dict:
+    return _flat(_first_record(out)["first_iteration"])
+
+
+def _train_info(out: Path) -> dict:
+    m = _load(out / "metrics.json")
+    return {
+        "final_return": m.get("final_return"),
+        "final_costs": m.get("final_costs"),
+        "iters": m.get("iterations"),
+    }
+
+
+def _json_extract(name: str):
+    return lambda out: _flat(_load(out / name))
+
+
+def _infer_extract(out: Path) -> dict:
+    return _flat(_load(out / "post.json"))
+
+
+def cli_steps(tmp: Path) -> list[dict]:
+    """The command runs: name, argv (``{dev}``/``{out}`` filled in), timeout, whether CPU runs too, what to
+    compare (a function of the output folder giving numbers by key), tolerance of the relative difference."""
+    (tmp / "pspl_tiny.yaml").write_text(PSPL_TINY)
+    (tmp / "diffusion_tiny.yaml").write_text(DIFFUSION_TINY)
+    ex = ROOT / "examples"
+    steps = []
+    for algo in ALGOS:
+        steps.append(
+            dict(
+                name=f"train_{algo}",
+                argv=["train", "--algo", algo, "--env", "bayescrl/PointCircle-v0", "--total-steps", "2000",
+                      "--seed", "0", "--out", "{out}", "--no-progress", *TRAIN_SET],
+                timeout=150, cpu=True, extract=_train_extract, info=_train_info, tol=1e-2,
+            )
+        )  # fmt: skip
+    steps += [
+        dict(
+            name="train_ecop_preferences",
+            argv=["train", "--algo", "ecop", "--env", "bayescrl/PointCircle-v0", "--total-steps", "2000",
+                  "--seed", "0", "--out", "{out}", "--no-progress", *TRAIN_SET,
+                  "--preferences", str(ex / "prefrl" / "pointcircle_mixed_raters.yaml")],
+            timeout=180, cpu=True, extract=_train_extract, info=_train_info, tol=5e-2,
+        ),
+        dict(
+            name="train_ecop_preferences_learned_cost",
+            argv=["train", "--config", str(ex / "ecop" / "tabular_small_cmdp.yaml"),
+                  "--total-steps", "2000", "--out", "{out}", "--no-progress",
+                  "--preferences", str(ex / "prefrl" / "tabular_learned_cost.yaml")],
+            timeout=180, cpu=True, extract=_train_extract, info=_train_info, tol=5e-2,
+        ),
+        dict(
+            name="pspl_tabular",
+            argv=["pspl", str(tmp / "pspl_tiny.yaml"), "--seeds", "2", "--out", "{out}", "--no-progress",
+                  "--no-plots"],
+            timeout=150, cpu=True, extract=_json_extract("results.json"), tol=1e-6,
+        ),
+        dict(
+            name="pspl_diffusion_tiny",
+            argv=["pspl", str(tmp / "diffusion_tiny.yaml"), "--seeds", "1", "--out", "{out}", "--no-progress",
+                  "--no-plots"],
+            timeout=200, cpu=True, extract=_json_extract("results.json"), tol=None,
+        ),
+        dict(
+            name="bandit",
+            argv=["bandit", "--seeds", "2", "--out", "{out}", "--no-progress", "--set", "bandit.T=20",
+                  "--set", "bandit.K=10", "--set", "bandit.d=4", "--set", "offline.N=10"],
+            timeout=150, cpu=True, extract=_json_extract("results.json"), tol=1e-6,
+        ),
+        dict(
+            name="infer_laplace",
+            argv=["infer", str(ex / "core" / "example_data.json"), "--engine", "laplace", "--samples", "200",
+                  "--out", "{out}/post.nc", "--no-progress"],
+            timeout=120, cpu=True, extract=_infer_extract, tol=1e-6,
+        ),
+        dict(
+            name="infer_bootstrap",
+            argv=["infer", str(ex / "core" / "example_data.json"), "--engine", "bootstrap", "--samples",
+                  "200", "--out", "{out}/post.nc", "--no-progress"],
+            timeout=120, cpu=True, extract=_infer_extract, tol=1e-6,
+        ),
+        dict(
+            name="compare",
+            argv=["compare", str(ex / "core" / "example_data.json"), "--engines", "laplace,bootstrap",
+                  "--samples", "200", "--coverage-reps", "8", "--out", "{out}"],
+            timeout=150, cpu=True, extract=_json_extract("compare.json"), tol=1e-4,
+        ),
+        dict(
+            name="mopo_tabular",
+            argv=["mopo", str(ex / "mopo" / "tabular_mopo.yaml"), "--out", "{out}", "--set", "mopo.steps=300",
+                  "--set", "mopo.runs=2"],
+            timeout=120, cpu=True, extract=_json_extract("results.json"), tol=1e-4,
+        ),
+        dict(
+            name="mopo_tabular_exact",
+            argv=["mopo", str(ex / "mopo" / "tabular_exact.yaml"), "--out", "{out}"],
+            timeout=120, cpu=True, extract=_json_extract("results.json"), tol=1e-6,
+        ),
+        dict(
+            name="mopo_lm_tiny",
+            argv=["mopo", str(ex / "mopo" / "lm_tiny.yaml"), "--out", "{out}", "--set", "model.sft_steps=20",
+                  "--set", "train.steps=20", "--set", "train.t0=10", "--set", "data.n_train=64",
+                  "--set", "data.n_eval_prompts=8", "--set", "methods=[mopo]", "--set", "sweep=null"],
+            timeout=200, cpu=False, extract=None, tol=None,
+        ),
+        dict(
+            name="sweep_2_runs",
+            argv=["sweep", str(ex / "sweeps" / "smoke.yaml"), "--out", "{out}", "--backend", "local",
+                  "--workers", "2", "--set", "grid.seed=[0]", "--set", "args.total-steps=1000",
+                  "--no-progress"],
+            timeout=200, cpu=False, extract=None, tol=None,
+        ),
+    ]  # fmt: skip
+    return steps
+
+
+def _run_cli(argv: list[str], dev: str, out: Path, timeout: float) -> dict:
+    import subprocess
+    import sys
+
+    argv = [a.replace("{out}", str(out)) for a in argv] + ["--device", dev]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "BAYESCRL_THREADS": "1"}
+    env.setdefault("MPLBACKEND", "Agg")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "bayescrl", "-q", *argv],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+        rc, err = p.returncode, (p.stderr or "")[-1500:]
+    except subprocess.TimeoutExpired as e:
+        rc, err = 124, f"timed out after {timeout:.0f} s; " + str(e.stderr or "")[-1000:]
+    return {"rc": rc, "wall_s": time.perf_counter() - t0, "argv": " ".join(argv), "stderr_tail": err}
+
+
+def run_cli_steps(tmp: Path, workers: int, budget: float, only: list[str] | None) -> dict:
+    """Run every step on the checked device (and CPU where cheap) in a pool; then ``evaluate`` on the
+    checked device's e-COP run. Returns ``{step: record}``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    steps = [s for s in cli_steps(tmp) if not only or s["name"] in only or "cli" in only]
+    deadline = time.perf_counter() + budget
+    # the device's runs first: if the budget runs out, the CPU references are what is dropped
+    jobs = [(s, "device") for s in steps] + [(s, "cpu") for s in steps if s["cpu"]]
+
+    def job(item):
+        s, role = item
+        left = deadline - time.perf_counter()
+        if left < 10:
+            return s["name"], role, {"rc": None, "skipped": "budget spent before the run started"}
+        dev = GPU if role == "device" else "cpu"
+        return s["name"], role, _run_cli(s["argv"], dev, tmp / role / s["name"], min(s["timeout"], left))
+
+    results: dict[str, dict] = {s["name"]: {} for s in steps}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for name, role, rec in pool.map(job, jobs):
+            results[name][role] = rec
+    # evaluate: the e-COP checkpoint trained on the device, re-run on the device and on CPU
+    if (not only or "evaluate" in only or "cli" in only) and "train_ecop" in results:
+        src = tmp / "device" / "train_ecop"
+        import shutil
+
+        rec: dict = {}
+        for dev, key in ((GPU, "device"), ("cpu", "cpu")):
+            d = tmp / f"eval_{key}"
+            if (src / "checkpoint.pt").is_file():
+                shutil.copytree(src, d, dirs_exist_ok=True)
+                left = max(10.0, deadline - time.perf_counter() + 60)
+                rec[key] = _run_cli(["evaluate", str(d), "--episodes", "2"], dev, d, min(90, left))
+            else:
+                rec[key] = {"rc": None, "skipped": "no device checkpoint of train_ecop"}
+        results["evaluate"] = rec
+        steps.append({"name": "evaluate", "extract": lambda out: _flat(_load(out / "evaluation.json")),
+                      "tol": 1e-3, "info": None, "cpu": True})  # fmt: skip
+    for s in steps:
+        r = results[s["name"]]
+        dev_ok = r.get("device", {}).get("rc") == 0
+        r["ok"] = dev_ok
+        out_dev = tmp / ("eval_device" if s["name"] == "evaluate" else f"device/{s['name']}")
+        out_cpu = tmp / ("eval_cpu" if s["name"] == "evaluate" else f"cpu/{s['name']}")
+        if dev_ok and s.get("info"):
+            try:
+                r["device_result"] = s["info"](out_dev)
+            except Exception as e:  # noqa: BLE001
+                r["device_result"] = f"{type(e).__name__}: {e}"
+        if dev_ok and s.get("extract") and r.get("cpu", {}).get("rc") == 0:
+            try:
+                diff, n, key = _rel_diff(s["extract"](out_dev), s["extract"](out_cpu))
+                r.update(max_rel_diff=diff, compared=n, worst_key=key)
+                if s.get("tol") is not None and diff is not None:
+                    r["match"] = bool(diff <= s["tol"])
+                    r["tol"] = s["tol"]
+            except Exception as e:  # noqa: BLE001 - record and go on
+                r["compare_error"] = f"{type(e).__name__}: {e}"
+        if not dev_ok and r.get("device"):
+            r["error"] = r["device"].get("skipped") or r["device"].get("stderr_tail", "")[-400:]
+    return results
+
+
 # ----------------------------------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="JSON path (default $OUT/gpu_check.json)")
-    ap.add_argument("--only", nargs="*", default=None, help="names of checks to run")
+    ap.add_argument("--only", nargs="*", default=None, help="names of checks or command steps ('cli': all)")
+    ap.add_argument("--no-cli", action="store_true", help="skip the command runs (kernel checks only)")
+    ap.add_argument("--workers", type=int, default=None, help="command runs at a time (default: cores / 2)")
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds for all command runs together")
+    ap.add_argument("--tmp", default=None, help="folder for the command runs' outputs (default: a temp dir)")
     args = ap.parse_args()
+    t_start = time.perf_counter()
     out = Path(args.out) if args.out else Path(os.environ.get("OUT", ".")) / "gpu_check.json"
     if GPU == "cuda" and not torch.cuda.is_available():
         raise SystemExit("gpu_check: torch.cuda.is_available() is False")
@@ -350,8 +639,27 @@ def main() -> None:
         res["wall_s"] = time.perf_counter() - t0
         results[fn.__name__] = res
         print(f"{fn.__name__}: {'ok' if res['ok'] else 'FAIL'} {res.get('error', '')}", flush=True)
+    cli: dict = {}
+    if not args.no_cli:
+        import tempfile
+
+        tmp = Path(args.tmp) if args.tmp else Path(tempfile.mkdtemp(prefix="gpu_check_"))
+        tmp.mkdir(parents=True, exist_ok=True)
+        workers = args.workers or max(2, (os.cpu_count() or 2) // 2)
+        meta["cli_workers"], meta["cli_budget_s"], meta["cli_tmp"] = workers, args.budget, str(tmp)
+        try:
+            cli = run_cli_steps(tmp, workers, args.budget, args.only)
+        except Exception as e:  # noqa: BLE001 - the kernel checks' results are still written
+            cli = {
+                "runner": {
+                    "ok": False,
+                    "error": f"{type(e).__name__}: {e}",
+                    "traceback": traceback.format_exc(),
+                }
+            }
+    meta["total_wall_s"] = time.perf_counter() - t_start
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "checks": results}, indent=2, default=float))
+    out.write_text(json.dumps({"meta": meta, "checks": results, "commands": cli}, indent=2, default=str))
     print(f"\n{meta['gpu']}, torch {meta['torch']}, CPU threads {meta['cpu_threads']}")
     print(f"{'check':30s} {'ok':4s} {'max|cpu-cuda|':>13s} {'gpu s':>9s} {'cpu s':>9s} {'cpu/gpu':>8s}")
     for name, r in results.items():
@@ -360,6 +668,28 @@ def main() -> None:
         row += f"{d:13.2e} " if d is not None else f"{'-':>13s} "
         row += f"{g:9.4f} {c:9.4f} {c / g:8.1f}" if g and c else f"{'-':>9s} {'-':>9s} {'-':>8s}"
         print(row)
+    if cli:
+        head = f"{'command':40s} {'device':7s} {'cpu':5s} {'dev s':>7s} {'cpu s':>7s} {'max rel diff':>12s}"
+        print(f"\n{head} match")
+        for name, r in cli.items():
+            dv, cp = r.get("device", {}), r.get("cpu", {})
+            st = lambda x: (
+                "-"
+                if not x
+                else ("ok" if x.get("rc") == 0 else ("skip" if x.get("skipped") else f"rc{x.get('rc')}"))
+            )  # noqa: E731
+            ws = lambda x: f"{x['wall_s']:7.1f}" if x and x.get("wall_s") is not None else f"{'-':>7s}"  # noqa: E731
+            d = r.get("max_rel_diff")
+            ds = f"{d:12.2e}" if isinstance(d, float) else f"{'-':>12s}"
+            m = r.get("match")
+            ms = "-" if m is None else ("yes" if m else "NO")
+            print(f"{name:40s} {st(dv):7s} {st(cp):5s} {ws(dv)} {ws(cp)} {ds} {ms}")
+        bad = [n for n, r in cli.items() if not r.get("ok")]
+        print(
+            f"\ncommands: {len(cli) - len(bad)} of {len(cli)} ran on {GPU}"
+            + (f"; failed: {', '.join(bad)}" if bad else "")
+        )
+    print(f"total {meta['total_wall_s']:.1f} s")
     print(f"\nwrote {out}")
 
 

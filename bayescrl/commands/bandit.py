@@ -8,8 +8,8 @@ import click
 
 from bayescrl.bandits.config import resolve_config
 from bayescrl.bandits.experiment import final_table, run_experiment, run_sweep
-from bayescrl.commands.options import force_option, log_options, progress_option, set_option
-from bayescrl.utils.checks import check_no_nan, positive_int
+from bayescrl.commands.options import device_option, force_option, log_options, progress_option, set_option
+from bayescrl.utils.checks import check_device, check_no_nan, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, load_yaml
 from bayescrl.utils.outdir import prepare_out_dir, written
@@ -28,6 +28,7 @@ from bayescrl.utils.runlog import RunLogger
 )
 @set_option("Override a config value (repeatable), e.g. --set offline.N=5 --set 'agents=[ps, lints]'.")
 @progress_option()
+@device_option(help="torch device (default: the config's `device`, else cpu): cpu, cuda, cuda:N or mps.")
 @force_option
 @log_options
 def bandit(
@@ -36,6 +37,7 @@ def bandit(
     out: Path,
     overrides: tuple[str, ...],
     progress: bool,
+    device: str | None,
     force: bool,
     log_dir: str | None,
     wandb: bool | None,
@@ -53,6 +55,8 @@ def bandit(
     seeds = positive_int(seeds, "--seeds")
     cfg = load_yaml(config) if config is not None else {}
     cfg = apply_overrides(cfg, overrides)
+    if device is not None:  # an explicit --device wins over the config's `device:`
+        cfg = {**cfg, "device": check_device(device, "--device")}
     if not cfg.get("sweep"):
         resolve_config(cfg, seeds)  # refused (also a size beyond memory) before the output folder is made
     prepare_out_dir(out, force=force)

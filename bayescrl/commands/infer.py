@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option, progress_option, set_option
+from bayescrl.commands.options import device_option, force_option, progress_option, set_option
 from bayescrl.inference.compare import compare_engines, markdown_table
 from bayescrl.inference.engines import fit
 from bayescrl.inference.options import ENGINES, check_engine_options, check_spec_keys
 from bayescrl.models.simulate import simulate as run
 from bayescrl.models.spec import load_spec, parse_spec
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
-from bayescrl.utils.checks import check_memory, check_memory_of, check_no_nan
+from bayescrl.utils.checks import check_device, check_memory, check_memory_of, check_no_nan
 from bayescrl.utils.io import check_keys
 from bayescrl.utils.outdir import prepare_out_dir, prepare_out_file_checked, written
 
@@ -72,8 +72,9 @@ def _load(path: str, overrides: tuple[str, ...]) -> dict:
     "--set engine_options.p_offline=0.6 --set engine_options.num_chains=4."
 )
 @progress_option("Show progress bars.")
+@device_option(default="cpu")
 @force_option
-def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> None:
+def infer(spec, engine, num_samples, seed, out, overrides, progress, device, force) -> None:
     """Fit a posterior to SPEC (YAML model spec or JSON data file) and write ArviZ NetCDF.
 
     The reward parameter is the variable `theta` with dims (chain, draw, theta_dim); rater beliefs
@@ -86,10 +87,11 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> N
     ``engine_options:`` mapping in SPEC; unknown keys and bad values are refused before the fit.
     """
     set_torch_threads()
+    device = check_device(device, "--device")
 
     raw, opts = _checked(_load(spec, overrides))
     opts = check_engine_options(engine, opts)
-    model = parse_spec(raw)
+    model = parse_spec(raw, device=device)
     prepare_out_file_checked(Path(out).with_suffix(".json"), force=force)
     out = prepare_out_file_checked(out, force=force)
     chains = int(opts.get("num_chains", 2)) if engine == "nuts" else 1
@@ -103,7 +105,7 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress, force) -> N
     if post.chains is None:  # the draws just written are post.sample(num_samples, seed): do not redraw them
         import torch
 
-        th = torch.as_tensor(idata.posterior["theta"].values).double()
+        th = torch.as_tensor(idata.posterior["theta"].values, device="cpu").double()
         th = th.reshape(-1, th.shape[-1])  # (chain, draw) -> draws
         mean, cov = th.mean(0), torch.cov(th.T).reshape(th.shape[1], th.shape[1])
     else:
@@ -204,9 +206,10 @@ def simulate(spec, num_prefs, num_rewards, num_arms, heldout, greedy, seed, over
     required=True,
     help="Output folder (empty unless --force).",
 )
+@device_option(default="cpu")
 @force_option
 def compare(
-    spec, engines, num_samples, coverage_reps, coverage_reps_slow, overrides, seed, out_dir, force
+    spec, engines, num_samples, coverage_reps, coverage_reps_slow, overrides, seed, out_dir, device, force
 ) -> None:
     """Run every applicable engine on SPEC; write compare.md, compare.json and marginals.png.
 
@@ -214,6 +217,7 @@ def compare(
     mapping in SPEC); unknown engines, options and bad values are refused before any fit.
     """
     set_torch_threads()
+    device = check_device(device, "--device")
 
     eng = None if engines is None else [e.strip() for e in engines.split(",") if e.strip()]
     if eng == []:  # "", "," or " ": an explicit list that names none (leave --engines out for all)
@@ -227,7 +231,7 @@ def compare(
         if not isinstance(v, dict):
             raise ConfigError(f"engine_options.{e}", v, "engine options are engine_options.ENGINE.KEY=VALUE")
         opts[e] = check_engine_options(e, v, f"engine_options.{e}")
-    model = parse_spec(raw)
+    model = parse_spec(raw, device=device)
     n_eng = len(eng or ENGINES)
     records = sum(len(raw.get(k) or []) for k in _RECORD_KEYS)
     per_draw = model.dim * (1 + len(model.rater_ids))

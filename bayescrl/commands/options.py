@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import click
 
-__all__ = ["force_option", "log_options", "progress_option", "set_option"]
+__all__ = ["device_option", "force_option", "log_options", "progress_option", "set_option"]
+
+
+def device_option(fn=None, *, default: str | None = None, help: str | None = None):
+    """``--device``: a torch device (cpu, cuda, cuda:N, mps), checked by the command with
+    :func:`bayescrl.utils.checks.check_device` (a bad value, or cuda without a GPU: exit 2, one line)."""
+
+    def deco(f):
+        text = help or "torch device: cpu, cuda, cuda:N or mps."
+        return click.option("--device", default=default, show_default=default is not None, help=text)(f)
+
+    return deco if fn is None else deco(fn)
 
 
 def force_option(fn):

@@ -156,8 +156,10 @@ def phase_stratified_rate(costs: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     costs = costs.double()
     hi = h.long()
     n_h = int(hi.max()) + 1 if hi.numel() else 0
-    sums = torch.zeros(n_h, costs.shape[1], dtype=costs.dtype).index_add_(0, hi, costs)
-    counts = torch.zeros(n_h, dtype=costs.dtype).index_add_(0, hi, torch.ones_like(hi, dtype=costs.dtype))
+    hi = hi.to(costs.device)
+    sums = torch.zeros(n_h, costs.shape[1], dtype=costs.dtype, device=costs.device).index_add_(0, hi, costs)
+    ones = torch.ones_like(hi, dtype=costs.dtype)
+    counts = torch.zeros(n_h, dtype=costs.dtype, device=costs.device).index_add_(0, hi, ones)
     seen = counts > 0
     return (sums[seen] / counts[seen, None]).mean(0)
 
@@ -225,7 +227,7 @@ def trust_region_terms(
     cols = []
     for i in range(algo.m):
         cols.append(flat_grad((ratio * adv_c[:, i]).mean(), params, retain_graph=i < algo.m - 1).double())
-    A = torch.stack(cols, 1) if cols else torch.zeros(g.shape[0], 0, dtype=g.dtype)
+    A = torch.stack(cols, 1) if cols else torch.zeros(g.shape[0], 0, dtype=g.dtype, device=g.device)
     fvp32 = fisher_vector_product(policy, x, damping, params)
 
     def fvp(v: torch.Tensor) -> torch.Tensor:
@@ -239,8 +241,8 @@ def trust_region_terms(
         v=v,
         W=W,
         q=float(g @ v),
-        r=(A.T @ v).numpy(),
-        S=(A.T @ W).numpy(),
+        r=(A.T @ v).cpu().numpy(),
+        S=(A.T @ W).cpu().numpy(),
         fvp=fvp,
         x=x,
         old_dist=old_dist,
@@ -259,7 +261,7 @@ def surrogate_changes(
         ratio = torch.exp(algo.policy.log_prob_from(dist, batch.actions) - tr.old_logp)
         kl = float(algo.policy.kl(tr.old_dist, dist).mean())
         d_r = float(((ratio - 1.0) * tr.adv_r).mean())
-        d_c = ((ratio - 1.0)[:, None] * tr.adv_c).mean(0).double().numpy()
+        d_c = ((ratio - 1.0)[:, None] * tr.adv_c).mean(0).double().cpu().numpy()
     return kl, d_c, d_r
 
 
@@ -302,7 +304,9 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
         if self.config.cost_estimate != "phase":  # type: ignore[attr-defined]
             return None
         k = rewards.shape[-1]
-        rate = phase_stratified_rate(rewards.reshape(-1, k), torch.as_tensor(h).reshape(-1))
+        rate = phase_stratified_rate(
+            rewards.reshape(-1, k), torch.as_tensor(h, device=rewards.device).reshape(-1)
+        )
         return rate.to(rewards.dtype)
 
     def update_policy(self, batch: Batch) -> dict[str, float]:
@@ -316,6 +320,7 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
                 if batch.avg_rates is not None
                 else batch.rewards[:, 1:].double().mean(0)
             )
+        j_c = j_c.cpu()  # the constraint values are small CPU vectors (numpy below)
         corr = self._corrected(j_c.numpy())
         c = (j_c - self.cost_limits).numpy() + corr
         logs: dict = {
@@ -351,7 +356,7 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
             branch, check = "dual", cfg.dual_check
             logs.update(lam=lam)
         else:
-            viol = torch.as_tensor(c > 0)
+            viol = torch.as_tensor(c > 0, device=tr.W.device)
             w, a = tr.W[:, viol].sum(1), tr.A[:, viol].sum(1)
             step = acpo_recovery(tr.v, w, tr.q, float(a @ w), cfg.delta, t=cfg.recovery_t)
             branch, check, mu = "recovery", "full", [0.0] * self.m
@@ -371,7 +376,7 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
         kl, d_c, _ = surrogate_changes(self, batch, tr)
         self._last = {"mu": mu}
         frac = cfg.backtrack_coef**j if ok else 0.0
-        self._prev_pred = (frac * (tr.A.T @ step)).numpy()
+        self._prev_pred = (frac * (tr.A.T @ step)).cpu().numpy()
         logs.update(
             branch=branch if ok else "none",
             backtracks=j if ok else -1,

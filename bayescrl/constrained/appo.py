@@ -83,13 +83,14 @@ class APPO(OnPolicyAlgorithm):
         lam = self.update_multipliers(gap) if self.m else self.lam.detach()
         f = appo_factor(lam, gap, cfg.sigma).float()
         denom = 1.0 + float(f.sum())
+        f_d = f.to(self.device)
 
         def loss_fn(idx, ratio, dist):
             surr_r = clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
             if not self.m:
                 return -surr_r
             surr_c = clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
-            return (-surr_r + (f * surr_c).sum()) / denom
+            return (-surr_r + (f_d * surr_c).sum()) / denom
 
         logs = first_order_policy_update(self, batch, loss_fn, uses_dist=False)
         logs["appo_factor"] = f.tolist()

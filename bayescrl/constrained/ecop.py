@@ -182,7 +182,8 @@ class ECOP(OnPolicyAlgorithm):
         # Eq. `lagrangeupdaterule` with Psi(pi_{k-1}, pi_{k-1}) (ratio = 1): the advantage term
         # sum_h E_{a ~ pi_{k-1}}[A^{pi_{k-1}}_{C,h}] is exactly 0, so Psi = J_C(pi_{k-1}) - d.
         self.lam = ecop_multiplier_update(self.lam, gap.double(), self.beta)
-        lam, beta = self.lam.float(), self.beta
+        lam, beta = self.lam.float().to(self.device), self.beta
+        gap_d = gap.to(self.device)  # the multipliers and J_C - d stay on the CPU; the loss meets them here
         # per_step: the whole loss of Eq. `main_e-COP_problem` divided by H_eff (same minimiser, per-sample
         # reward term); episode: the literal sum over h of the reward term
         r_weight, p_weight = (1.0, 1.0 / h_eff) if cfg.constraint_scale == "per_step" else (h_eff, 1.0)
@@ -192,7 +193,7 @@ class ECOP(OnPolicyAlgorithm):
             if self.m:
                 # L_Ci = sum_h E[max(rho A_C, clip(rho) A_C)] ~ H_eff * per-sample mean (episode units)
                 l_c = h_eff * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
-                loss = loss + p_weight * ecop_penalty(l_c + gap, lam, beta)
+                loss = loss + p_weight * ecop_penalty(l_c + gap_d, lam, beta)
             return loss
 
         logs = first_order_policy_update(self, batch, loss_fn, uses_dist=False)

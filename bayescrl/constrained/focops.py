@@ -50,7 +50,7 @@ class FOCOPS(OnPolicyAlgorithm):
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         self.nu = torch.clamp(self.nu + cfg.nu_lr * (batch.ep_cost_est - self.cost_limits), 0.0, cfg.nu_max)
-        nu = self.nu.float()
+        nu = self.nu.float().to(self.device)
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
         adv_c = self.normalize(batch.advantages[:, 1:], center_only=True)

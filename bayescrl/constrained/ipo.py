@@ -30,7 +30,7 @@ class IPO(OnPolicyAlgorithm):
     config_class = IPOConfig
 
     def setup(self) -> None:
-        self.w = torch.zeros(self.m)
+        self.w = torch.zeros(self.m, device="cpu")  # a logged multiplier, kept on the CPU
 
     def multipliers(self) -> list[float]:
         return self.w.tolist()
@@ -46,7 +46,11 @@ class IPO(OnPolicyAlgorithm):
         adv_r = batch.advantages[:, 0]
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
         adv_c = self.normalize(batch.advantages[:, 1:], center_only=True)
-        adv = (adv_r - (adv_c * self.w).sum(-1)) / (1.0 + float(self.w.sum())) if self.m else adv_r
+        adv = (
+            (adv_r - (adv_c * self.w.to(self.device)).sum(-1)) / (1.0 + float(self.w.sum()))
+            if self.m
+            else adv_r
+        )
 
         def loss_fn(idx, ratio, dist):
             return -clipped_surrogate(ratio, adv[idx], cfg.clip, "min").mean()

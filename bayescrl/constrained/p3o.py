@@ -44,7 +44,7 @@ class P3O(OnPolicyAlgorithm):
         adv_r = self.normalize(adv_r) if cfg.normalize_advantages else adv_r
         adv_c = self.normalize(batch.advantages[:, 1:], center_only=True)
         gam_c = float(self.gammas[1]) if self.m else cfg.gamma
-        gap = ((1.0 - gam_c) * (batch.ep_cost_est - self.cost_limits)).float()
+        gap = ((1.0 - gam_c) * (batch.ep_cost_est - self.cost_limits)).float().to(self.device)
 
         def loss_fn(idx, ratio, dist):
             loss = -clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()

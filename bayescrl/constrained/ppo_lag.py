@@ -78,18 +78,16 @@ class PPOLag(OnPolicyAlgorithm):
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         fixed = self.ell is not None
-        # the multipliers live on the CPU (with the limits); the loss on the policy's device
-        lam = None if fixed else self.lagrange.update(batch.ep_cost_est, self.cost_limits)
-        lam = None if fixed else lam.float().to(self.device)
+        lam = None if fixed else self.lagrange.update(batch.ep_cost_est, self.cost_limits).float()
+        lam_d = None if fixed else lam.to(self.device)
         adv_r, adv_c = self.policy_advantages(batch)
         denom = 1.0 if fixed else 1.0 + float(lam.sum())
-        no_cost = torch.zeros(0, device=self.device)
 
         def loss_fn(idx, ratio, dist):
             surr_r = clipped_surrogate(ratio, adv_r[idx], cfg.clip, "min").mean()
-            surr_c = (ratio.unsqueeze(-1) * adv_c[idx]).mean(0) if self.m else no_cost
+            surr_c = (ratio.unsqueeze(-1) * adv_c[idx]).mean(0) if self.m else ratio[:0]
             if fixed:
                 return balanced_lagrangian_loss(surr_r, surr_c, float(self.ell))
-            return -(surr_r - (lam * surr_c).sum()) / denom
+            return -(surr_r - (lam_d * surr_c).sum()) / denom
 
         return first_order_policy_update(self, batch, loss_fn, uses_dist=False)

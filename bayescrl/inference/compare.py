@@ -31,6 +31,7 @@ from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import write_json
 from bayescrl.utils.plotting import plt
 from bayescrl.utils.runlog import progress_enabled
+from bayescrl.utils.seeding import bernoulli, draw, randint
 
 DT = torch.float64
 
@@ -86,20 +87,22 @@ def heldout_logloss(
     if model.truth is not None:
         truth_vt = model.truth.get("vartheta")
         truth_vt = model.truth["theta"].expand(R, d) if truth_vt is None else truth_vt
-        x0 = torch.randn(batches, 2, d, generator=gen, dtype=DT)
-        x1 = torch.randn(batches, 2, d, generator=gen, dtype=DT)
-        pick = torch.randint(0, 2, (batches, tau), generator=gen)
-        rater = torch.randint(0, R, (batches, 1), generator=gen).expand(batches, tau)
+        dev = p.mu0.device  # drawn on the CPU stream, moved: the same numbers on every device
+        x0 = draw(torch.randn, (batches, 2, d), gen, dtype=DT, device=dev)
+        x1 = draw(torch.randn, (batches, 2, d), gen, dtype=DT, device=dev)
+        pick = randint(2, (batches, tau), gen, device=dev)
+        rater = randint(R, (batches, 1), gen, device=dev).expand(batches, tau)
         X0 = torch.gather(x0, 1, pick[..., None].expand(batches, tau, d))
         X1 = torch.gather(x1, 1, pick[..., None].expand(batches, tau, d))
         z = p.beta[rater] * ((X1 - X0) * truth_vt[rater]).sum(-1)
-        y = torch.bernoulli(torch.sigmoid(z), generator=gen)
+        y = bernoulli(torch.sigmoid(z), gen)
         X0, X1, rr, yy = X0.reshape(-1, d), X1.reshape(-1, d), rater.reshape(-1), y.reshape(-1)
     elif model.heldout is not None and bool(model.heldout.pref_mask.any()):
         h = model.heldout
         m = h.pref_mask
         n = int(m.sum())
-        idx = torch.stack([torch.randperm(n, generator=gen)[: min(tau, n)] for _ in range(batches)])
+        perms = [torch.randperm(n, generator=gen, device="cpu")[: min(tau, n)] for _ in range(batches)]
+        idx = torch.stack(perms).to(m.device)
         X0, X1, rr, yy = (
             h.x0[m][idx].reshape(-1, d),
             h.x1[m][idx].reshape(-1, d),
@@ -124,14 +127,15 @@ def _synthetic_batch(
     p = model.problem
     d, R = p.dim, p.num_raters
     chol = torch.linalg.cholesky(p.cov0)
-    theta = p.mu0 + torch.randn(reps, d, generator=gen, dtype=DT) @ chol.T
-    vt = theta[:, None, :] + torch.randn(reps, R, d, generator=gen, dtype=DT) / p.lam[:, None]
+    dev = p.mu0.device  # drawn on the CPU stream, moved: the same numbers on every device
+    theta = p.mu0 + draw(torch.randn, (reps, d), gen, dtype=DT, device=dev) @ chol.T
+    vt = theta[:, None, :] + draw(torch.randn, (reps, R, d), gen, dtype=DT, device=dev) / p.lam[:, None]
     pm, rm = p.pref_mask, p.reward_mask
     x0, x1, rater = p.x0[pm], p.x1[pm], p.rater[pm]
     z = p.beta[rater] * ((x1 - x0) * vt[:, rater, :]).sum(-1)  # [reps, N]
-    y = torch.bernoulli(torch.sigmoid(z), generator=gen)
+    y = bernoulli(torch.sigmoid(z), gen)
     x = p.x[rm]
-    r = theta @ x.T + p.noise_sd * torch.randn(reps, x.shape[0], generator=gen, dtype=DT)
+    r = theta @ x.T + p.noise_sd * draw(torch.randn, (reps, x.shape[0]), gen, dtype=DT, device=dev)
     B = reps
     prob = replace(
         p,
@@ -140,10 +144,10 @@ def _synthetic_batch(
         y=y,
         rater=rater.expand(B, -1).clone(),
         pref_online=p.pref_online[pm].expand(B, -1).clone(),
-        pref_mask=torch.ones(B, x0.shape[0], dtype=torch.bool),
+        pref_mask=torch.ones(B, x0.shape[0], dtype=torch.bool, device=dev),
         x=x.expand(B, *x.shape).clone(),
         r=r,
-        reward_mask=torch.ones(B, x.shape[0], dtype=torch.bool),
+        reward_mask=torch.ones(B, x.shape[0], dtype=torch.bool, device=dev),
     )
     return prob, theta
 

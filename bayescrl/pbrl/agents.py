@@ -74,6 +74,11 @@ class Context:
     def B(self) -> int:
         return self.data.y.shape[0]
 
+    @property
+    def device(self) -> torch.device:
+        """Where the MDP (and so every agent's posterior) lives."""
+        return self.mdp.P.device
+
     def reward(self, theta: Tensor) -> Tensor:
         """r_θ(s, a) = ⟨φ(s,a), θ⟩ for ``theta [..., d]`` -> ``[..., S, A]``."""
         return torch.einsum("sad,...d->...sa", self.mdp.features, theta)
@@ -210,7 +215,10 @@ class PSPL(_PrefPosteriorAgent):
         self._since_fit = 0
         self.fits = 0
         self.eta = DirichletPosterior(
-            torch.full((ctx.B, self.S, self.A, self.S), float(ctx.alpha0), dtype=torch.float64)
+            torch.full(
+                (ctx.B, self.S, self.A, self.S), float(ctx.alpha0), dtype=torch.float64, device=ctx.device
+            ),
+            device=ctx.device,
         )
         self.eta.counts += self.model.counts()
 
@@ -236,7 +244,7 @@ class PSPL(_PrefPosteriorAgent):
     def policies(self) -> tuple[Tensor, Tensor]:
         g = self.ctx.generator
         mean, cov = self.theta_posterior()
-        eps = draw(torch.randn, (self.ctx.B, 2, self.model.d), g, dtype=torch.float64, device="cpu")
+        eps = draw(torch.randn, (self.ctx.B, 2, self.model.d), g, dtype=torch.float64, device=mean.device)
         theta = mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov).mT  # [B, 2, d]
         eta = self.eta.sample(2, generator=g).movedim(0, 1)  # [B, 2, S, A, S]
         _, _, pi = value_iteration(eta, self.ctx.reward(theta), self.H)
@@ -306,7 +314,9 @@ class Uniform(_PrefPosteriorAgent):
     name = "uniform"
 
     def policies(self) -> tuple[Tensor, Tensor]:
-        pi = torch.full((self.ctx.B, self.H, self.S, self.A), 1.0 / self.A, dtype=torch.float64)
+        pi = torch.full(
+            (self.ctx.B, self.H, self.S, self.A), 1.0 / self.A, dtype=torch.float64, device=self.ctx.device
+        )
         return pi, pi
 
     def output_policy(self) -> Tensor:
@@ -323,11 +333,14 @@ class DPS(OnlineAgent):
         d, B = ctx.mdp.d, ctx.B
         sp = float(ctx.params.get("prior_sd", ctx.sigma0))
         sn = float(ctx.params.get("noise_sd", 1.0))
-        self.theta = GaussianLinearPosterior(torch.zeros(B, d), sp**2 * torch.eye(d), sn)
+        dev = ctx.device
+        mu0, cov0 = torch.zeros(B, d, device=dev), sp**2 * torch.eye(d, device=dev)
+        self.theta = GaussianLinearPosterior(mu0, cov0, sn, device=dev)
         if ctx.data.N:
             x = ctx.data.phi[:, :, 0] - ctx.data.phi[:, :, 1]
             self.theta.update_many(x, 0.5 - ctx.data.y.to(torch.float64))  # +½ if τ0 preferred
-        self.eta = DirichletPosterior(torch.full((B, self.S, self.A, self.S), float(ctx.alpha0)))
+        alpha0 = torch.full((B, self.S, self.A, self.S), float(ctx.alpha0), device=dev)
+        self.eta = DirichletPosterior(alpha0, device=dev)
         if ctx.data.N:
             self.eta.counts += _counts(ctx.data, self.S, self.A)
 
@@ -365,9 +378,10 @@ class LPbRL(_PrefPosteriorAgent):
         self.c_r = float(ctx.params.get("c_reward", 1.0))
         self.c_p = float(ctx.params.get("c_transition", 1.0))
         d = ctx.mdp.d
-        self.V = reg * torch.eye(d, dtype=torch.float64).expand(ctx.B, d, d).clone()
-        self.n = torch.zeros(ctx.B, self.S, self.A, self.S, dtype=torch.float64)
-        self._theta = torch.zeros(ctx.B, d, dtype=torch.float64)
+        kw = {"dtype": torch.float64, "device": ctx.device}
+        self.V = reg * torch.eye(d, **kw).expand(ctx.B, d, d).clone()
+        self.n = torch.zeros(ctx.B, self.S, self.A, self.S, **kw)
+        self._theta = torch.zeros(ctx.B, d, **kw)
 
     def _p_hat(self) -> Tensor:
         tot = self.n.sum(-1, keepdim=True)

@@ -56,7 +56,12 @@ def run_bandit_bai(
     theta = sigma0 * draw(torch.randn, (B, d), gen, **kw)
     vartheta = theta + draw(torch.randn, (B, d), gen, **kw) / lam
     prob = BTLinearProblem.empty(
-        torch.zeros(d), sigma0**2 * torch.eye(d), beta, lam, batch_size=B, pref_capacity=max(N + K, 1)
+        torch.zeros(d, **kw),
+        sigma0**2 * torch.eye(d, **kw),
+        beta,
+        lam,
+        batch_size=B,
+        pref_capacity=max(N + K, 1),
     )
     if N:
         i0 = randint(A, (B, N), gen)
@@ -67,13 +72,13 @@ def run_bandit_bai(
         prob.pref_mask[:, :N] = True
     means = theta @ arms.T  # [B, A]
     best = means.max(-1).values
-    ar = torch.arange(B)
+    ar = torch.arange(B, device="cpu")
 
     def output_regret() -> Tensor:
         th = map_estimate(prob, tol=1e-8, return_hessian=False).theta[:, 0]
         return best - means[ar, (th @ arms.T).argmax(-1)]
 
-    sr = torch.zeros(B, K + 1, dtype=torch.float64)
+    sr = torch.zeros(B, K + 1, **kw)
     sr[:, 0] = output_regret()
     init = None
     for k in tqdm(range(K), disable=not progress, desc="bandit-pspl", leave=False):
@@ -96,6 +101,6 @@ def run_bandit_bai(
         a1 = torch.where(same, s1.argmax(-1), a1)
         x0, x1 = arms[a0], arms[a1]
         y = _label(vartheta, x0, x1, beta, gen)
-        prob.append_preferences(x0, x1, y, online=torch.ones(B, dtype=torch.bool))
+        prob.append_preferences(x0, x1, y, online=torch.ones(B, dtype=torch.bool, device="cpu"))
         sr[:, k + 1] = output_regret()
     return {"simple_regret": sr, "theta": theta, "best_mean": best}

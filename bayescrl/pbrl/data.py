@@ -120,7 +120,10 @@ def offline_dataset(
     if N == 0:
         z = torch.zeros(B, 0, 2, mdp.H + 1, dtype=torch.long, device=mdp.P.device)
         return TrajectoryPairs(
-            z, z[..., :-1], torch.zeros(B, 0, 2, mdp.d, dtype=mdp.features.dtype), torch.zeros(B, 0).long()
+            z,
+            z[..., :-1],
+            torch.zeros(B, 0, 2, mdp.d, dtype=mdp.features.dtype, device=z.device),
+            torch.zeros(B, 0, dtype=torch.long, device=z.device),
         )
     pib = pi.expand(B, N, *pi.shape)
     return sample_pairs(mdp, pib, pib, rater, generator=generator)

@@ -288,10 +288,8 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
     ``b`` is the single-seed run with ``cfg["seed"] + b``); return the metrics dict."""
     if not isinstance(seeds, int) or seeds < 1:
         raise ConfigError("seeds", seeds, "must be an integer >= 1")
-    if torch.device(device).type != "cpu":
-        # the MDP/value-iteration kernels are device-agnostic, but the seeded CPU generators used for
-        # reproducible sampling are not; the tabular problems here are small enough for the CPU
-        raise ConfigError("device", device, "the PSPL runner currently supports only 'cpu'")
+    # the random streams are CPU generators (one per seed/agent); draws move to the device
+    # (bayescrl.utils.seeding.draw), so a CUDA run uses the same numbers as a CPU run
     mdp = make_env(cfg["env"], device=device)
     off, pr, K = cfg["offline"], cfg["prior"], cfg["K"]
     gen = run_generators(cfg["seed"], seeds)  # seed b of the batch: the single run with seed `seed + b`
@@ -344,8 +342,8 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
                 params=params,
             )
             agent = ONLINE_AGENTS[name](ctx)
-            sr = torch.zeros(seeds, K + 1, dtype=torch.float64)
-            cum = torch.zeros(seeds, K, dtype=torch.float64)
+            sr = torch.zeros(seeds, K + 1, dtype=torch.float64, device=mdp.P.device)
+            cum = torch.zeros(seeds, K, dtype=torch.float64, device=mdp.P.device)
             sr[:, 0] = v_star - value(agent.output_policy())
             run = 0.0
             it = tqdm(range(K), desc=f"{mdp.name}:{name}", disable=not progress, leave=False)

@@ -43,7 +43,9 @@ class TabularMDP:
             raise ConfigError("env.P", tuple(self.P.shape), "must have shape [S, A, S]")
         if self.H < 1:
             raise ConfigError("env.H", self.H, "must be >= 1")
-        if not torch.allclose(self.P.sum(-1), torch.ones(S, A, dtype=self.P.dtype), atol=1e-6):
+        if not torch.allclose(
+            self.P.sum(-1), torch.ones(S, A, dtype=self.P.dtype, device=self.P.device), atol=1e-6
+        ):
             bad = (self.P.sum(-1) - 1).abs().argmax().item()
             raise ConfigError("env.P", f"row (s,a)={divmod(bad, A)}", "transition rows must sum to 1")
         if self.features.shape[:2] != (S, A):

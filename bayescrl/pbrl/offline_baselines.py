@@ -53,7 +53,9 @@ class BatchedMLP(torch.nn.Module):
             )
             w = (u * 2 - 1) * bound
             self.weights.append(torch.nn.Parameter(w))
-            self.biases.append(torch.nn.Parameter(torch.zeros(B, 1, fan_out)))
+            self.biases.append(
+                torch.nn.Parameter(torch.zeros(B, 1, fan_out, device="cpu"))
+            )  # .to(device) later
         self.dropout = dropout
 
     def forward(self, x: Tensor, *, generator=None) -> Tensor:
@@ -70,10 +72,10 @@ class BatchedMLP(torch.nn.Module):
         return x
 
 
-def _inputs(S: int, H: int, B: int) -> Tensor:
+def _inputs(S: int, H: int, B: int, device=None) -> Tensor:
     """Rows (h, s) in h-major order: one-hot(s) ⊕ h/H, shape ``[B, H·S, S+1]``."""
-    eye = torch.eye(S)
-    hs = torch.arange(H, dtype=torch.float32).repeat_interleave(S).unsqueeze(-1) / H
+    eye = torch.eye(S, device=device)
+    hs = torch.arange(H, dtype=torch.float32, device=device).repeat_interleave(S).unsqueeze(-1) / H
     x = torch.cat([eye.repeat(H, 1), hs], -1)
     return x.expand(B, -1, -1)
 
@@ -82,7 +84,7 @@ def _traj_logp(table: Tensor, states: Tensor, actions: Tensor) -> Tensor:
     """``table [B, H, S, A]`` log-probs, ``states [B, N, H+1]``, ``actions [B, N, H]`` -> ``[B, N]``."""
     B, H, S, A = table.shape
     N = actions.shape[1]
-    h = torch.arange(H).expand(B, N, H)
+    h = torch.arange(H, device=table.device).expand(B, N, H)
     flat = table.reshape(B, -1)
     idx = ((h * S + states[..., :H]) * A + actions).reshape(B, -1)
     return flat.gather(1, idx).reshape(B, N, H).sum(-1)
@@ -120,9 +122,10 @@ def train_offline_policy(
         raise ConfigError("agents.steps", (steps, batch_size), "steps >= 0 and batch_size >= 1 required")
     B, N = data.y.shape
     H = data.actions.shape[-1]
-    net = BatchedMLP(B, S + 1, A, dropout=dropout, generator=generator)
+    dev = data.y.device
+    net = BatchedMLP(B, S + 1, A, dropout=dropout, generator=generator).to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
-    x = _inputs(S, H, B)
+    x = _inputs(S, H, B, device=dev)
     ref_table = torch.log(ref_policy.clamp_min(1e-12)).float().expand(B, -1, -1, -1)
     win = data.y  # index of the preferred trajectory
     sw = data.states.gather(2, win.view(B, N, 1, 1).expand(-1, -1, 1, H + 1)).squeeze(2)
@@ -132,7 +135,7 @@ def train_offline_policy(
     ref_margin = _traj_logp(ref_table, sw, aw) - _traj_logp(ref_table, sl, al) if N else None
     net.train()
     for _ in range(steps if N else 0):
-        idx = randint(N, (B, min(batch_size, N)), generator)
+        idx = randint(N, (B, min(batch_size, N)), generator, device=dev)
         table = torch.log_softmax(net(x, generator=generator), -1).reshape(B, H, S, A)
         win_lp = _traj_logp(table, _rows(sw, idx), _rows(aw, idx))
         h_pi = win_lp - _traj_logp(table, _rows(sl, idx), _rows(al, idx)) - ref_margin.gather(1, idx)

@@ -90,7 +90,10 @@ class TrajectoryPreferenceModel:
         """Append one online episode per seed (``pairs`` with n = 1), flagged online."""
         B = self.B
         self.problem.append_preferences(
-            pairs.phi[:, 0, 0], pairs.phi[:, 0, 1], pairs.y[:, 0], online=torch.ones(B, dtype=torch.bool)
+            pairs.phi[:, 0, 0],
+            pairs.phi[:, 0, 1],
+            pairs.y[:, 0],
+            online=torch.ones(B, dtype=torch.bool, device=pairs.y.device),
         )
         self.tidx[:, self.n] = self._tidx(pairs)[:, 0]
         self.n += 1
@@ -101,7 +104,9 @@ class TrajectoryPreferenceModel:
         idx = self.tidx[:, :n]  # [B, n, L]
         if weights is None:
             out = torch.zeros(B, S * A * S, dtype=torch.float64, device=idx.device)
-            out.scatter_add_(1, idx.reshape(B, -1), torch.ones(B, idx[0].numel(), dtype=torch.float64))
+            out.scatter_add_(
+                1, idx.reshape(B, -1), torch.ones(B, idx[0].numel(), dtype=torch.float64, device=idx.device)
+            )
             return out.reshape(B, S, A, S)
         M = weights.shape[1]
         w = weights[:, :, :n, None].expand(B, M, n, idx.shape[-1]).reshape(B, M, -1)
@@ -217,7 +222,7 @@ def engine_theta(
             x0=x0,
             x1=x1,
             y=p.y[s, :n][mask].to(torch.float64),
-            rater=torch.zeros(x0.shape[0], dtype=torch.long),
+            rater=torch.zeros(x0.shape[0], dtype=torch.long, device=x0.device),
             x=x0.new_zeros(0, model.d),
             r=x0.new_zeros(0),
         )

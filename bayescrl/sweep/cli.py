@@ -21,7 +21,7 @@ from bayescrl.sweep import runner
 from bayescrl.sweep.report import MANIFEST, build_report, run_done, run_summary
 from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend
 from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
-from bayescrl.utils.checks import positive_int, prepare_out, prepare_out_file
+from bayescrl.utils.checks import check_device, positive_int, prepare_out, prepare_out_file
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.outdir import prepare_out_dir, written
 
@@ -61,7 +61,14 @@ from bayescrl.utils.outdir import prepare_out_dir, written
 @click.option(
     "--resume", is_flag=True, help="Continue the sweep already in --out (finished runs are skipped)."
 )
-def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress, overrides, resume) -> None:
+@click.option(
+    "--device",
+    default=None,
+    help="Pass --device to every run (same as --set args.device=DEVICE): cpu, cuda, cuda:N or mps.",
+)
+def sweep(
+    sweep_file, out, address, workers, backend, retries, dry_run, progress, overrides, resume, device
+) -> None:
     """Run the grid of SWEEP.yaml (command x grid x seeds x --set grid); each run writes DIR/<run-id>/
     as the single command does. ``--resume`` continues a sweep in DIR: finished runs are skipped,
     unfinished ones continue from their checkpoints. Prints one line per finished run, then the report
@@ -70,6 +77,8 @@ def sweep(sweep_file, out, address, workers, backend, retries, dry_run, progress
         workers = positive_int(workers, "--workers")
     if retries < 0:
         positive_int(retries, "--retries", minimum=0)
+    if device is not None:
+        overrides = (*overrides, f"args.device={check_device(device, '--device')}")
     spec = load_sweep(sweep_file, overrides)
     out_dir = prepare_out(out, "--out", create=False)
     if not dry_run:

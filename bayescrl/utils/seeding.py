@@ -136,7 +136,15 @@ def randint(high: int, shape, generator: Streams, *, device=None) -> torch.Tenso
 
 
 def multinomial(probs: torch.Tensor, num_samples: int, generator: Streams) -> torch.Tensor:
-    """``torch.multinomial(probs [n, K], num_samples)``; one generator per run draws the runs' rows."""
+    """``torch.multinomial(probs [n, K], num_samples)``; one generator per run draws the runs' rows.
+
+    Drawn where the generator lives (the package's CPU streams) and moved back to ``probs.device``, so a
+    CUDA run samples the same indices as a CPU run (see :func:`draw`)."""
     import torch
 
-    return per_run(lambda q, g: torch.multinomial(q, num_samples, generator=g), probs, generator)
+    def one(q: torch.Tensor, g) -> torch.Tensor:
+        if g is None or g.device == q.device:
+            return torch.multinomial(q, num_samples, generator=g)
+        return torch.multinomial(q.to(g.device), num_samples, generator=g).to(q.device)
+
+    return per_run(one, probs, generator)

@@ -33,7 +33,7 @@ def _backward(delta: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
 
 
 def _expand(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    x = x.to(like.dtype)
+    x = x.to(device=like.device, dtype=like.dtype)
     return x.unsqueeze(-1).expand_as(like) if x.dim() == like.dim() - 1 else x
 
 
@@ -48,7 +48,7 @@ def discounted_gae(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(advantages, value_targets)``; ``gamma`` may be a per-channel tensor of shape ``(k,)``."""
     term, end = _expand(terminated, rewards), _expand(ended, rewards)
-    gamma = torch.as_tensor(gamma, dtype=rewards.dtype)
+    gamma = torch.as_tensor(gamma, dtype=rewards.dtype, device=rewards.device)
     delta = rewards + gamma * (1.0 - term) * next_values - values
     adv = _backward(delta, gamma * lam * (1.0 - end))
     return adv, adv + values
@@ -69,7 +69,7 @@ def average_gae(
     (not truncated) step does not bootstrap, for envs that have true terminal states.
     """
     term, end = _expand(terminated, rewards), _expand(ended, rewards)
-    j_hat = rewards.reshape(-1, rewards.shape[-1]).mean(0) if avg_reward is None else avg_reward
+    j_hat = rewards.reshape(-1, rewards.shape[-1]).mean(0) if avg_reward is None else avg_reward.to(rewards)
     delta = rewards - j_hat + (1.0 - term) * next_values - values
     adv = _backward(delta, lam * (1.0 - end))
     return adv, adv + values, j_hat

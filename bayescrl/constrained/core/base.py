@@ -261,11 +261,11 @@ class OnPolicyAlgorithm:
     def compute_advantages(self, roll: RolloutBatch) -> Batch:
         """Advantages and critic targets of every channel; the flat :class:`Batch` of the update."""
         cfg = self.config
-        # torch.as_tensor: numpy buffers (gym backend) without a copy, or device tensors (mjx backend)
-        rewards = torch.as_tensor(roll.rewards)
-        term, end = torch.as_tensor(roll.terminated), torch.as_tensor(roll.ended)
-        gammas = self.gammas.to(rewards.device)
-        values, next_values = roll.values, roll.next_values
+        dev = self.device  # the rollout's arrays go to the device once per iteration, here
+        rewards = torch.as_tensor(roll.rewards).to(dev)
+        term, end = torch.as_tensor(roll.terminated).to(dev), torch.as_tensor(roll.ended).to(dev)
+        values, next_values = roll.values.to(dev), roll.next_values.to(dev)
+        gammas = self.gammas.to(dev)
         avg = None
         if cfg.advantage == "discounted":
             adv, ret = discounted_gae(rewards, values, next_values, term, end, gammas, cfg.gae_lambda)
@@ -277,7 +277,7 @@ class OnPolicyAlgorithm:
                 rewards,
                 values,
                 next_values,
-                torch.as_tensor(roll.at_horizon),
+                torch.as_tensor(roll.at_horizon).to(dev),
                 term,
                 end,
                 cfg.gae_lambda,
@@ -292,14 +292,14 @@ class OnPolicyAlgorithm:
             j_r = float(roll.rewards[..., 0].mean() * self.horizon)
             j_c = torch.as_tensor(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon).cpu()
         return Batch(
-            obs=torch.as_tensor(roll.obs.reshape(B, -1)).to(self.device),
-            h=torch.as_tensor(roll.h.reshape(B)).to(self.device),
-            actions=torch.as_tensor(roll.actions.reshape(B, *roll.actions.shape[2:])).to(self.device),
-            logp=torch.as_tensor(roll.logp.reshape(B)).to(self.device),
-            rewards=rewards.reshape(B, -1).float().to(self.device),
-            values=values.reshape(B, -1).float().to(self.device),
-            advantages=adv.reshape(B, -1).float().to(self.device),
-            returns=ret.reshape(B, -1).float().to(self.device),
+            obs=torch.as_tensor(roll.obs.reshape(B, -1)).to(dev),
+            h=torch.as_tensor(roll.h.reshape(B)).to(dev),
+            actions=torch.as_tensor(roll.actions.reshape(B, *roll.actions.shape[2:])).to(dev),
+            logp=torch.as_tensor(roll.logp.reshape(B)).to(dev),
+            rewards=rewards.reshape(B, -1).float(),
+            values=values.reshape(B, -1).float(),
+            advantages=adv.reshape(B, -1).float(),
+            returns=ret.reshape(B, -1).float(),
             ep_returns=ep_ret,
             ep_costs=ep_costs,
             ep_lengths=roll.ep_lengths,
@@ -351,7 +351,7 @@ class OnPolicyAlgorithm:
         x = self.critic_input(batch.obs, batch.h)
         target = batch.returns
         epochs = cfg.vf_epochs or cfg.update_epochs
-        loss = torch.zeros(())
+        loss = torch.zeros((), device=self.device)
         for _ in range(epochs):
             for idx in self.minibatches(batch.size):
                 loss = ((self.critic(x[idx]) - target[idx]) ** 2).mean(0).sum()

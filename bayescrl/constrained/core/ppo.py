@@ -287,9 +287,9 @@ def first_order_policy_update(
     pi_params = [p for p in algo.policy.parameters() if p.requires_grad]
     pi_step, vf_step = AdamSteps(algo.pi_optim).step, AdamSteps(algo.vf_optim).step
     vf_params = [p for p in algo.critic.parameters() if p.requires_grad]
-    kl = torch.zeros(())
+    kl = torch.zeros((), device=algo.device)
     epochs_done = 0
-    loss = vloss = torch.zeros(())
+    loss = vloss = torch.zeros((), device=algo.device)
     policy_active = True
     same_input = xc is x or (xc.shape == x.shape and torch.equal(xc, x))
     compiled = None

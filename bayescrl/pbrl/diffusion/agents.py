@@ -33,7 +33,7 @@ def _pairs(phi0: Tensor, phi1: Tensor, y: Tensor) -> TrajectoryPairs:
     """Trajectory pairs for the core problem: φ only (states/actions are placeholders — the η model of
     this MDP is :class:`NoiseNormModel`, not the tabular transition counts)."""
     B, N = y.shape
-    z = torch.zeros(B, N, 2, 3, dtype=torch.long)
+    z = torch.zeros(B, N, 2, 3, dtype=torch.long, device=y.device)
     return TrajectoryPairs(z, z[..., :2], torch.stack([phi0, phi1], 2).double(), y.long())
 
 
@@ -42,7 +42,7 @@ class PSPLTheta:
 
     def __init__(self, phi0: Tensor, phi1: Tensor, y: Tensor, K: int, cov0: Tensor, beta: float, lam: float):
         self.model = TrajectoryPreferenceModel(_pairs(phi0, phi1, y), 1, 1, K, beta=beta, lam=lam)
-        self.model.problem.cov0 = cov0.double()
+        self.model.problem.cov0 = cov0.double().to(self.model.problem.mu0.device)
         self._res = None
 
     def _map(self):
@@ -58,7 +58,7 @@ class PSPLTheta:
         mean, cov = self.gaussian()
         eps = draw(
             torch.randn, (mean.shape[0], n, mean.shape[1]), generator, dtype=torch.float64, device="cpu"
-        )
+        ).to(mean.device)  # drawn on the CPU streams: the same numbers on every device
         return mean.unsqueeze(1) + eps @ torch.linalg.cholesky(cov).mT
 
     def point(self) -> Tensor:
@@ -75,7 +75,9 @@ class DPSTheta:
 
     def __init__(self, phi0: Tensor, phi1: Tensor, y: Tensor, cov0: Tensor, noise_sd: float = 1.0):
         B, d = phi0.shape[0], phi0.shape[-1]
-        self.post = GaussianLinearPosterior(torch.zeros(B, d), cov0.double(), noise_sd)
+        dev = phi0.device
+        mu0 = torch.zeros(B, d, dtype=torch.float64, device=dev)
+        self.post = GaussianLinearPosterior(mu0, cov0.double().to(dev), noise_sd, device=dev)
         if y.shape[1]:
             self.post.update_many((phi0 - phi1).double(), 0.5 - y.double())
 
@@ -97,9 +99,10 @@ class NoiseNormModel:
     """
 
     def __init__(self, B: int, T: int, C: int, d0_norms: Tensor, alpha0: float = 1.0):
-        q = torch.linspace(0, 1, C + 1, dtype=torch.float64)[1:-1]
+        dev = d0_norms.device
+        q = torch.linspace(0, 1, C + 1, dtype=torch.float64, device=dev)[1:-1]
         self.edges = torch.quantile(d0_norms.double().reshape(-1), q)
-        self.post = DirichletPosterior(torch.full((B, T, C), float(alpha0)))
+        self.post = DirichletPosterior(torch.full((B, T, C), float(alpha0), device=dev), device=dev)
         self.B, self.T, self.C = B, T, C
 
     def bins(self, norms: Tensor) -> Tensor:
@@ -112,8 +115,8 @@ class NoiseNormModel:
             norms = norms.expand(self.B, *norms.shape)
         b = self.bins(norms)
         B, n, T = b.shape
-        seed = torch.arange(B).view(B, 1, 1).expand(B, n, T)
-        step = torch.arange(T).view(1, 1, T).expand(B, n, T)
+        seed = torch.arange(B, device=b.device).view(B, 1, 1).expand(B, n, T)
+        step = torch.arange(T, device=b.device).view(1, 1, T).expand(B, n, T)
         self.post.update((seed.reshape(-1), step.reshape(-1)), b.reshape(-1))
 
     def sample(self, n: int, generator: torch.Generator | list[torch.Generator]) -> Tensor:

@@ -346,7 +346,9 @@ class _Setup:
         self.D = self.S * self.S
         self.prompts = torch.tensor(cfg["prompts"])
         r = cfg["reward"]
-        self.theta_star = torch.tensor([r["score"], r["noise"], r["time"], r["stat"]], dtype=torch.float64)
+        self.theta_star = torch.tensor(
+            [r["score"], r["noise"], r["time"], r["stat"]], dtype=torch.float64, device=device
+        )
         self.gen = torch.Generator().manual_seed(cfg["seed"])
         po = cfg["policy"]
         self.pi0 = GaussianNoisePolicy(
@@ -380,7 +382,11 @@ class _Setup:
         # Σ0 = diag(Var score, Var ‖ε_t‖/√D, 1/12) over D0's chains (appendix `pickapic`)
         self.cov0 = torch.diag(
             torch.stack(
-                [d0.score.double().var(), d0.norms.double().var(), torch.tensor(1 / 12, dtype=torch.float64)]
+                [
+                    d0.score.double().var(),
+                    d0.norms.double().var(),
+                    torch.tensor(1 / 12, dtype=torch.float64, device=d0.score.device),
+                ]
             )
         )
         self.d0_norms = d0.norms[0]  # [2N, T]
@@ -571,8 +577,8 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
         theta.observe(psi[0, :, :3], psi[1, :, :3], y)
         noise.update(q.norms.view(2, B, -1).transpose(0, 1))
         tr = psi @ st.theta_star  # [2, B]
-        query_true[:, k] = tr.mean(0)
-        agree[:, k] = ((tr[0] < tr[1]).long() == y).float()
+        query_true[:, k] = tr.mean(0).cpu()
+        agree[:, k] = ((tr[0] < tr[1]).long() == y).float().cpu()
         policy = pol2.select(list(range(B)))
         opt = select_adam(opt2, policy, list(range(B)))
         it.set_postfix(query_reward=f"{float(tr.mean()):.2f}")
