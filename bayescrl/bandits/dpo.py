@@ -112,7 +112,7 @@ class HybridPreferenceAgent(Agent):
         psi = train_preference_policy(
             winners, losers, env.K, loss=loss, steps=steps, lr=lr, batch=batch, tau=tau, generator=generator
         )
-        r = tau * (torch.log_softmax(psi, dim=1) + torch.log(torch.tensor(float(env.K))))
+        r = tau * (torch.log_softmax(psi, dim=1) + torch.log(torch.tensor(float(env.K), device=psi.device)))
         r = r - r.min(1, keepdim=True).values + env.means.min(1, keepdim=True).values
         self.r0 = r.to(env.arms.dtype)
         self.w = prior_weight

@@ -36,7 +36,7 @@ def make_arms(
     """Arms ``[S, K, d]`` with pairwise correlation ``rho`` between arms (see the module docstring)."""
     if not 0.0 <= rho < 1.0:
         raise ConfigError("bandit.rho", rho, "must be in [0, 1)")
-    out = torch.empty(num_seeds, K, d, dtype=dtype)
+    out = torch.empty(num_seeds, K, d, dtype=dtype, device="cpu")
     for s, g in enumerate(generators):
         z = torch.randn(K + 1, d, generator=g, dtype=dtype) / d**0.5
         out[s] = rho**0.5 * z[:1] + (1.0 - rho) ** 0.5 * z[1:]
@@ -106,8 +106,8 @@ class LinearBandit:
         device: torch.device | str = "cpu",
     ) -> LinearBandit:
         """Draw arms, ``θ ~ N(μ0, Σ0)`` (default ``N(0, I)``) and the reward noise, one generator per seed."""
-        mu0 = torch.zeros(d, dtype=dtype) if mu0 is None else mu0.to(dtype).cpu()
-        cov0 = torch.eye(d, dtype=dtype) if cov0 is None else cov0.to(dtype).cpu()
+        mu0 = torch.zeros(d, dtype=dtype, device="cpu") if mu0 is None else mu0.to(dtype).cpu()
+        cov0 = torch.eye(d, dtype=dtype, device="cpu") if cov0 is None else cov0.to(dtype).cpu()
         arms = make_arms(num_seeds, K, d, rho, generators, dtype=dtype)
         chol = torch.linalg.cholesky(cov0)
         theta = torch.stack([mu0 + chol @ torch.randn(d, generator=g, dtype=dtype) for g in generators])

@@ -41,13 +41,13 @@ def make_world(cfg: Mapping[str, Any], seeds: int) -> tuple[LinearBandit, Offlin
     """Environment and ``D0`` of every seed (see the module docstring for the seeding scheme)."""
     b, dev = cfg["bandit"], cfg["device"]
     gens = run_generators(cfg["seed"], seeds)
-    mu0 = torch.tensor(b["prior_mean"], dtype=torch.float64)
-    cov0 = torch.diag(torch.tensor(b["prior_sd"], dtype=torch.float64) ** 2)
+    mu0 = torch.tensor(b["prior_mean"], dtype=torch.float64, device="cpu")
+    cov0 = torch.diag(torch.tensor(b["prior_sd"], dtype=torch.float64, device="cpu") ** 2)
     env = LinearBandit.sample(
         seeds, b["K"], b["d"], b["T"], b["noise_sd"], b["rho"], gens, mu0=mu0, cov0=cov0, device=dev
     )
     mu = cfg["offline"]["mu"]
-    mu = None if mu is None else torch.tensor(mu, dtype=torch.float64)
+    mu = None if mu is None else torch.tensor(mu, dtype=torch.float64, device="cpu")
     raters, counts = raters_of(cfg["offline"])
     data = sample_offline(env.arms, env.theta, raters, gens, mu=mu, counts=counts)
     return env, data
@@ -121,6 +121,7 @@ def assumed_competence(
     lam = torch.tensor(
         [data.raters[r].lam_value() if lam_items[r] == "true" else float(lam_items[r]) for r in range(R)],
         dtype=dt,
+        device="cpu",
     ).to(dev)
     lam = lam.expand(S, R).clone()
     beta_items = spec_beta if isinstance(spec_beta, (list, tuple)) else [spec_beta] * R

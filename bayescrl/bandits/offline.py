@@ -70,7 +70,7 @@ def sample_offline(
     """
     S, K, d = arms.shape
     if mu is None:
-        mu = torch.full((K,), 1.0 / K, dtype=torch.float64)
+        mu = torch.full((K,), 1.0 / K, dtype=torch.float64, device="cpu")
     if len(counts) != len(raters):
         raise ConfigError("offline.N", list(counts), f"give one count per rater ({len(raters)})")
     for r, n in enumerate(counts):
@@ -89,13 +89,13 @@ def sample_offline(
             if n:
                 pair = torch.multinomial(mu, 2 * n, replacement=True, generator=g).view(2, n)
             else:
-                pair = torch.zeros(2, 0, dtype=torch.long)
+                pair = torch.zeros(2, 0, dtype=torch.long, device="cpu")
             a = arms[s].cpu()
             y = label(a[pair[0]], a[pair[1]], vt.expand(n, d), rater.beta_value(), rater.expert, g)
             i0_s.append(pair[0])
             i1_s.append(pair[1])
             y_s.append(y)
-            r_s.append(torch.full((n,), r, dtype=torch.long))
+            r_s.append(torch.full((n,), r, dtype=torch.long, device="cpu"))
             vt_s.append(vt)
         i0s.append(torch.cat(i0_s))
         i1s.append(torch.cat(i1_s))

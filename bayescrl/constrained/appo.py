@@ -50,7 +50,7 @@ class APPO(OnPolicyAlgorithm):
 
     def setup(self) -> None:
         self.lam = torch.nn.Parameter(
-            torch.full((self.m,), float(self.config.lagrange_init), dtype=torch.float64)
+            torch.full((self.m,), float(self.config.lagrange_init), dtype=torch.float64, device="cpu")
         )
         self.lam_optim = torch.optim.Adam([self.lam], lr=self.config.lagrange_lr)
 

@@ -146,7 +146,7 @@ class ECOP(OnPolicyAlgorithm):
     config_class = ECOPConfig
 
     def setup(self) -> None:
-        self.lam = torch.zeros(self.m, dtype=torch.float64)
+        self.lam = torch.zeros(self.m, dtype=torch.float64, device="cpu")
         self.beta = float(self.config.beta)
 
     def multipliers(self) -> list[float]:

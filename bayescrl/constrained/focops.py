@@ -36,7 +36,7 @@ class FOCOPS(OnPolicyAlgorithm):
     config_class = FOCOPSConfig
 
     def setup(self) -> None:
-        self.nu = torch.zeros(self.m, dtype=torch.float64)
+        self.nu = torch.zeros(self.m, dtype=torch.float64, device="cpu")
 
     def multipliers(self) -> list[float]:
         return self.nu.tolist()

@@ -32,6 +32,7 @@ import torch
 from torch.distributions import biject_to
 
 from bayescrl.inference.sites import SiteInfo, from_particles, to_particles
+from bayescrl.utils.seeding import bernoulli
 
 
 def _gaussian(fn):
@@ -77,10 +78,11 @@ def generic_perturbed_map(
     else:
         start = {k: prior_tr.nodes[k]["value"] for k in latents}
     transforms = {k: biject_to(infos[k].support) for k in latents}
+    dev = start[latents[0]].device if latents else torch.device("cpu")  # where the model's tensors live
     params = {k: transforms[k].inv(start[k].double()).detach().clone().requires_grad_(True) for k in latents}
 
     def rand(shape, kind="normal"):
-        return torch.randn(shape, generator=gen, dtype=torch.float64)
+        return torch.randn(shape, generator=gen, dtype=torch.float64).to(dev)  # the CPU stream, moved
 
     # fixed perturbation draws
     weights, obs_z, lat_z = {}, {}, {}
@@ -88,16 +90,16 @@ def generic_perturbed_map(
         node = prior_tr.nodes[k]
         bshape = (M, *([1] * (nest - len(infos[k].batch_shape))), *infos[k].batch_shape)
         p = p_obs.get(k, 1.0) if isinstance(p_obs, Mapping) else p_obs
-        p = torch.as_tensor(p, dtype=torch.float64)
+        p = torch.as_tensor(p, dtype=torch.float64, device=dev)
         is_normal = isinstance(_gaussian(node["fn"]), dist.Normal)
         if is_normal:
-            weights[k] = torch.ones(bshape, dtype=torch.float64)
+            weights[k] = torch.ones(bshape, dtype=torch.float64, device=dev)
             if obs_noise:
                 obs_z[k] = rand(node["fn"].shape())  # one noise draw per particle and observation
         else:
             pp = p.reshape(*([1] * (len(bshape) - p.dim())), *p.shape).expand(bshape)
             weights[k] = (
-                torch.bernoulli(pp, generator=gen) if bool((pp < 1).any()) else torch.ones(bshape).double()
+                bernoulli(pp, gen) if bool((pp < 1).any()) else torch.ones(bshape, device=dev).double()
             )
     if anchor_prior:
         for k in latents:
@@ -107,7 +109,7 @@ def generic_perturbed_map(
     def losses() -> torch.Tensor:
         values = {k: transforms[k](params[k]) for k in latents}
         tr = _particle_trace(model, values, M, nest)
-        total = torch.zeros(M, dtype=torch.float64)
+        total = torch.zeros(M, dtype=torch.float64, device=dev)
         for k in latents:
             fn, v = tr.nodes[k]["fn"], tr.nodes[k]["value"]
             if k in lat_z:

@@ -670,7 +670,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
             js = cols[c : c + chunk]
             k = js.shape[0]
             hj = h_hat.expand(k, 2 * R).clone()
-            hj[torch.arange(k), js] += eps
+            hj[torch.arange(k, device=hj.device), js] += eps
             thj = th_hat + eps * state["J_t"][js]
             Vj = V_hat + eps * state["J_V"][js]
             g_t, g_V = _loss_grad(pool, hj[:, :R], hj[:, R:], thj, Vj)[5:7]
@@ -860,10 +860,10 @@ def fit_rater_pool(
             "cov0", tuple(cov0_t.shape), f"must be a symmetric positive-definite [{d}, {d}] matrix"
         )
 
-    known_b = torch.tensor([r.beta is not None for r in rs])
-    known_l = torch.tensor([r.lam is not None for r in rs])
+    known_b = torch.tensor([r.beta is not None for r in rs], device="cpu")
+    known_l = torch.tensor([r.lam is not None for r in rs], device="cpu")
     single = R == 1
-    lam_prior_only = (~known_l) & torch.tensor(single)
+    lam_prior_only = (~known_l) & torch.tensor(single, device="cpu")
     free_b, free_l = ~known_b, (~known_l) & ~lam_prior_only
     h_b0 = torch.tensor(
         [math.log(r.beta) if r.beta is not None else prior.beta_loc for r in rs], dtype=dt, device=device
@@ -966,11 +966,15 @@ def simulate_pool(
     R = len(betas)
     n = [int(n_per_rater)] * R if isinstance(n_per_rater, int) else [int(v) for v in n_per_rater]
     dt = torch.float64
-    th = torch.randn(d, generator=g, dtype=dt) if theta is None else torch.as_tensor(theta, dtype=dt)
-    lam = torch.tensor(list(lams), dtype=dt)
-    beta = torch.tensor(list(betas), dtype=dt)
+    th = (
+        torch.randn(d, generator=g, dtype=dt)
+        if theta is None
+        else torch.as_tensor(theta, dtype=dt, device="cpu")
+    )
+    lam = torch.tensor(list(lams), dtype=dt, device="cpu")
+    beta = torch.tensor(list(betas), dtype=dt, device="cpu")
     vt = th + torch.randn(R, d, generator=g, dtype=dt) / lam[:, None]
-    rater = torch.cat([torch.full((k,), i, dtype=torch.long) for i, k in enumerate(n)])
+    rater = torch.cat([torch.full((k,), i, dtype=torch.long, device="cpu") for i, k in enumerate(n)])
     N = rater.shape[0]
     X0 = torch.randn(N, d, generator=g, dtype=dt) / math.sqrt(d)
     X1 = torch.randn(N, d, generator=g, dtype=dt) / math.sqrt(d)

@@ -125,12 +125,12 @@ def fit_nuts(
         if run_model is not model:
             s = recover_sites(run_model, s, rinfos, infos, max_plate_nesting)
         per_chain.append({k: s[k].double() for k in latents})
-        div = torch.zeros(num_samples, dtype=torch.bool)
+        div = torch.zeros(num_samples, dtype=torch.bool, device="cpu")
         idx = mcmc.diagnostics().get("divergences", {}).get("chain 0", [])
-        div[torch.as_tensor(list(idx), dtype=torch.long)] = True
+        div[torch.as_tensor(list(idx), dtype=torch.long, device="cpu")] = True
         diverging.append(div)
         if len(kernel.energies) == warmup + num_samples:  # (a model without latents draws no momentum)
-            energy.append(torch.tensor(kernel.energies[warmup:], dtype=torch.float64))
+            energy.append(torch.tensor(kernel.energies[warmup:], dtype=torch.float64, device="cpu"))
     bar.close()
     chains = {k: torch.stack([pc[k] for pc in per_chain]) for k in latents}
     stats = {"diverging": torch.stack(diverging).bool()}

@@ -94,7 +94,10 @@ class Posterior:
         if self.chains is not None:
             post = {k: v for k, v in self.chains.items()}
         else:
-            post = {k: torch.as_tensor(split_chains(v)) for k, v in self.sample(num_draws(n), seed).items()}
+            post = {
+                k: torch.as_tensor(split_chains(v), device="cpu")
+                for k, v in self.sample(num_draws(n), seed).items()
+            }
         post = {k: v for k, v in post.items() if k in self.infos and not self.infos[k].observed}
         C, D = next(iter(post.values())).shape[:2]
         dims = {k: _dims(k, v.dim() - 2) for k, v in post.items()}

@@ -86,8 +86,8 @@ def fit_svi(
     for step in bar:
         losses.append(float(svi.step()))
         if step + 1 >= max(min_steps, 2 * window) and (step + 1) % window == 0:
-            last = torch.tensor(losses[-window:])
-            prev = torch.tensor(losses[-2 * window : -window])
+            last = torch.tensor(losses[-window:], device="cpu")
+            prev = torch.tensor(losses[-2 * window : -window], device="cpu")
             change = float(prev.mean() - last.mean())
             noise = float(last.std()) / window**0.5
             if change < rtol * abs(float(last.mean())) + 2 * noise:
@@ -157,6 +157,6 @@ def _stiff(model: Callable, infos: dict[str, SiteInfo], threshold: float = 0.1) 
     for k, i in infos.items():
         if not i.observed and i.dist_name == "Normal":
             scale = getattr(_base(tr.nodes[k]["fn"]), "scale", None)
-            if scale is not None and float(torch.as_tensor(scale).min()) < threshold:
+            if scale is not None and float(torch.as_tensor(scale, device="cpu").min()) < threshold:
                 return True
     return False

@@ -417,4 +417,4 @@ def barrier_multipliers(g: Tensor, b: Tensor, sigma: Tensor) -> Tensor:
 
 def sigma_schedule(sigma0: Tensor | float, gamma: Tensor | float, t: int) -> Tensor:
     """Decreasing barrier parameter ``sigma^(t) = gamma^t sigma0`` (appendix `logbarrier`, 0 < gamma < 1)."""
-    return torch.as_tensor(sigma0) * torch.as_tensor(gamma) ** t
+    return torch.as_tensor(sigma0, device="cpu") * torch.as_tensor(gamma, device="cpu") ** t

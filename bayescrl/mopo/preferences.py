@@ -232,8 +232,8 @@ def _problem(x1, x0, labels, rater, betas, lams, prior_sd, ids):
     ``x0`` ``[N, d]``, prior ``N(0, prior_sd^2 I)``."""
     d = x1.shape[-1]
     return BTLinearProblem.from_data(
-        torch.zeros(d, dtype=torch.float64),
-        prior_sd**2 * torch.eye(d, dtype=torch.float64),
+        torch.zeros(d, dtype=torch.float64, device="cpu"),
+        prior_sd**2 * torch.eye(d, dtype=torch.float64, device="cpu"),
         betas,
         lams,
         x0=x0,  # Y = 1: x1 preferred (Eq. `rater_preference_dist`)
@@ -262,12 +262,12 @@ def _infer_betas(
     plain maximum is at 0.006 for a rater with beta = 0.15); with 10 expert labels per pair the plain
     maximum was the better plug-in in the benchmark (``benchmarks/mopo_bayes.py``), hence the default."""
     known = [i for i, r in enumerate(raters) if r.beta is not None]
-    mask = torch.isin(rater, torch.tensor(known, dtype=rater.dtype))
+    mask = torch.isin(rater, torch.tensor(known, dtype=rater.dtype, device="cpu"))
     prob = _problem(
         x1[mask],
         x0[mask],
         labels[mask],
-        torch.searchsorted(torch.tensor(known), rater[mask]),
+        torch.searchsorted(torch.tensor(known, device="cpu"), rater[mask]),
         [raters[i].beta for i in known],
         [raters[i].lam for i in known],
         prior_sd,
@@ -278,8 +278,10 @@ def _infer_betas(
         mu, cov = lap.theta_mean.double(), lap.theta_cov.double()
     else:
         mu, cov = prob.mu0, prob.cov0
-    coarse = torch.logspace(-2, 2, 17, dtype=torch.float64)  # factor 1.78, then a factor-1.12 refinement
-    fine = torch.logspace(-0.25, 0.25, 11, dtype=torch.float64)
+    coarse = torch.logspace(
+        -2, 2, 17, dtype=torch.float64, device="cpu"
+    )  # factor 1.78, then a factor-1.12 refinement
+    fine = torch.logspace(-0.25, 0.25, 11, dtype=torch.float64, device="cpu")
 
     def mode(args, grid: Tensor) -> Tensor:
         lp = log_marginal_likelihood(*args[:3], grid, *args[3:])[0]
@@ -360,8 +362,8 @@ def _fit_pool_rewards(
             pool_raters,
             prior,
             POOL_ENGINE[engine],
-            mu0=torch.zeros(d, dtype=torch.float64),
-            cov0=prior_sd**2 * torch.eye(d, dtype=torch.float64),
+            mu0=torch.zeros(d, dtype=torch.float64, device="cpu"),
+            cov0=prior_sd**2 * torch.eye(d, dtype=torch.float64, device="cpu"),
             num_draws=num_samples,
             seed=seed + k,
             **dict(engine_options or {}),
@@ -482,7 +484,7 @@ def fit_bradley_terry(
     y, y_prime, rater = y.cpu().long(), y_prime.cpu().long(), rater.cpu().long()
     if int(rater.max()) >= len(raters):
         raise DataError("data.rater", int(rater.max()), "rater index without a rater in 'raters'")
-    eye = torch.eye(n_act, dtype=torch.float64)
+    eye = torch.eye(n_act, dtype=torch.float64, device="cpu")
     post = fit_bt_rewards(
         eye[y],
         eye[y_prime],

@@ -99,7 +99,7 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
     histories = {}
     for name in names:
         prob = sanity_problem(name, primary, estimator)
-        b = torch.tensor([float(b_cfg[name])], dtype=torch.float64)
+        b = torch.tensor([float(b_cfg[name])], dtype=torch.float64, device="cpu")
         for tau in taus:
             beta = opts.get("beta")
             run = run_mopo(prob, tau, b=None if beta is not None else b, beta=beta, device=device, **kw)
@@ -169,7 +169,7 @@ def make_data(reward_set: str, n: int, n_y: int, gen: torch.Generator, w: list[f
     Returns tensors ``x[n]``, ``iy[n]``, ``iyp[n]`` (grid indices of y, y'), ``z1[n]``, ``z2[n]``
     (1 if ``y`` wins), ``zc[len(w), n]``.
     """
-    grid = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    grid = torch.linspace(0, 1, n_y, dtype=torch.float64, device="cpu")
     x = torch.rand(n, generator=gen, dtype=torch.float64)
     iy = torch.randint(n_y, (n,), generator=gen)
     iyp = (iy + torch.randint(1, n_y, (n,), generator=gen)) % n_y  # y' != y
@@ -180,7 +180,7 @@ def make_data(reward_set: str, n: int, n_y: int, gen: torch.Generator, w: list[f
         return (torch.rand(d.shape, generator=gen, dtype=torch.float64) < torch.sigmoid(d)).double()
 
     z1, z2 = bt(r1y - r1p), bt(r2y - r2p)
-    wt = torch.tensor(w, dtype=torch.float64)[:, None]
+    wt = torch.tensor(w, dtype=torch.float64, device="cpu")[:, None]
     zc = bt(wt * (r1y - r1p) + (1 - wt) * (r2y - r2p))
     return {"x": x, "iy": iy, "iyp": iyp, "z1": z1, "z2": z2, "zc": zc}
 
@@ -281,7 +281,7 @@ def train_dpo(
     beta = float(cfg.get("beta", 0.1))
     net = BatchedMLP(runs, n_y, int(cfg.get("hidden", 64)), gen, device)
     opts = _optimizer(net.all(), float(cfg.get("lr", 0.01)), steps, cfg.get("lr_final"))
-    sizes = torch.tensor([len(d["x"]) for d in datasets])
+    sizes = torch.tensor([len(d["x"]) for d in datasets], device="cpu")
     nmax = int(sizes.max())
     pad = lambda t: torch.cat([t, t[: nmax - len(t)].repeat(nmax // max(len(t), 1) + 1)[: nmax - len(t)]])  # noqa
     xs = torch.stack([pad(d["x"]) for d in datasets]).to(device)
@@ -558,8 +558,8 @@ def evaluate(net: BatchedMLP, reward_set: str, n_y: int, n_x: int = 101, greedy:
 
     ``greedy=True`` evaluates the deterministic mode ``argmax_y pi(y | x)`` instead (like the COP oracle).
     """
-    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
-    grid = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64, device="cpu")
+    grid = torch.linspace(0, 1, n_y, dtype=torch.float64, device="cpu")
     with torch.no_grad():
         pi = torch.exp(net.logp(x)).double()  # [R, n_x, n_y]
     if greedy:
@@ -595,8 +595,8 @@ def ideal_mopo_points(
     if scores not in SCORES:
         raise ConfigError("scores", scores, f"must be one of {list(SCORES)}")
     lam_v = np.concatenate([[0.0], np.geomspace(1e-2, 1e3, 40)]) if lams is None else np.asarray(lams)
-    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
-    g = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64, device="cpu")
+    g = torch.linspace(0, 1, n_y, dtype=torch.float64, device="cpu")
     r = rewards(reward_set, x[:, None], g[None, :])
     rp, rc = r[primary], r[1 - primary]
     pp = torch.sigmoid(rp[:, :, None] - rp[:, None, :])  # [x, y, y']
@@ -616,11 +616,11 @@ def ideal_mopo_points(
 
 def true_front(reward_set: str, n_x: int = 101, n_y: int = 1001, n_w: int = 401) -> np.ndarray:
     """Supported Pareto front of expected rewards over all policies, by scalarisation on a fine grid."""
-    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
-    y = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64, device="cpu")
+    y = torch.linspace(0, 1, n_y, dtype=torch.float64, device="cpu")
     r1, r2 = rewards(reward_set, x[:, None], y[None, :])
     pts = []
-    for w in torch.linspace(0, 1, n_w, dtype=torch.float64):
+    for w in torch.linspace(0, 1, n_w, dtype=torch.float64, device="cpu"):
         best = (w * r1 + (1 - w) * r2).argmax(-1, keepdim=True)  # [n_x, 1]
         pts.append([float(r1.gather(1, best).mean()), float(r2.gather(1, best).mean())])
     arr = np.unique(np.round(np.asarray(pts), 12), axis=0)
@@ -629,8 +629,8 @@ def true_front(reward_set: str, n_x: int = 101, n_y: int = 1001, n_w: int = 401)
 
 def cop_oracle(reward_set: str, thresholds: np.ndarray, n_x: int = 101, n_y: int = 1001) -> np.ndarray:
     """COP oracle ``pi(x) = argmax_y r1(x, y) s.t. r2(x, y) >= b`` (argmax r2 where infeasible), per ``b``."""
-    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
-    y = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64, device="cpu")
+    y = torch.linspace(0, 1, n_y, dtype=torch.float64, device="cpu")
     r1, r2 = rewards(reward_set, x[:, None], y[None, :])
     out = []
     for b in thresholds:
@@ -658,8 +658,8 @@ def auto_thresholds(data: Mapping[str, Tensor], n_y: int, n: int) -> list[float]
 
 def cop_thresholds(reward_set: str, n: int, n_x: int = 101, n_y: int = 1001) -> np.ndarray:
     """``n`` thresholds ``b`` spanning the range of ``r2(x, y)`` on the grid (quantiles)."""
-    x = torch.linspace(0, 1, n_x, dtype=torch.float64)
-    y = torch.linspace(0, 1, n_y, dtype=torch.float64)
+    x = torch.linspace(0, 1, n_x, dtype=torch.float64, device="cpu")
+    y = torch.linspace(0, 1, n_y, dtype=torch.float64, device="cpu")
     _, r2 = rewards(reward_set, x[:, None], y[None, :])
     return np.quantile(r2.numpy().ravel(), np.linspace(0.0, 1.0, n))
 

@@ -197,7 +197,7 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
     ref_cfg = config.get("reference", "data")
     if ref_cfg == "data":
         seen = ys + yps if config.get("augment", True) else ys
-        ref = action_frequency(torch.tensor(seen), len(names))
+        ref = action_frequency(torch.tensor(seen, device="cpu"), len(names))
         if bool((ref == 0).any()):
             missing = names[int(torch.nonzero(ref == 0)[0, 0])]
             raise ConfigError(
@@ -225,7 +225,7 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
 def _parse_reference(ref: Any, names: list[str]) -> Tensor:
     n = len(names)
     if ref is None or ref == "uniform":
-        return torch.full((n,), 1.0 / n, dtype=torch.float64)
+        return torch.full((n,), 1.0 / n, dtype=torch.float64, device="cpu")
     if isinstance(ref, Mapping):
         unknown = [k for k in ref if str(k) not in names]
         if unknown:
@@ -242,7 +242,7 @@ def _parse_reference(ref: Any, names: list[str]) -> Tensor:
             raise ConfigError("reference", v, "probabilities must be > 0 (Supp(pi) = Supp(pi_ref))", index=i)
     if abs(sum(vals) - 1.0) > 1e-6:
         raise ConfigError("reference", vals, f"must sum to 1 (sums to {sum(vals):.6g})")
-    return torch.tensor(vals, dtype=torch.float64)
+    return torch.tensor(vals, dtype=torch.float64, device="cpu")
 
 
 def as_threshold(b: Any, n_constraints: int, field_name: str = "b") -> Tensor:
@@ -253,7 +253,7 @@ def as_threshold(b: Any, n_constraints: int, field_name: str = "b") -> Tensor:
     for i, v in enumerate(vals):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= float(v) <= 1.0:
             raise ConfigError(field_name, v, "thresholds are preference probabilities in [0, 1]", index=i)
-    return torch.tensor([float(v) for v in vals], dtype=torch.float64)
+    return torch.tensor([float(v) for v in vals], dtype=torch.float64, device="cpu")
 
 
 # --------------------------------------------------------------------------------------------- exact
@@ -332,7 +332,7 @@ def solve_exact(
     _check_feasible(q_hat, b)
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-        lam = torch.as_tensor(x)
+        lam = torch.as_tensor(x, device="cpu")
         val = O.dual_value(lam, p_hat, q_hat, b, tau, ref)
         grad = O.dual_gradient(lam, p_hat, q_hat, b, tau, ref)
         return float(val), grad.numpy()
@@ -346,7 +346,7 @@ def solve_exact(
         bounds=[(0, None)] * c_n,
         options={"ftol": tol, "gtol": 1e-12, "maxiter": 10_000},
     )
-    lam = torch.as_tensor(res.x, dtype=torch.float64)
+    lam = torch.as_tensor(res.x, dtype=torch.float64, device="cpu")
     rho = O.rho_star(p_hat, q_hat, lam, tau, ref)
     policy = ref * rho
     f, g = O.primal_values(rho, p_hat, q_hat, tau, ref)
@@ -551,7 +551,7 @@ def run_mopo_lb(
     opt = Adam(psi, lr, lr_final, steps)
     hist: dict[str, list[Tensor]] = {}
     logged: list[int] = []
-    sigma = torch.tensor(sigma0, dtype=dt)
+    sigma = torch.tensor(sigma0, dtype=dt, device="cpu")
     for t in range(1, steps + 1):
         sigma = torch.clamp(O.sigma_schedule(sigma0, gamma, t).to(dt), min=sigma_min)
         idx = _batch(gens, n_rec, batch, device)
@@ -593,14 +593,17 @@ def barrier_fixed_point(
     ref, b = problem.ref.double().cpu(), b.double().cpu()
     if q_hat.shape[-1] != 1:
         raise ConfigError("b", b.tolist(), "the fixed-point reference handles one constraint")
-    sig = torch.tensor(float(sigma), dtype=torch.float64)
+    sig = torch.tensor(float(sigma), dtype=torch.float64, device="cpu")
 
     def h(log_lam: Tensor) -> Tensor:
         lam = torch.exp(log_lam).reshape(1)
         pol = ref * O.rho_star(p_hat, q_hat, lam, tau, ref)
         return lam - O.barrier_multipliers(pol @ q_hat, b, sig)
 
-    lo, hi = torch.tensor(math.log(sigma) - 30.0), torch.tensor(30.0, dtype=torch.float64)
+    lo, hi = (
+        torch.tensor(math.log(sigma) - 30.0, device="cpu"),
+        torch.tensor(30.0, dtype=torch.float64, device="cpu"),
+    )
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
         if float(h(mid)[0]) > 0:

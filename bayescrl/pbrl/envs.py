@@ -35,7 +35,7 @@ def riverswim(S: int = 6, H: int = 20, *, device=None) -> TabularMDP:
     """RiverSwim with ``S`` states and horizon ``H`` (see module docstring)."""
     if S < 2:
         raise ConfigError("env.S", S, "RiverSwim needs at least 2 states")
-    P = torch.zeros(S, 2, S, dtype=torch.float64)
+    P = torch.zeros(S, 2, S, dtype=torch.float64, device="cpu")
     for s in range(S):
         P[s, 0, max(s - 1, 0)] = 1.0
         if s == 0:
@@ -44,9 +44,9 @@ def riverswim(S: int = 6, H: int = 20, *, device=None) -> TabularMDP:
             P[s, 1, s], P[s, 1, s - 1] = 0.6, 0.4
         else:
             P[s, 1, s + 1], P[s, 1, s], P[s, 1, s - 1] = 0.35, 0.6, 0.05
-    r = torch.zeros(S, 2, dtype=torch.float64)
+    r = torch.zeros(S, 2, dtype=torch.float64, device="cpu")
     r[0, 0], r[S - 1, 1] = 0.005, 1.0
-    rho = torch.zeros(S, dtype=torch.float64)
+    rho = torch.zeros(S, dtype=torch.float64, device="cpu")
     rho[0] = 1.0
     feats = one_hot_features(S, 2)
     mdp = TabularMDP(P, rho, H, feats, r.reshape(-1), name="riverswim", info={"S": S})
@@ -80,24 +80,28 @@ def mountaincar(
         return torch.where(x >= goal, torch.full_like(i, G), i * n_vel + j)
 
     # m x m sub-grid of points in every cell, shape [n_pos*n_vel, m*m]
-    u = (torch.arange(m, dtype=torch.float64) + 0.5) / m
-    ci, cj = torch.meshgrid(torch.arange(n_pos), torch.arange(n_vel), indexing="ij")
+    u = (torch.arange(m, dtype=torch.float64, device="cpu") + 0.5) / m
+    ci, cj = torch.meshgrid(
+        torch.arange(n_pos, device="cpu"), torch.arange(n_vel, device="cpu"), indexing="ij"
+    )
     ui, uj = torch.meshgrid(u, u, indexing="ij")
     x0 = xlo + (ci.reshape(-1, 1) + ui.reshape(1, -1)) * dx
     v0 = vlo + (cj.reshape(-1, 1) + uj.reshape(1, -1)) * dv
-    P = torch.zeros(S, 3, S, dtype=torch.float64)
+    P = torch.zeros(S, 3, S, dtype=torch.float64, device="cpu")
     for a in range(3):
         x1, v1 = _mc_step(x0, v0, a, repeat)
         dest = cell(x1, v1)  # [n_cells, m*m]
-        P[:G, a].scatter_add_(1, dest, torch.full(dest.shape, 1.0 / (m * m), dtype=torch.float64))
+        P[:G, a].scatter_add_(
+            1, dest, torch.full(dest.shape, 1.0 / (m * m), dtype=torch.float64, device="cpu")
+        )
     # cells whose points already lie in the goal region (x >= 0.5) behave like the goal
     start_in_goal = (x0 >= goal).all(1)
     P[:G][start_in_goal] = 0.0
     P[:G][start_in_goal, :, G] = 1.0
     P[G, :, G] = 1.0
-    r = torch.zeros(S, 3, dtype=torch.float64)
+    r = torch.zeros(S, 3, dtype=torch.float64, device="cpu")
     r[G] = 1.0
-    xs = torch.linspace(-0.6, -0.4, 201, dtype=torch.float64)
+    xs = torch.linspace(-0.6, -0.4, 201, dtype=torch.float64, device="cpu")
     rho = torch.bincount(cell(xs, torch.zeros_like(xs)), minlength=S).to(torch.float64)
     rho = rho / rho.sum()
     info = {"n_pos": n_pos, "n_vel": n_vel, "repeat": repeat, "goal_state": G}

@@ -94,14 +94,16 @@ class EnsembleRewardPosterior:
         self.prior = BatchedMLP(self.M, self.dim, tuple(hidden), self.gen).requires_grad_(False)
         self.anchor = [p.detach().clone() for p in self.net.parameters()]
         R = len(rater_ids)
-        self._beta = torch.tensor(list(beta) if competence == "known" else [1.0] * R, dtype=torch.float64)
+        self._beta = torch.tensor(
+            list(beta) if competence == "known" else [1.0] * R, dtype=torch.float64, device="cpu"
+        )
         self.opt = torch.optim.Adam(self.net.parameters(), lr=self.lr)
         # labels: per-step features of both segments, answers, raters, bootstrap weights
         self.s0 = self.s1 = None  # (N, L, d) float32
         self.phi0 = self.phi1 = None  # (N, d) Φ, for competence inference
-        self.y = torch.zeros(0)
-        self.rater = torch.zeros(0, dtype=torch.long)
-        self.w = torch.zeros(self.M, 0)
+        self.y = torch.zeros(0, device="cpu")
+        self.rater = torch.zeros(0, dtype=torch.long, device="cpu")
+        self.w = torch.zeros(self.M, 0, device="cpu")
         self.diagnostics: dict = {"converged": True, "fits": 0, "loss": None}
 
     # ------------------------------------------------------------------ data
@@ -114,19 +116,19 @@ class EnsembleRewardPosterior:
         return self._beta.tolist()
 
     def add_segments(self, s0, s1, y, rater) -> None:
-        y = torch.as_tensor(np.asarray(y), dtype=torch.float32)
+        y = torch.as_tensor(np.asarray(y), dtype=torch.float32, device="cpu")
         if y.numel() == 0:
             return
-        a = torch.as_tensor(s0.phi_steps, dtype=torch.float32)
-        b = torch.as_tensor(s1.phi_steps, dtype=torch.float32)
-        p0 = torch.as_tensor(s0.phi, dtype=torch.float64)
-        p1 = torch.as_tensor(s1.phi, dtype=torch.float64)
+        a = torch.as_tensor(s0.phi_steps, dtype=torch.float32, device="cpu")
+        b = torch.as_tensor(s1.phi_steps, dtype=torch.float32, device="cpu")
+        p0 = torch.as_tensor(s0.phi, dtype=torch.float64, device="cpu")
+        p1 = torch.as_tensor(s1.phi, dtype=torch.float64, device="cpu")
         cat = lambda old, new: new if old is None else torch.cat([old, new])
         self.s0, self.s1 = cat(self.s0, a), cat(self.s1, b)
         self.phi0, self.phi1 = cat(self.phi0, p0), cat(self.phi1, p1)
-        r = torch.as_tensor(np.asarray(rater), dtype=torch.long)
+        r = torch.as_tensor(np.asarray(rater), dtype=torch.long, device="cpu")
         self.y, self.rater = torch.cat([self.y, y]), torch.cat([self.rater, r])
-        w = torch.bernoulli(torch.full((self.M, len(y)), 0.5), generator=self.gen)
+        w = torch.bernoulli(torch.full((self.M, len(y)), 0.5, device="cpu"), generator=self.gen)
         self.w = torch.cat([self.w, w], 1)
 
     # ------------------------------------------------------------------ fitting
@@ -148,7 +150,9 @@ class EnsembleRewardPosterior:
         N = self.num_labels
         if N == 0:
             return
-        beta = (self._beta[self.rater] if self.competence != "ignore" else torch.ones(N)).float()
+        beta = (
+            self._beta[self.rater] if self.competence != "ignore" else torch.ones(N, device="cpu")
+        ).float()
         last = math.nan
         for _ in range(self.steps):
             idx = torch.randint(N, (min(self.batch_pairs, N),), generator=self.gen)
@@ -171,7 +175,7 @@ class EnsembleRewardPosterior:
             warnings.warn("reward ensemble: the loss is not finite", RuntimeWarning, stacklevel=2)
 
     def _infer_beta(self) -> None:
-        grid = torch.logspace(-2, 2.5, 28, dtype=torch.float64)
+        grid = torch.logspace(-2, 2.5, 28, dtype=torch.float64, device="cpu")
         d = self.dim
         for i in range(len(self.rater_ids)):
             rows = self.rater == i
@@ -181,8 +185,8 @@ class EnsembleRewardPosterior:
                 self.phi0[rows][None],
                 self.phi1[rows][None],
                 self.y[rows].double()[None],
-                torch.zeros(d, dtype=torch.float64),
-                torch.eye(d, dtype=torch.float64),
+                torch.zeros(d, dtype=torch.float64, device="cpu"),
+                torch.eye(d, dtype=torch.float64, device="cpu"),
                 self.learner_lam,
                 grid,
             )
@@ -205,20 +209,20 @@ class EnsembleRewardPosterior:
     def quantile_reward(self, phi: torch.Tensor, quantile: float) -> torch.Tensor:
         """mean − z_q · sd over members (a Gaussian reading of the ensemble)."""
         r = self.member_rewards(phi)
-        z = math.sqrt(2.0) * float(torch.erfinv(torch.tensor(2.0 * quantile - 1.0)))
+        z = math.sqrt(2.0) * float(torch.erfinv(torch.tensor(2.0 * quantile - 1.0, device="cpu")))
         return r.mean(0) + z * r.std(0)
 
     @torch.no_grad()
     def returns(self, segs, n: int) -> torch.Tensor:
         """The members' returns of the segments: (M, K) (``n`` is ignored: every member is a draw)."""
-        return self._segment_returns(torch.as_tensor(segs.phi_steps)).double()
+        return self._segment_returns(torch.as_tensor(segs.phi_steps, device="cpu")).double()
 
     @torch.no_grad()
     def to_arviz(self, phi: torch.Tensor):
         """``arviz.InferenceData`` of the members' rewards at features ``phi (N, d)`` (variable ``reward``,
         dims ``(chain, draw, point)``): every member is one draw, split into up to 4 chains of equal length
         (:func:`bayescrl.inference.arviz.split_chains`; one chain when no 2..4 divides the member count)."""
-        r = self.member_rewards(torch.as_tensor(phi)).double()
+        r = self.member_rewards(torch.as_tensor(phi, device="cpu")).double()
         return draws_to_arviz({"reward": r}, dims={"reward": ["point"]}, attrs={"engine": "ensemble"})
 
     def summary(self, k: int = 8) -> dict:

@@ -36,7 +36,7 @@ class FeatureMap:
 
     def __call__(self, obs: torch.Tensor, actions: torch.Tensor, env_features: torch.Tensor | None = None):
         out = self._fn(obs, actions, env_features)
-        return torch.as_tensor(out).to(torch.float64)
+        return torch.as_tensor(out, device=obs.device).to(torch.float64)
 
 
 def _space_dim(space: gym.Space) -> int:
@@ -105,14 +105,18 @@ def make_feature_map(
     if ":" in name:
         fn = import_object(name, "preferences.features")
         n = 2
-        obs = torch.zeros(n, _space_dim(obs_space), dtype=torch.float64)
+        obs = torch.zeros(n, _space_dim(obs_space), dtype=torch.float64, device="cpu")
         if isinstance(act_space, gym.spaces.Discrete):
-            acts = torch.zeros(n, dtype=torch.long)
+            acts = torch.zeros(n, dtype=torch.long, device="cpu")
         else:
-            acts = torch.zeros(n, *act_space.shape, dtype=torch.float64)
-        envf = None if env_feature_dim is None else torch.zeros(n, env_feature_dim, dtype=torch.float64)
+            acts = torch.zeros(n, *act_space.shape, dtype=torch.float64, device="cpu")
+        envf = (
+            None
+            if env_feature_dim is None
+            else torch.zeros(n, env_feature_dim, dtype=torch.float64, device="cpu")
+        )
         try:
-            probe = torch.as_tensor(fn(obs, acts, envf))
+            probe = torch.as_tensor(fn(obs, acts, envf), device="cpu")
         except Exception as exc:  # the user's function: report it as a config error, one line
             raise ConfigError("preferences.features", name, f"calling it failed: {exc}") from None
         if probe.dim() != 2 or probe.shape[0] != n:

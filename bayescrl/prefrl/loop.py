@@ -178,7 +178,7 @@ class PreferenceLearner(BaseRewardAdapter):
         flat = phi.reshape(-1, phi.shape[-1])
         post = self.posterior
         # correlation with the true reward on this rollout's states, before any label about them (held out)
-        self.last_corr = pearson(post.reward(flat, post.mean_draw()).numpy(), true_r.reshape(-1))
+        self.last_corr = pearson(post.reward(flat, post.mean_draw()).cpu().numpy(), true_r.reshape(-1))
         if self.queries.due(it):
             self.query_round()
         learned = self.relabeller.reward(post, flat, it)
@@ -190,7 +190,7 @@ class PreferenceLearner(BaseRewardAdapter):
             learned_c = self.relabeller.costs(self.cost_posteriors, flat, rewards[..., 1:].shape)
             rewards[..., 1:] = learned_c
             ep_costs = self.relabeller.episode_costs(learned_c, roll.ended)
-        rewards[..., 0] = learned.numpy().reshape(true_r.shape)
+        rewards[..., 0] = learned.cpu().numpy().reshape(true_r.shape)
         self.update_seconds += time.perf_counter() - t0
         return dataclasses.replace(roll, rewards=rewards, ep_costs=ep_costs)
 
@@ -269,7 +269,7 @@ class PreferenceLearner(BaseRewardAdapter):
         """Tensors and plain JSON-like values only, so :meth:`load` can use ``weights_only=True``."""
         buf = self.buffer.state_dict()
         if buf["data"] is not None:
-            buf["data"] = {k: torch.as_tensor(v) for k, v in buf["data"].items()}
+            buf["data"] = {k: torch.as_tensor(v, device="cpu") for k, v in buf["data"].items()}
         return to_jsonable(
             {
                 "num_queries": self.num_queries,
@@ -286,7 +286,9 @@ class PreferenceLearner(BaseRewardAdapter):
             "cost": {
                 "posteriors": [cp.state_dict() for cp in self.cost_posteriors],
                 "num_queries": self.num_cost_queries,
-                "acc": torch.as_tensor(self.relabeller.cost_acc) if self.cost_posteriors else None,
+                "acc": torch.as_tensor(self.relabeller.cost_acc, device="cpu")
+                if self.cost_posteriors
+                else None,
                 "raters": to_jsonable(self.cost_raters.state_dict()) if self.cost_posteriors else None,
             },
         }

@@ -62,11 +62,11 @@ def select_pairs(
     K = returns.shape[1]
     if rule == "top-two":
         return _top_two(returns, n_pairs, gen)
-    cand = random_pairs(K, max(candidates, n_pairs), gen)
+    cand = random_pairs(K, max(candidates, n_pairs), gen).to(returns.device)
     if rule == "uniform":
-        return cand[:n_pairs]
+        return cand[:n_pairs].cpu()
     order = torch.argsort(pair_scores(rule, returns, cand, beta), descending=True)
-    return cand[order[:n_pairs]]
+    return cand[order[:n_pairs]].cpu()
 
 
 def _top_two(scores: torch.Tensor, n_pairs: int, gen: torch.Generator) -> torch.Tensor:
@@ -74,10 +74,14 @@ def _top_two(scores: torch.Tensor, n_pairs: int, gen: torch.Generator) -> torch.
     same segment (the posterior is sure), the challenger is the best segment other than the leader under
     draw b, so no pair compares a segment with itself."""
     S = scores.shape[0]
-    a = torch.randint(S, (n_pairs,), generator=gen)
-    b = (a + 1 + torch.randint(max(S - 1, 1), (n_pairs,), generator=gen)) % max(S, 2) if S > 1 else a
+    a = torch.randint(S, (n_pairs,), generator=gen).to(scores.device)
+    b = (
+        (a + 1 + torch.randint(max(S - 1, 1), (n_pairs,), generator=gen).to(a.device)) % max(S, 2)
+        if S > 1
+        else a
+    )
     lead = scores[a].argmax(1)
     sb = scores[b].clone()
-    sb[torch.arange(n_pairs), lead] = -torch.inf
+    sb[torch.arange(n_pairs, device=scores.device), lead] = -torch.inf
     chal = sb.argmax(1)
-    return torch.stack([lead, chal], 1)
+    return torch.stack([lead, chal], 1).cpu()

@@ -28,12 +28,16 @@ class Relabeller:
         """φ(s_t, a_t) for every step of the rollout: (T, n, d) float64."""
         raw = roll.raw
         T, n = raw.shape[:2]
-        obs = torch.as_tensor(raw.reshape(T * n, -1), dtype=torch.float64)
+        obs = torch.as_tensor(raw.reshape(T * n, -1), dtype=torch.float64, device="cpu")
         acts = roll.actions
-        a = torch.as_tensor(acts.reshape(T * n, *acts.shape[2:]))
+        a = torch.as_tensor(acts.reshape(T * n, *acts.shape[2:]), device="cpu")
         a = a.long() if self.discrete_actions else a.double()
         envf = roll.info
-        envf = None if envf is None else torch.as_tensor(envf.reshape(T * n, -1), dtype=torch.float64)
+        envf = (
+            None
+            if envf is None
+            else torch.as_tensor(envf.reshape(T * n, -1), dtype=torch.float64, device="cpu")
+        )
         phi = self.features(obs, a, envf)
         if phi.shape != (T * n, self.features.dim):
             raise DataError(
@@ -65,7 +69,7 @@ class Relabeller:
     def costs(self, cost_posteriors: list, flat: torch.Tensor, shape: tuple) -> np.ndarray:
         """The learned costs ``shape`` (T, n, m): each channel's upper ``cost_quantile``."""
         upper = [cp.quantile_cost(flat, self.spec.cost_quantile) for cp in cost_posteriors]
-        return torch.stack(upper, -1).numpy().reshape(shape)
+        return torch.stack(upper, -1).cpu().numpy().reshape(shape)
 
     def episode_costs(self, learned_c: np.ndarray, ended: np.ndarray) -> np.ndarray:
         """Learned cost of every episode that ended in this rollout, in the collector's order."""

@@ -73,9 +73,13 @@ class LinearRewardPosterior:
         if competence == "infer" and engine not in POOL_ENGINE:
             raise ConfigError("engine", engine, f"competence: infer runs one of {', '.join(POOL_ENGINE)}")
         self.dim, self.competence, self.engine = int(dim), competence, engine
-        mu0 = torch.zeros(dim, dtype=torch.float64) if prior_mean is None else prior_mean.double()
+        mu0 = (
+            torch.zeros(dim, dtype=torch.float64, device="cpu") if prior_mean is None else prior_mean.double()
+        )
         cov0 = (
-            prior_scale**2 * torch.eye(dim, dtype=torch.float64) if prior_cov is None else prior_cov.double()
+            prior_scale**2 * torch.eye(dim, dtype=torch.float64, device="cpu")
+            if prior_cov is None
+            else prior_cov.double()
         )
         self.engine_options = dict(engine_options or {})
         self.num_samples, self.device = int(num_samples), torch.device(device)
@@ -122,11 +126,11 @@ class LinearRewardPosterior:
         if self.competence == "ignore":
             rater = np.zeros_like(rater)
         self.problem.append_preferences(
-            torch.as_tensor(np.asarray(phi0), dtype=torch.float64),
-            torch.as_tensor(np.asarray(phi1), dtype=torch.float64),
-            torch.as_tensor(y, dtype=torch.float64),
-            torch.as_tensor(rater),
-            torch.full((len(y),), not offline, dtype=torch.bool),
+            torch.as_tensor(np.asarray(phi0), dtype=torch.float64, device=self.device),
+            torch.as_tensor(np.asarray(phi1), dtype=torch.float64, device=self.device),
+            torch.as_tensor(y, dtype=torch.float64, device=self.device),
+            torch.as_tensor(rater, device=self.device),
+            torch.full((len(y),), not offline, dtype=torch.bool, device=self.device),
         )
 
     def add_segments(self, s0, s1, y, rater) -> None:
@@ -217,7 +221,7 @@ class LinearRewardPosterior:
         """β̂_i by marginal maximum likelihood on rater i's own labels (θ ~ prior integrated out)."""
         p = self.problem
         m = p.pref_mask
-        grid = torch.logspace(-2, 2.5, 28, dtype=torch.float64)
+        grid = torch.logspace(-2, 2.5, 28, dtype=torch.float64, device=p.mu0.device)
         for i in range(p.num_raters):
             rows = m & (p.rater == i)
             if int(rows.sum()) < 5:
@@ -245,8 +249,10 @@ class LinearRewardPosterior:
         if self._pool is not None:
             idx = torch.randint(self._pool.shape[0], (n,), generator=gen)
             return self._pool[idx]
-        chol = torch.linalg.cholesky(self._cov + 1e-12 * torch.eye(self.dim, dtype=self._cov.dtype))
-        z = torch.randn(n, self.dim, generator=gen, dtype=torch.float64)
+        chol = torch.linalg.cholesky(
+            self._cov + 1e-12 * torch.eye(self.dim, dtype=self._cov.dtype, device=self._cov.device)
+        )
+        z = torch.randn(n, self.dim, generator=gen, dtype=torch.float64).to(chol.device)  # the CPU stream
         return self._mean + z @ chol.mT
 
     def to_arviz(self, n: int = 1000, seed: int = 0, var_name: str = "theta"):
@@ -266,16 +272,19 @@ class LinearRewardPosterior:
 
     def reward(self, phi: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
         """Per-step reward ⟨θ, φ⟩ of ``phi (N, d)`` under a draw (or the mean)."""
-        return phi @ draw
+        return phi.to(draw) @ draw
 
     def returns(self, segs, n: int) -> torch.Tensor:
         """Returns ⟨θ_s, Φ_k⟩ of the segments under ``n`` posterior draws: (n, K)."""
-        return self.sample(n) @ torch.as_tensor(segs.phi, dtype=torch.float64).T
+        return self.sample(n) @ torch.as_tensor(segs.phi, dtype=torch.float64, device=self.device).T
 
     def quantile_reward(self, phi: torch.Tensor, quantile: float) -> torch.Tensor:
         """The ``quantile`` posterior quantile of ⟨θ, φ⟩ per row (Gaussian approximation of the posterior):
         a lower one (< 0.5) for a risk-averse reward, an upper one (> 0.5) for a pessimistic cost."""
-        z = math.sqrt(2.0) * torch.erfinv(torch.tensor(2.0 * quantile - 1.0, dtype=torch.float64))
+        z = math.sqrt(2.0) * torch.erfinv(
+            torch.tensor(2.0 * quantile - 1.0, dtype=torch.float64, device=self._mean.device)
+        )
+        phi = phi.to(self._mean)
         mean = phi @ self._mean
         var = ((phi @ self._cov) * phi).sum(-1).clamp_min(0.0)
         return mean + z * var.sqrt()
@@ -335,7 +344,7 @@ def _hdi(draws: torch.Tensor, prob: float) -> tuple[torch.Tensor, torch.Tensor]:
     w = max(1, min(n - 1, int(math.floor(prob * n))))
     widths = x[w:] - x[: n - w]
     i = widths.argmin(0)
-    cols = torch.arange(x.shape[1])
+    cols = torch.arange(x.shape[1], device=x.device)
     return x[i, cols], x[i + w, cols]
 
 
@@ -353,16 +362,18 @@ class CostPosterior:
 
     def __init__(self, dim: int, rater_ids, beta, lam, threshold: float, *, prior_scale: float = 1.0, **kw):
         self.dim, self.threshold = int(dim), float(threshold)
-        mean = torch.zeros(dim + 1, dtype=torch.float64)
+        mean = torch.zeros(dim + 1, dtype=torch.float64, device="cpu")
         mean[-1] = 1.0
-        cov = torch.diag(torch.cat([torch.full((dim,), prior_scale**2), torch.tensor([1e-8])])).double()
+        cov = torch.diag(
+            torch.cat([torch.full((dim,), prior_scale**2, device="cpu"), torch.tensor([1e-8], device="cpu")])
+        ).double()
         self.inner = LinearRewardPosterior(
             dim + 1, rater_ids, beta=beta, lam=lam, competence="known", prior_mean=mean, prior_cov=cov, **kw
         )
 
     def _aug(self, phi) -> torch.Tensor:
-        phi = torch.as_tensor(np.asarray(phi), dtype=torch.float64)
-        return torch.cat([phi, torch.zeros(*phi.shape[:-1], 1, dtype=torch.float64)], -1)
+        phi = torch.as_tensor(np.asarray(phi), dtype=torch.float64, device="cpu")
+        return torch.cat([phi, torch.zeros(*phi.shape[:-1], 1, dtype=torch.float64, device=phi.device)], -1)
 
     @property
     def beta(self) -> list[float]:
@@ -378,7 +389,7 @@ class CostPosterior:
 
     def add_safety(self, segs, unsafe, rater) -> None:
         """``unsafe[k] = 1``: segment k judged unsafe (its cost above ``threshold``)."""
-        x1 = torch.zeros(len(segs), self.dim + 1, dtype=torch.float64)
+        x1 = torch.zeros(len(segs), self.dim + 1, dtype=torch.float64, device="cpu")
         x1[:, -1] = self.threshold
         self.inner.add(self._aug(segs.phi), x1, 1 - np.asarray(unsafe), rater)
 
@@ -399,7 +410,10 @@ class CostPosterior:
         )
 
     def returns(self, segs, n: int) -> torch.Tensor:
-        return self.inner.sample(n)[:, : self.dim] @ torch.as_tensor(segs.phi, dtype=torch.float64).T
+        return (
+            self.inner.sample(n)[:, : self.dim]
+            @ torch.as_tensor(segs.phi, dtype=torch.float64, device=self.inner.device).T
+        )
 
     def state_dict(self) -> dict:
         return self.inner.state_dict()

@@ -226,8 +226,8 @@ def beta_mle_given_theta(
         return (m * torch.sigmoid(-beta.unsqueeze(-1) * m)).sum(-1)
 
     B = m.shape[0]
-    lo = torch.zeros(B, dtype=m.dtype)
-    hi = torch.full((B,), float(beta_max), dtype=m.dtype)
+    lo = torch.zeros(B, dtype=m.dtype, device=m.device)
+    hi = torch.full((B,), float(beta_max), dtype=m.dtype, device=m.device)
     at_bound = grad(hi) > 0
     for _ in range(iters):
         mid = 0.5 * (lo + hi)

@@ -65,7 +65,7 @@ class CompetencePrior:
     @property
     def mean(self) -> float:
         """The prior mean (the value a fixed-competence engine plugs in)."""
-        return float(self.distribution(torch.zeros((), dtype=torch.float64)).mean)
+        return float(self.distribution(torch.zeros((), dtype=torch.float64, device="cpu")).mean)
 
     def to_dict(self) -> dict[str, Any]:
         return {"prior": self.family, **self.params}

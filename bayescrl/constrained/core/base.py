@@ -176,7 +176,7 @@ class OnPolicyAlgorithm:
         self.pi_optim = make_adam(self.policy.parameters(), lr=cfg.pi_lr)
         self.vf_optim = make_adam(self.critic.parameters(), lr=cfg.vf_lr)
         gam_c = cfg.gamma if cfg.cost_gamma is None else cfg.cost_gamma
-        self.gammas = torch.tensor([cfg.gamma] + [gam_c] * self.m, dtype=torch.float64)
+        self.gammas = torch.tensor([cfg.gamma] + [gam_c] * self.m, dtype=torch.float64, device="cpu")
         self.iteration = 0
         self.cum_cost = np.zeros(self.m)
         self.history: list[dict] = []
@@ -255,7 +255,7 @@ class OnPolicyAlgorithm:
         for i, d in enumerate(limits):
             if not isinstance(d, (int, float)) or not math.isfinite(d) or d < 0:
                 raise ConfigError("cost_limits", d, "must be a finite number >= 0", index=i)
-        return torch.tensor(limits, dtype=torch.float64)
+        return torch.tensor(limits, dtype=torch.float64, device="cpu")
 
     # ------------------------------------------------------------------ advantages
     def compute_advantages(self, roll: RolloutBatch) -> Batch:
@@ -287,10 +287,12 @@ class OnPolicyAlgorithm:
         B = T * n
         ep_ret, ep_costs = roll.ep_returns, roll.ep_costs
         if len(ep_ret):
-            j_r, j_c = float(ep_ret.mean()), torch.from_numpy(ep_costs.mean(0))
+            j_r, j_c = float(ep_ret.mean()), torch.as_tensor(ep_costs.mean(0), device="cpu")
         else:  # no episode finished in this rollout: per-step rate x horizon
             j_r = float(roll.rewards[..., 0].mean() * self.horizon)
-            j_c = torch.as_tensor(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon).cpu()
+            j_c = torch.as_tensor(
+                roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon, device="cpu"
+            )
         return Batch(
             obs=torch.as_tensor(roll.obs.reshape(B, -1)).to(dev),
             h=torch.as_tensor(roll.h.reshape(B)).to(dev),

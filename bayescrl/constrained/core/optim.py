@@ -154,7 +154,7 @@ class LagrangeMultipliers:
     ``lambda_i <- max(0, lambda_i + lr (J_Ci - d_i))`` (PPO-Lagrangian of Ray et al. 2019)."""
 
     def __init__(self, m: int, init: float = 0.0, lr: float = 0.05):
-        self.value = torch.full((m,), float(init), dtype=torch.float64)
+        self.value = torch.full((m,), float(init), dtype=torch.float64, device="cpu")
         self.lr = lr
 
     def update(self, ep_costs: torch.Tensor, limits: torch.Tensor) -> torch.Tensor:

@@ -223,16 +223,17 @@ class RolloutCollector:
             self.obs = self._encode(next_obs, "step")
         # ---- batched values: V(s_t), V(s_T) for the last step, V(final_obs) for truncations
         with torch.no_grad():
-            flat_obs = torch.from_numpy(obs_buf.reshape(T * n, D))
+            flat_obs = torch.as_tensor(obs_buf.reshape(T * n, D), device=self.device)
             values = critic_value(flat_obs, h_buf.reshape(-1)).reshape(T, n, 1 + m).double()
             last_obs = self.normalize(self.obs)
-            last_v = critic_value(torch.from_numpy(last_obs), self.h.copy()).double()
+            last_v = critic_value(torch.as_tensor(last_obs, device=self.device), self.h.copy()).double()
             next_values = torch.zeros_like(values)
             next_values[:-1] = values[1:]
             next_values[-1] = last_v
             if trunc_idx:
                 tv = critic_value(
-                    torch.from_numpy(self.normalize(np.stack(trunc_obs))), np.asarray(trunc_h)
+                    torch.as_tensor(self.normalize(np.stack(trunc_obs)), device=self.device),
+                    np.asarray(trunc_h),
                 ).double()
                 for k, (t, i) in enumerate(trunc_idx):
                     next_values[t, i] = tv[k]

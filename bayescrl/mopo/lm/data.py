@@ -131,7 +131,7 @@ class PreferenceData:
             keep = (s == 0) | (s == self.num_objectives)
             a_wins = s == self.num_objectives
         else:
-            w = torch.as_tensor(list(objective_weights), dtype=torch.float64)
+            w = torch.as_tensor(list(objective_weights), dtype=torch.float64, device="cpu")
             if w.shape != (self.num_objectives,) or bool((w < 0).any()) or float(w.sum()) <= 0:
                 raise DataError(
                     "objective_weights", list(objective_weights), f"need {self.num_objectives} weights >= 0"
@@ -160,7 +160,9 @@ class DPOPairs:
     def as_preference_data(self) -> PreferenceData:
         """View as a K = 1 preference data set (``response_a`` = chosen) for the shared training loop."""
         n = len(self.prompts)
-        return PreferenceData(self.prompts, self.chosen, self.rejected, torch.ones(n, 1, dtype=torch.long))
+        return PreferenceData(
+            self.prompts, self.chosen, self.rejected, torch.ones(n, 1, dtype=torch.long, device="cpu")
+        )
 
     def as_trl_rows(self) -> list[dict[str, str]]:
         return [
@@ -222,7 +224,11 @@ def validate_records(
     if not prompts:
         raise DataError(source, 0, "no records")
     return PreferenceData(
-        tuple(prompts), tuple(ra), tuple(rb), torch.tensor(prefs, dtype=torch.long), tuple(names)
+        tuple(prompts),
+        tuple(ra),
+        tuple(rb),
+        torch.tensor(prefs, dtype=torch.long, device="cpu"),
+        tuple(names),
     )
 
 
@@ -392,7 +398,7 @@ def from_scored_samples(
     rng = random.Random(seed)
     recs, k_all = [], None
     for i, (prompt, ans) in enumerate(zip(prompts, answers, strict=True)):
-        sc = torch.as_tensor(scores[i], dtype=torch.float64)
+        sc = torch.as_tensor(scores[i], dtype=torch.float64, device="cpu")
         if sc.ndim != 2 or sc.shape[0] != len(ans) or sc.shape[1] < 1:
             raise DataError(f"{source}.scores", tuple(sc.shape), f"must be ({len(ans)}, K)", index=i)
         if k_all is None:
@@ -546,11 +552,11 @@ def collate(
     lens = [len(s) for s in seqs]
     width = max(lens)
     ids = torch.tensor(
-        [s + [pad_id] * (width - n) for s, n in zip(seqs, lens, strict=True)], dtype=torch.long
+        [s + [pad_id] * (width - n) for s, n in zip(seqs, lens, strict=True)], dtype=torch.long, device="cpu"
     )
-    ar = torch.arange(width)
-    end = torch.tensor(lens).unsqueeze(1)
-    start = torch.tensor([len(p) for p in prompt_ids]).unsqueeze(1)
+    ar = torch.arange(width, device="cpu")
+    end = torch.tensor(lens, device="cpu").unsqueeze(1)
+    start = torch.tensor([len(p) for p in prompt_ids], device="cpu").unsqueeze(1)
     att = (ar < end).long()
     resp = (ar >= start) & (ar < end)
     pos = [
@@ -562,5 +568,5 @@ def collate(
         "input_ids": ids.to(device),
         "attention_mask": att.to(device),
         "response_mask": resp.to(device),
-        "response_pos": torch.tensor(pos, dtype=torch.long).to(device),
+        "response_pos": torch.tensor(pos, dtype=torch.long, device=device),
     }

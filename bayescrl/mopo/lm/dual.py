@@ -31,7 +31,7 @@ def augment(prefs: torch.Tensor) -> torch.Tensor:
     Row ``i`` is response ``a`` of record ``i`` and row ``N + i`` response ``b``, so log-probabilities must be
     stacked ``[a ; b]`` (as :meth:`MOPOLMTrainer.batch` does). Uses :func:`objective.augment_symmetric`.
     """
-    idx = torch.arange(prefs.shape[0])
+    idx = torch.arange(prefs.shape[0], device="cpu")
     _, _, cols = obj.augment_symmetric(idx, idx, prefs.to(torch.get_default_dtype()))
     return cols
 

@@ -103,11 +103,11 @@ def parse_lm_preferences(config: Mapping[str, Any], data: PreferenceData) -> LMP
             "(with beta for at least one of them)",
         )
     if data.raters:
-        rater_index = torch.tensor([index[r] for r in data.raters], dtype=torch.long)
+        rater_index = torch.tensor([index[r] for r in data.raters], dtype=torch.long, device="cpu")
     else:
         if len(raters) > 1:
             raise ConfigError("raters", [r.id for r in raters], "the data has no rater column")
-        rater_index = torch.zeros(len(data), dtype=torch.long)
+        rater_index = torch.zeros(len(data), dtype=torch.long, device="cpu")
     return LMPreferenceSpec(model, raters, rater_index, parsed, dim, fb)
 
 
@@ -156,7 +156,7 @@ def prompt_groups(data: PreferenceData) -> list[Tensor]:
     by_prompt: dict[str, list[int]] = {}
     for i, p in enumerate(data.prompts):
         by_prompt.setdefault(p, []).extend((i, n + i))
-    return [torch.tensor(v) for v in by_prompt.values()]
+    return [torch.tensor(v, device="cpu") for v in by_prompt.values()]
 
 
 def atom_preferences(reward: Tensor, data: PreferenceData) -> Tensor:
@@ -169,7 +169,7 @@ def atom_preferences(reward: Tensor, data: PreferenceData) -> Tensor:
         r = reward[..., g]
         pair = torch.sigmoid(r.unsqueeze(-1) - r.unsqueeze(-2))  # [..., m, m]: P(y_j > y_j')
         t = [texts[int(j)] for j in g]
-        w = torch.tensor([[float(a != b) for b in t] for a in t], dtype=reward.dtype)
+        w = torch.tensor([[float(a != b) for b in t] for a in t], dtype=reward.dtype, device="cpu")
         cnt = w.sum(-1)
         p = (pair * w).sum(-1) / cnt.clamp_min(1.0)
         out[..., g] = torch.where(cnt > 0, p, torch.full_like(p, 0.5))

@@ -60,7 +60,7 @@ class TinyTask:
             out.append(
                 [-max(0, self.l_low - n), -max(0, n - self.l_high), float(sum(w in HELPFUL for w in words))]
             )
-        return torch.tensor(out, dtype=torch.float32)
+        return torch.tensor(out, dtype=torch.float32, device="cpu")
 
     def sample_response(self, gen: torch.Generator) -> str:
         n = int(torch.randint(1, self.max_words + 1, (1,), generator=gen))
@@ -90,7 +90,7 @@ class TinyTask:
     def summarise(self, responses: Sequence[str]) -> dict[str, float]:
         """Primary score, constraint values and satisfaction of generated responses."""
         r = self.rewards(responses)
-        lengths = torch.tensor([len(t.split()) for t in responses], dtype=torch.float32)
+        lengths = torch.tensor([len(t.split()) for t in responses], dtype=torch.float32, device="cpu")
         in_range = ((lengths >= self.l_low) & (lengths <= self.l_high)).float()
         return {
             "primary_helpful": r[:, 2].mean().item(),

@@ -75,7 +75,10 @@ def sigma_at(c: MOPOLMConfig, t: int) -> torch.Tensor:
 def _check_finite(rec: dict[str, Any], step: int) -> None:
     """Stop at the first non-finite loss or multiplier (a run never goes on, or ends, with NaN)."""
     for key in ("loss", "lambda", "chi", "b", "G"):
-        if key in rec and not torch.isfinite(torch.as_tensor(rec[key], dtype=torch.float64)).all():
+        if (
+            key in rec
+            and not torch.isfinite(torch.as_tensor(rec[key], dtype=torch.float64, device="cpu")).all()
+        ):
             raise DataError(
                 f"train.{key}",
                 rec[key],
@@ -125,11 +128,11 @@ class MOPOLMTrainer:
         if c.multi_head:
             if policy.num_heads != self.k:
                 raise ConfigError("multi_head", policy.num_heads, f"policy needs K = {self.k} heads")
-            self.head_primary = torch.arange(self.k)
+            self.head_primary = torch.arange(self.k, device="cpu")
         else:
             if policy.num_heads != 1:
                 raise ConfigError("multi_head", False, "a single-objective run needs a 1-head policy")
-            self.head_primary = torch.tensor([self.primary])
+            self.head_primary = torch.tensor([self.primary], device="cpu")
         h, m = len(self.head_primary), self.k - 1
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.tok: TokenizedPairs = tokenize(data, tokenizer, c.max_length)
@@ -138,13 +141,13 @@ class MOPOLMTrainer:
         beta = c.beta if isinstance(c.beta, list) else [c.beta] * m
         if len(beta) != m:
             raise ConfigError("beta", c.beta, f"need K - 1 = {m} values")
-        self.beta = torch.tensor(beta, dtype=torch.float32).expand(h, m).clone()
+        self.beta = torch.tensor(beta, dtype=torch.float32, device="cpu").expand(h, m).clone()
         # dual state, one row per head
-        self.lam = torch.full((h, m), float(c.lambda_init))
-        self.chi = torch.full((h, m), float(c.chi_init))
-        self.sigma = torch.full((h, m), float(c.sigma_init))
+        self.lam = torch.full((h, m), float(c.lambda_init), device="cpu")
+        self.chi = torch.full((h, m), float(c.chi_init), device="cpu")
+        self.sigma = torch.full((h, m), float(c.sigma_init), device="cpu")
         if c.thresholds is not None:
-            self.b = torch.tensor(c.thresholds, dtype=torch.float32).expand(h, m).clone()
+            self.b = torch.tensor(c.thresholds, dtype=torch.float32, device="cpu").expand(h, m).clone()
         # indicators of every augmented atom, split per head once: rows [a_0..a_{N-1} ; b_0..b_{N-1}]
         self._p_all, self._q_all = dual.split_heads(dual.augment(data.prefs), self.head_primary)
         if atom_scores is not None:  # posterior preference probabilities instead of the 0/1 labels
@@ -155,7 +158,7 @@ class MOPOLMTrainer:
             self._q_all = dual.split_heads(con, self.head_primary)[1]
         if c.thresholds is None:  # b = beta * G(rho^(0)), rho^(0) = 1: the data win-rate (1/2 here)
             q = self._q_all
-            self.b = dual.threshold(self.beta, torch.zeros(q.shape[:2]), q)
+            self.b = dual.threshold(self.beta, torch.zeros(q.shape[:2], device="cpu"), q)
         self.step_count = 0
         self.lag_snapshot: dict[str, torch.Tensor] | None = None  # None = pi_ref itself
         self.pending_snapshot: dict[str, torch.Tensor] | None = None
@@ -165,8 +168,8 @@ class MOPOLMTrainer:
         self._order: list[int] = []
         self._ahead: list[_Batch] = []  # drawn for a threshold estimate, trained on next
         n = len(data)
-        self._ref_cache = torch.full((2, n), float("nan"))
-        self._lag_cache = torch.full((h, 2, n), float("nan"))
+        self._ref_cache = torch.full((2, n), float("nan"), device="cpu")
+        self._lag_cache = torch.full((h, 2, n), float("nan"), device="cpu")
         self._lag_merged: list | None = None  # merged lagged weights (Policy.merge_snapshot), per lag
         self._lag_merged_for: object = None  # the snapshot they were merged from
         params = [p for p in policy.parameters() if p.requires_grad]
@@ -273,7 +276,7 @@ class MOPOLMTrainer:
             merged = self._merged_lag()
             lag = self._eval_mode(lambda: self.model.snapshot_logprobs(snap, batch, merged)).float().cpu()
             self._to_cache(self._lag_cache, idx, lag)
-        ell = lag - ref if self.lag_active else torch.zeros(h, 2 * len(idx))
+        ell = lag - ref if self.lag_active else torch.zeros(h, 2 * len(idx), device="cpu")
         return ref, ell
 
     def _merged_lag(self) -> list | None:
@@ -286,14 +289,14 @@ class MOPOLMTrainer:
     def _pq(self, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """``p`` ``(H, 2M)``, ``q`` ``(H, 2M, K-1)`` of the augmented atoms ``[a ; b]`` of records ``idx``."""
         n = len(self.data)
-        rows = torch.tensor(idx + [n + i for i in idx])
+        rows = torch.tensor(idx + [n + i for i in idx], device="cpu")
         return self._p_all[:, rows], self._q_all[:, rows]
 
     def _global(self, idx: list[int], ell: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``p``, ``q`` and ``ell`` of the global batch: every process's atoms ``[a_r ; b_r]`` in order."""
         if self.world == 1:
             return (*self._pq(idx), ell)
-        all_idx = self._gather(torch.tensor(idx)).view(self.world, -1).tolist()
+        all_idx = self._gather(torch.tensor(idx, device="cpu")).view(self.world, -1).tolist()
         parts = [self._pq(i) for i in all_idx]
         p = torch.cat([a for a, _ in parts], 1)
         return p, torch.cat([b for _, b in parts], 1), self._gather(ell)

@@ -132,7 +132,7 @@ def _accelerator(device: str | None):
 
 
 def _fmt(values: Any) -> str:
-    flat = torch.as_tensor(values, dtype=torch.float64).flatten().tolist()
+    flat = torch.as_tensor(values, dtype=torch.float64, device="cpu").flatten().tolist()
     return "[" + " ".join(f"{v:.3f}" for v in flat) + "]"
 
 
@@ -328,7 +328,7 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         if main:
             reward_head.write_records(out / "preference_probs.jsonl", prefs, data, names)
     for key in ("lambda", "G", "b"):
-        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64)
+        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64, device="cpu")
         if vals.numel() and not torch.isfinite(vals).all():
             raise DataError(f"results.final.{key}", final[key], "not finite: the run diverged")
     if not all(math.isfinite(a) for a in acc_obj):

@@ -60,7 +60,7 @@ def fit_behaviour(
     prompts, responses = task.corpus(per_prompt, seed)
     n = len(prompts)
     data = PreferenceData(
-        tuple(prompts), tuple(responses), tuple(responses), torch.zeros(n, 1, dtype=torch.long)
+        tuple(prompts), tuple(responses), tuple(responses), torch.zeros(n, 1, dtype=torch.long, device="cpu")
     )
     return sft(model, tokenizer, data, steps=steps, batch_size=16, lr=lr, seed=seed)
 

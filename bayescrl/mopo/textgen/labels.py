@@ -54,7 +54,7 @@ def label_pairs(
 
     ``scores`` ``(n, K)`` are the proxies of ``responses``; pairs with an empty answer are skipped.
     Returns the data and a summary (standardisation, disagreement fractions)."""
-    s = torch.as_tensor(scores, dtype=torch.float64)
+    s = torch.as_tensor(scores, dtype=torch.float64, device="cpu")
     mean, sd = s.mean(0), s.std(0).clamp_min(1e-8)
     u = (s - mean) / sd
     gen = torch.Generator().manual_seed(seed)
@@ -83,8 +83,8 @@ def label_pairs(
     data = PreferenceData(
         data.prompts, data.responses_a, data.responses_b, data.prefs, data.names, tuple(raters_col)
     )
-    ia = torch.tensor([a for a, _ in idx])
-    ib = torch.tensor([b for _, b in idx])
+    ia = torch.tensor([a for a, _ in idx], device="cpu")
+    ib = torch.tensor([b for _, b in idx], device="cpu")
     return data, {
         "records": len(data),
         "score_mean": mean.tolist(),
@@ -99,7 +99,7 @@ def disagreement(sa: torch.Tensor, sb: torch.Tensor, prefs: torch.Tensor | None 
     ``score_disagreement``: among pairs where both objectives' scores differ, the fraction where their signs
     differ; ``score_ties``: fraction of pairs tied on some objective; ``label_disagreement``: fraction of
     records whose two labels differ."""
-    d = torch.sign(torch.as_tensor(sa) - torch.as_tensor(sb))
+    d = torch.sign(torch.as_tensor(sa, device="cpu") - torch.as_tensor(sb, device="cpu"))
     strict = (d[:, 0] != 0) & (d[:, 1] != 0)
     out = {
         "score_disagreement": float((d[strict, 0] != d[strict, 1]).double().mean()) if strict.any() else 0.0,

@@ -42,7 +42,7 @@ class _Pref:
     """The weighting every :class:`PBLoRALinear` of one model reads (shared holder)."""
 
     def __init__(self, k: int):
-        self.w = torch.full((k,), 1.0 / k)
+        self.w = torch.full((k,), 1.0 / k, device="cpu")
 
 
 class PBLoRALinear(nn.Module):
@@ -112,7 +112,7 @@ class ARM(nn.Module):
     @contextlib.contextmanager
     def weighting(self, w: Sequence[float] | torch.Tensor) -> Iterator[None]:
         old = self.pref.w
-        self.pref.w = torch.as_tensor(w, dtype=torch.float32)
+        self.pref.w = torch.as_tensor(w, dtype=torch.float32, device="cpu")
         try:
             yield
         finally:
@@ -144,7 +144,7 @@ def train(
     params = [p for p in arm.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
     gen = torch.Generator().manual_seed(seed)
-    dirichlet = torch.distributions.Dirichlet(torch.ones(arm.k))
+    dirichlet = torch.distributions.Dirichlet(torch.ones(arm.k, device="cpu"))
     device = next(arm.parameters()).device
     sign = (2 * data.prefs - 1).double()  # +1: a preferred under objective k
     arm.train()
@@ -218,7 +218,7 @@ def next_token_scores(
         with arm.weighting(w):
             return guided_scores(bl, arm(input_ids, attention_mask, pos)[:, -1], None, beta)
     rls = []
-    for v in torch.eye(arm.k):
+    for v in torch.eye(arm.k, device="cpu"):
         with arm.weighting(v):
             rls.append(arm(input_ids, attention_mask, pos)[:, -1])
     return guided_scores(bl, torch.stack(rls), w, beta)

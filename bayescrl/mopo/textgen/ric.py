@@ -60,7 +60,7 @@ def format_prompt(prompt: str, scores: Sequence[float], marker: str | None = Non
 
 def normalise(scores: torch.Tensor, mean: torch.Tensor, sd: torch.Tensor) -> torch.Tensor:
     """Standardised, rounded (1 decimal) and clipped scores ``(n, K)`` written into RiC's prompts."""
-    z = (torch.as_tensor(scores, dtype=torch.float64) - mean) / sd
+    z = (torch.as_tensor(scores, dtype=torch.float64, device="cpu") - mean) / sd
     return torch.round(z * 10).div(10).clamp(-CLIP, CLIP)
 
 

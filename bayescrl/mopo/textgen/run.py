@@ -442,7 +442,9 @@ class _Eval:
         return r.tolist()
 
     def score(self, texts: list[str], label: str) -> dict[str, Any]:
-        raw = torch.tensor(score_all(self.s["scorers"], self.contexts, texts), dtype=torch.float64)
+        raw = torch.tensor(
+            score_all(self.s["scorers"], self.contexts, texts), dtype=torch.float64, device="cpu"
+        )
         return {"label": label, "r": self.normalise(raw), "raw": raw.mean(0).tolist(), "examples": texts[:3]}
 
     def policy(self, policy, label: str, prompts: list[str] | None = None) -> dict[str, Any]:
@@ -498,7 +500,7 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
     prompts = [p for p in task.prompts for _ in range(n)]
     contexts = [c for c in task.contexts for _ in range(n)]
     texts = sample(Plain(base), tok, prompts, s["max_new_tokens"], seed + 1, s["temperature"])
-    scores = torch.tensor(score_all(s["scorers"], contexts, texts), dtype=torch.float64)
+    scores = torch.tensor(score_all(s["scorers"], contexts, texts), dtype=torch.float64, device="cpu")
     data, info = lab.label_pairs(prompts, texts, scores, s["scorers"], s["raters"], seed)
     out.mkdir(parents=True, exist_ok=True)
     data.to_trl_jsonl(out / "train_trl.jsonl", primary=0)
@@ -569,7 +571,11 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
                     {**cfg.to_dict(), "peft": {**cfg.peft, "trainable_token_indices": {"wte": ids}}}
                 )
             pol = lora(cfg)
-            z = ric_mod.normalise(scores, torch.tensor(info["score_mean"]), torch.tensor(info["score_sd"]))
+            z = ric_mod.normalise(
+                scores,
+                torch.tensor(info["score_mean"], device="cpu"),
+                torch.tensor(info["score_sd"], device="cpu"),
+            )
             t = time.perf_counter()
             losses = ric_mod.train(
                 pol,

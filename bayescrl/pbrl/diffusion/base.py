@@ -36,10 +36,10 @@ def digits(size: int = 16) -> tuple[Tensor, Tensor]:
     from sklearn.datasets import load_digits
 
     d = load_digits()
-    x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0
+    x = torch.tensor(d.images, dtype=torch.float32, device="cpu").unsqueeze(1) / 16.0
     if size != 8:
         x = nn.functional.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
-    return x.clamp(0, 1) * 2 - 1, torch.tensor(d.target, dtype=torch.long)
+    return x.clamp(0, 1) * 2 - 1, torch.tensor(d.target, dtype=torch.long, device="cpu")
 
 
 def make_unet(size: int, channels: tuple[int, ...] = (16, 32), layers_per_block: int = 1):

@@ -344,7 +344,7 @@ class _Setup:
         self.sched = base.ddim(cfg["T"])
         self.S = base.size
         self.D = self.S * self.S
-        self.prompts = torch.tensor(cfg["prompts"])
+        self.prompts = torch.tensor(cfg["prompts"], device="cpu")
         r = cfg["reward"]
         self.theta_star = torch.tensor(
             [r["score"], r["noise"], r["time"], r["stat"]], dtype=torch.float64, device=device
@@ -542,8 +542,8 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
     elif name == "dps":
         theta = DPSTheta(phi0, phi1, st.y0, st.cov0, cfg["prior"]["dps_noise_sd"])
     Kq = 0 if name == "oracle" else K  # the oracle queries nobody
-    query_true = torch.zeros(B, Kq, dtype=torch.float64)
-    agree = torch.zeros(B, Kq)
+    query_true = torch.zeros(B, Kq, dtype=torch.float64, device="cpu")
+    agree = torch.zeros(B, Kq, device="cpu")
     it = tqdm(range(K + E), desc=f"diffusion:{name}", disable=not progress, leave=False)
     for k in it:
         if name == "oracle":
@@ -567,7 +567,7 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
         images += _epoch(
             st, pol2, opt2, gens2, lambda ro, th2=th2: (ro.phi().float() * th2[:, None]).sum(-1), eta2, noise
         )["images"]
-        j = (torch.arange(B) * K + k) % len(st.explore_p)  # run b's k-th start, whatever B is
+        j = (torch.arange(B, device="cpu") * K + k) % len(st.explore_p)  # run b's k-th start, whatever B is
         p = st.explore_p[j].repeat(2)[:, None]
         z = st.explore_z[j].repeat(2, 1, 1, 1)[:, None]
         q = st.rollout(pol2, p, z, gens2, keep_inputs=False)

@@ -54,8 +54,8 @@ class GaussianNoisePolicy(nn.Module):
 
         self.w1, self.b1 = lin(in_dim, hidden)
         self.w2, self.b2 = lin(hidden, hidden)
-        self.w3 = nn.Parameter(torch.zeros(P, hidden, 2 * D))
-        b3 = torch.cat([torch.zeros(D), torch.full((D,), math.log(sd_init))])
+        self.w3 = nn.Parameter(torch.zeros(P, hidden, 2 * D, device="cpu"))
+        b3 = torch.cat([torch.zeros(D, device="cpu"), torch.full((D,), math.log(sd_init), device="cpu")])
         self.b3 = nn.Parameter(b3.expand(P, 1, 2 * D).clone())
 
     def inputs(self, eps_hat: Tensor, z: Tensor, tau: float, prompts: Tensor) -> Tensor:
@@ -78,7 +78,7 @@ class GaussianNoisePolicy(nn.Module):
 
     def select(self, idx: Tensor | list[int]) -> GaussianNoisePolicy:
         """A new policy holding copies of the policies ``idx`` (e.g. ``[0]*B`` or ``range(B)``)."""
-        idx = torch.as_tensor(idx, dtype=torch.long)
+        idx = torch.as_tensor(idx, dtype=torch.long, device="cpu")
         new = GaussianNoisePolicy.__new__(GaussianNoisePolicy)
         nn.Module.__init__(new)
         new.P, new.D, new.n_prompts, new.hidden = len(idx), self.D, self.n_prompts, self.hidden
@@ -150,7 +150,7 @@ def reward_gradient_update(
 def select_adam(opt: torch.optim.Adam, new: GaussianNoisePolicy, idx: Tensor | list[int]) -> torch.optim.Adam:
     """An Adam optimiser over ``new = policy.select(idx)`` carrying the moment estimates of the selected
     copies, so a policy copied between episodes keeps its optimiser state (one optimiser per run)."""
-    idx = torch.as_tensor(idx, dtype=torch.long)
+    idx = torch.as_tensor(idx, dtype=torch.long, device="cpu")
     out = torch.optim.Adam(
         new.parameters(), **{k: v for k, v in opt.defaults.items() if k in ("lr", "betas", "eps")}
     )
