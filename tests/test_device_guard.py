@@ -124,3 +124,44 @@ def test_guard_catches_a_new_offender(tmp_path, src, n_bad):
         (tmp_path / pkg).mkdir()
     (tmp_path / "constrained" / "new.py").write_text(src)
     assert len(offenders(tmp_path, allowed={})) == n_bad
+
+
+# ------------------------------------------------------------------------------ the --device option
+EX = Path(__file__).resolve().parents[1] / "examples"
+DEVICE_COMMANDS = {
+    "train": ["train", "--algo", "ecop", "--env", "bayescrl/PointCircle-v0", "--out", "{tmp}/o"],
+    "evaluate": ["evaluate", "{tmp}"],
+    "pspl": ["pspl", str(EX / "pspl" / "intro_riverswim.yaml"), "--out", "{tmp}/o"],
+    "bandit": ["bandit", "--out", "{tmp}/o"],
+    "demo": ["demo", "--out", "{tmp}/o"],
+    "infer": ["infer", str(EX / "core" / "example_data.json"), "--out", "{tmp}/p.nc"],
+    "compare": ["compare", str(EX / "core" / "example_data.json"), "--out", "{tmp}/o"],
+    "mopo": ["mopo", str(EX / "mopo" / "tabular_mopo.yaml"), "--out", "{tmp}/o"],
+    "sweep": ["sweep", str(EX / "sweeps" / "smoke.yaml"), "--out", "{tmp}/o"],
+}
+
+
+def test_every_computing_command_has_a_device_option():
+    import click
+
+    from bayescrl.cli import COMMANDS, cli
+
+    no_device = {"examples", "prefs", "report", "simulate"}  # no tensors to place
+    names = set(COMMANDS) - no_device
+    assert names == set(DEVICE_COMMANDS), names ^ set(DEVICE_COMMANDS)
+    ctx = click.Context(cli)
+    for name in names:
+        assert any(p.name == "device" for p in cli.get_command(ctx, name).params), name
+
+
+@pytest.mark.parametrize("name", sorted(DEVICE_COMMANDS))
+@pytest.mark.parametrize("device", ["gpu0", "cuda:99"])
+def test_bad_device_exits_2_with_one_line(name, device, tmp_path, capsys):
+    """A value that is not a device, or a GPU this machine lacks: exit 2 before any work, one line."""
+    from cli_utils import run
+
+    args = [a.replace("{tmp}", str(tmp_path)) for a in DEVICE_COMMANDS[name]] + ["--device", device]
+    code, err = run(args, capsys)
+    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "--device" in lines[0] and device in lines[0], (code, err)
+    assert not (tmp_path / "o").exists()

@@ -20,8 +20,9 @@ import click
 
 from bayescrl.bandits import run_experiment
 from bayescrl.bandits.config import resolve_config
-from bayescrl.commands.options import force_option, set_option
+from bayescrl.commands.options import device_option, force_option, set_option
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads
+from bayescrl.utils.checks import check_device
 from bayescrl.utils.io import write_json
 from bayescrl.utils.outdir import prepare_out_dir, written
 from bayescrl.utils.plotting import plt
@@ -109,11 +110,16 @@ def plot_regret(agents: dict[str, Any], seeds: int, path: Path, title: str) -> P
     help="A bandit config to run instead (default: the headline protocol, warmpref-ps vs baselines).",
 )
 @set_option("Override a config value (repeatable), e.g. --set bandit.T=100 --set offline.N=5.")
+@device_option(help="torch device (default: the config's `device`, else cpu): cpu, cuda, cuda:N or mps.")
 @force_option
-def demo(out: Path, seeds: int, config: Path | None, overrides: tuple[str, ...], force: bool) -> None:
+def demo(
+    out: Path, seeds: int, config: Path | None, overrides: tuple[str, ...], device: str | None, force: bool
+) -> None:
     """warmPref-PS (Alg. 1) against naive-PS, PS and LinTS; prints and plots the final regrets."""
     set_torch_threads()
     cfg = apply_overrides(load_yaml(config) if config is not None else DEMO_CONFIG, overrides)
+    if device is not None:  # an explicit --device wins over the config's `device:`
+        cfg = {**cfg, "device": check_device(device, "--device")}
     resolve_config(cfg)  # a bad config or output folder is refused before the run
     prepare_out_dir(out, force=force)
     results = run_experiment(cfg, seeds=seeds, out=None, progress=False)
