@@ -339,8 +339,10 @@ class OnPolicyAlgorithm:
     # ------------------------------------------------------------------ shared updates
     def minibatch_permutation(self, size: int) -> tuple[torch.Tensor, int]:
         """One epoch's sample order (a fresh ``randperm``) and the minibatch size; minibatch ``j`` is
-        ``perm[j * mb : (j + 1) * mb]``."""
-        return torch.randperm(size, device=self.device), min(self.config.minibatch_size, size)
+        ``perm[j * mb : (j + 1) * mb]``. Drawn on torch's CPU stream (checkpointed) and moved once per epoch,
+        so a CUDA run visits the samples in the CPU run's order."""
+        perm = torch.randperm(size, device="cpu").to(self.device)
+        return perm, min(self.config.minibatch_size, size)
 
     def minibatches(self, size: int):
         perm, mb = self.minibatch_permutation(size)

@@ -41,7 +41,8 @@ class PSPLTheta:
     """θ-posterior of PSPL for ``B`` seeds (see the module docstring)."""
 
     def __init__(self, phi0: Tensor, phi1: Tensor, y: Tensor, K: int, cov0: Tensor, beta: float, lam: float):
-        self.model = TrajectoryPreferenceModel(_pairs(phi0, phi1, y), 1, 1, K, beta=beta, lam=lam)
+        pairs = _pairs(phi0, phi1, y)
+        self.model = TrajectoryPreferenceModel(pairs, 1, 1, K, beta=beta, lam=lam, device=phi0.device)
         self.model.problem.cov0 = cov0.double().to(self.model.problem.mu0.device)
         self._res = None
 
