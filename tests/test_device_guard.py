@@ -165,3 +165,15 @@ def test_bad_device_exits_2_with_one_line(name, device, tmp_path, capsys):
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and "--device" in lines[0] and device in lines[0], (code, err)
     assert not (tmp_path / "o").exists()
+
+
+def test_sweep_passes_device_to_every_run(tmp_path, capsys):
+    args = ["sweep", str(EX / "sweeps" / "smoke.yaml"), "--out", str(tmp_path / "s"), "--dry-run"]
+    try:
+        from bayescrl.cli import main
+
+        main([*args, "--device", "cpu"])
+    except SystemExit as exc:
+        assert exc.code == 0, capsys.readouterr().err
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ": bayescrl train " in ln]
+    assert len(lines) == 4 and all("--device cpu" in ln for ln in lines), lines
