@@ -500,6 +500,12 @@ def cli_steps(tmp: Path) -> list[dict]:
             timeout=120, cpu=True, extract=_json_extract("results.json"), tol=1e-6,
         ),
         dict(
+            name="mopo_synthetic",
+            argv=["mopo", str(ex / "mopo" / "sanity.yaml"), "--out", "{out}", "--set", "mopo.steps=300",
+                  "--set", "mopo.runs=2", "--set", "datasets=[D1]", "--set", "tau=[1.0]"],
+            timeout=120, cpu=True, extract=_json_extract("results.json"), tol=1e-4,
+        ),  # fmt: skip
+        dict(
             name="mopo_lm_tiny",
             argv=["mopo", str(ex / "mopo" / "lm_tiny.yaml"), "--out", "{out}", "--set", "model.sft_steps=20",
                   "--set", "train.steps=20", "--set", "train.t0=10", "--set", "data.n_train=64",
