@@ -332,7 +332,7 @@ def plot_marginals(samples: dict[str, torch.Tensor], path: Path, truth: dict | N
     for j in range(d):
         ax = axes[j // cols][j % cols]
         for e, th in samples.items():
-            ax.hist(th[:, j].numpy(), bins=40, density=True, histtype="step", label=e)
+            ax.hist(th[:, j].cpu().numpy(), bins=40, density=True, histtype="step", label=e)
         if truth is not None:
             ax.axvline(float(truth["theta"][j]), color="k", ls="--", lw=1)
         ax.set_title(f"theta[{j}]", fontsize=9)

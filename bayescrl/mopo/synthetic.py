@@ -132,7 +132,7 @@ def _plot_sanity(histories, names, taus, path: Path) -> None:
         for j, name in enumerate(names):
             run, exact = histories[(name, tau)]
             ax = axes[i, j]
-            pol = run.history["policy"].numpy()  # [T, R, A]
+            pol = run.history["policy"].cpu().numpy()  # [T, R, A]
             for a in range(pol.shape[-1]):
                 m = pol[:, :, a].mean(1)  # band: sample sd over runs, none for one run
                 s = pol[:, :, a].std(1, ddof=1) if pol.shape[1] > 1 else np.zeros_like(m)
