@@ -1,12 +1,20 @@
 """Check the package's device paths on CUDA against the same computation on CPU.
 
 Run from the repository root with ``PYTHONPATH=. python benchmarks/gpu_check.py [--out PATH]`` on a machine
-with a CUDA GPU (pyro-ppl and gymnasium importable). Every check is small and independent; a failing check
-records its error text and the others still run. Writes ``$OUT/gpu_check.json`` (or ``--out``) and prints a
-table: check, ok/fail, max |CPU - CUDA|, GPU time, CPU time.
+with a CUDA GPU and the package's dependencies. Two parts, each item wrapped so that a failure is recorded
+(error text, traceback or the last lines of stderr) and the rest still run:
+
+1. kernel checks, in-process: a table of check, ok/fail, max |CPU - CUDA|, GPU time, CPU time;
+2. command runs: every command family through ``python -m bayescrl ... --device cuda`` (each algorithm's
+   ``train``, ``train --preferences``, ``evaluate``, ``pspl`` tabular and diffusion, ``bandit``, ``infer``,
+   ``compare``, ``mopo`` tabular/synthetic/LM, ``sweep``), each with its own timeout, in a pool of worker
+   processes under one wall-clock budget (``--budget``), compared with the same command on CPU where cheap.
+
+Writes one JSON (``--out``, default ``$OUT/gpu_check.json``) and prints a compact table of each part.
+``GPU_CHECK_DEVICE=cpu`` runs the identical script on CPU (a dry run on a machine without a GPU).
 
 Timings: one warm-up call on CUDA, then the timed call (``torch.cuda.synchronize`` around it); CPU uses
-``torch.get_num_threads()`` threads (recorded in the JSON).
+``torch.get_num_threads()`` threads (recorded in the JSON). Command runs use one torch thread each.
 """
 
 from __future__ import annotations
