@@ -262,8 +262,8 @@ class OnPolicyAlgorithm:
         """Advantages and critic targets of every channel; the flat :class:`Batch` of the update."""
         cfg = self.config
         dev = self.device  # the rollout's arrays go to the device once per iteration, here
-        rewards = torch.as_tensor(roll.rewards).to(dev)
-        term, end = torch.as_tensor(roll.terminated).to(dev), torch.as_tensor(roll.ended).to(dev)
+        rewards = torch.as_tensor(roll.rewards, device=dev)
+        term, end = torch.as_tensor(roll.terminated, device=dev), torch.as_tensor(roll.ended, device=dev)
         values, next_values = roll.values.to(dev), roll.next_values.to(dev)
         gammas = self.gammas.to(dev)
         avg = None
@@ -277,7 +277,7 @@ class OnPolicyAlgorithm:
                 rewards,
                 values,
                 next_values,
-                torch.as_tensor(roll.at_horizon).to(dev),
+                torch.as_tensor(roll.at_horizon, device=dev),
                 term,
                 end,
                 cfg.gae_lambda,
@@ -294,10 +294,10 @@ class OnPolicyAlgorithm:
                 roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon, device="cpu"
             )
         return Batch(
-            obs=torch.as_tensor(roll.obs.reshape(B, -1)).to(dev),
-            h=torch.as_tensor(roll.h.reshape(B)).to(dev),
-            actions=torch.as_tensor(roll.actions.reshape(B, *roll.actions.shape[2:])).to(dev),
-            logp=torch.as_tensor(roll.logp.reshape(B)).to(dev),
+            obs=torch.as_tensor(roll.obs.reshape(B, -1), device=dev),
+            h=torch.as_tensor(roll.h.reshape(B), device=dev),
+            actions=torch.as_tensor(roll.actions.reshape(B, *roll.actions.shape[2:]), device=dev),
+            logp=torch.as_tensor(roll.logp.reshape(B), device=dev),
             rewards=rewards.reshape(B, -1).float(),
             values=values.reshape(B, -1).float(),
             advantages=adv.reshape(B, -1).float(),
