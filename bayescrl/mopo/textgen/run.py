@@ -459,18 +459,36 @@ class _Eval:
         return self.score(texts, label)
 
 
-def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> dict[str, Any]:
-    """Everything for one seed (module docstring); returns the per-seed record of :mod:`.table`."""
-    task: Task = s["task"]
+@dataclasses.dataclass
+class _Seed:
+    """What every algorithm of one seed shares: the settings, the frozen base model, the offline data."""
+
+    s: dict[str, Any]
+    seed: int
+    out: Path
+    device: torch.device
+    base: torch.nn.Module
+    tok: Any
+    prompts: list[str]
+    texts: list[str]
+    scores: torch.Tensor
+    data: PreferenceData
+    info: dict[str, Any]
+    ev: _Eval
+
+
+def _base_model(
+    s: dict[str, Any], seed: int, device: torch.device
+) -> tuple[torch.nn.Module, Any, float | None]:
+    """The frozen base model and its tokenizer: ``model.path``, or a tiny GPT-2 fitted to the task's
+    behaviour policy (then also its mean SFT loss over the last 20 steps; else None)."""
     m = s["model"]
-    seed_everything(seed)
-    t_start = time.perf_counter()
     if m.get("path"):
         base, tok = load_local_model(m["path"], s["base_cfg"].torch_dtype(device))
         sft_loss = None
     else:
         base, tok = tiny_base(
-            task,
+            s["task"],
             int(m.get("n_layer", 2)),
             int(m.get("n_embd", 64)),
             int(m.get("n_head", 2)),
@@ -481,7 +499,7 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
         losses = fit_behaviour(
             base,
             tok,
-            task,
+            s["task"],
             int(m.get("sft_steps", 600)),
             int(m.get("sft_per_prompt", 4)),
             float(m.get("sft_lr", 3e-3)),
@@ -492,10 +510,15 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
     base.eval()
     for p in base.parameters():
         p.requires_grad_(False)
-    base_seconds = time.perf_counter() - t_start
+    return base, tok, sft_loss
 
-    # --- offline preference data from the base model's own samples
-    t0 = time.perf_counter()
+
+def _offline_data(
+    s: dict[str, Any], base: torch.nn.Module, tok: Any, seed: int, out: Path
+) -> tuple[list[str], list[str], torch.Tensor, PreferenceData, dict[str, Any]]:
+    """The base model's answers on the training prompts, their proxy scores and Bradley–Terry labels
+    (written as ``out/train_trl.jsonl``): ``(prompts, texts, scores, data, info)``."""
+    task: Task = s["task"]
     n = s["samples_per_prompt"]
     prompts = [p for p in task.prompts for _ in range(n)]
     contexts = [c for c in task.contexts for _ in range(n)]
@@ -504,153 +527,193 @@ def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> d
     data, info = lab.label_pairs(prompts, texts, scores, s["scorers"], s["raters"], seed)
     out.mkdir(parents=True, exist_ok=True)
     data.to_trl_jsonl(out / "train_trl.jsonl", primary=0)
-    data_seconds = time.perf_counter() - t0
-    low, high = scores.min(0).values, scores.max(0).values
-    ev = _Eval(s, tok, low, high, seed)
-    algos: dict[str, Any] = {}
-    t0 = time.perf_counter()
-    algos["reference"] = {
-        "points": [ev.policy(Plain(base), "base")],
-        "train_seconds": 0.0,
-        "generate_seconds": time.perf_counter() - t0,
-    }
-    max_len = s["base_cfg"].max_length
+    return prompts, texts, scores, data, info
 
-    def lora(cfg: MOPOLMConfig):
-        seed_everything(seed)
-        return lora_policy(copy.deepcopy(base), cfg.peft)
 
-    def train_mopo(cfg: MOPOLMConfig, d: PreferenceData, name: str):
-        pol = lora(cfg)
-        tr = MOPOLMTrainer(pol, tok, d, cfg, log_path=out / f"train_log_{name}.jsonl")
+def _lora(run: _Seed, cfg: MOPOLMConfig) -> Any:
+    """A fresh LoRA copy of the base model, from the seed's RNG state (whatever ran before it)."""
+    seed_everything(run.seed)
+    return lora_policy(copy.deepcopy(run.base), cfg.peft)
+
+
+def _train(run: _Seed, cfg: MOPOLMConfig, d: PreferenceData, name: str) -> tuple[Any, float, dict[str, Any]]:
+    """Train a LoRA policy with :class:`MOPOLMTrainer` (MOPO or DPO, ``cfg.method``); returns the policy,
+    the training seconds and the last log record (log: ``out/train_log_<name>.jsonl``)."""
+    pol = _lora(run, cfg)
+    tr = MOPOLMTrainer(pol, run.tok, d, cfg, log_path=run.out / f"train_log_{name}.jsonl")
+    t = time.perf_counter()
+    log_ = tr.train()
+    return tr.model, time.perf_counter() - t, log_[-1] if log_ else {}
+
+
+def _run_mopo(run: _Seed, a: str) -> dict[str, Any]:
+    """``mopo-lag`` / ``mopo-lb``: adaptive thresholds; MOPO-Lag adds a run per ``mopo.thresholds``."""
+    cfg = run.s["lag_cfg"] if a == "mopo-lag" else run.s["lb_cfg"]
+    cfg = MOPOLMConfig.from_dict({**cfg.to_dict(), "seed": run.seed})
+    pol, secs, final = _train(run, cfg, run.data, a)
+    t = time.perf_counter()
+    pts = [{**run.ev.policy(pol, "adaptive"), "final": {k: final.get(k) for k in ("lambda", "b", "G")}}]
+    gsecs = time.perf_counter() - t
+    for b in run.s["thresholds"] if a == "mopo-lag" else []:
+        c2 = MOPOLMConfig.from_dict({**cfg.to_dict(), "thresholds": b})
+        pol, sec2, _ = _train(run, c2, run.data, f"{a}_b{b[0]}")
+        secs += sec2
         t = time.perf_counter()
-        log_ = tr.train()
-        return tr.model, time.perf_counter() - t, log_[-1] if log_ else {}
+        pts.append(run.ev.policy(pol, f"b={b[0]:.2f}"))
+        gsecs += time.perf_counter() - t
+    return {"points": pts, "train_seconds": secs, "generate_seconds": gsecs}
 
-    for a in s["algorithms"]:
-        log.info("seed %d: %s", seed, a)
-        if a in ("mopo-lag", "mopo-lb"):
-            cfg = s["lag_cfg"] if a == "mopo-lag" else s["lb_cfg"]
-            cfg = MOPOLMConfig.from_dict({**cfg.to_dict(), "seed": seed})
-            pol, secs, final = train_mopo(cfg, data, a)
-            t = time.perf_counter()
-            pts = [{**ev.policy(pol, "adaptive"), "final": {k: final.get(k) for k in ("lambda", "b", "G")}}]
-            gsecs = time.perf_counter() - t
-            if a == "mopo-lag":
-                for b in s["thresholds"]:
-                    c2 = MOPOLMConfig.from_dict({**cfg.to_dict(), "thresholds": b})
-                    pol, sec2, _ = train_mopo(c2, data, f"{a}_b{b[0]}")
-                    secs += sec2
-                    t = time.perf_counter()
-                    pts.append(ev.policy(pol, f"b={b[0]:.2f}"))
-                    gsecs += time.perf_counter() - t
-            algos[a] = {"points": pts, "train_seconds": secs, "generate_seconds": gsecs}
-        elif a in ("modpo", "dpo_joint"):
-            cfg = MOPOLMConfig.from_dict({**s["base_cfg"].to_dict(), "method": "dpo", "seed": seed})
-            ws = s["modpo_weightings"] if a == "modpo" else [None]
-            pts, secs, gsecs = [], 0.0, 0.0
-            for w in ws:
-                pairs = data.dpo_pairs(w).as_preference_data()
-                pol, sec, _ = train_mopo(cfg, pairs, a if w is None else f"{a}_{w[0]:.2f}")
-                secs += sec
-                t = time.perf_counter()
-                pts.append(
-                    {
-                        **ev.policy(pol, "D_J" if w is None else f"w=({w[0]:.2f}, {w[1]:.2f})"),
-                        "records": len(pairs),
-                    }
-                )
-                gsecs += time.perf_counter() - t
-            algos[a] = {"points": pts, "train_seconds": secs, "generate_seconds": gsecs}
-        elif a == "ric":
-            rc = s["ric"]
-            cfg = s["base_cfg"]
-            if not m.get("path"):  # the tiny model's reward tokens are new: their embeddings train too
-                ids = tok.convert_tokens_to_ids([*reward_tokens(2), *SCORE_TOKENS])
-                cfg = MOPOLMConfig.from_dict(
-                    {**cfg.to_dict(), "peft": {**cfg.peft, "trainable_token_indices": {"wte": ids}}}
-                )
-            pol = lora(cfg)
-            z = ric_mod.normalise(
-                scores,
-                torch.tensor(info["score_mean"], device="cpu"),
-                torch.tensor(info["score_sd"], device="cpu"),
-            )
-            t = time.perf_counter()
-            losses = ric_mod.train(
-                pol,
-                tok,
-                prompts,
-                texts,
-                z,
-                task.marker,
-                rc["steps"],
-                rc["batch_size"],
-                rc["lr"],
-                seed,
-                max_len,
-            )
-            secs = time.perf_counter() - t
-            lo, hi = ric_mod.reference_range(rc["reference_draws"], seed)
-            targets = rc["desired_scores"] or [
-                ric_mod.desired_scores(w, lo, hi, rc["mapping"]) for w in rc["weightings"]
-            ]
-            if rc["clip_to_data"]:  # word-level scores never seen in training have untrained embeddings
-                zlo, zhi = z.min(0).values.tolist(), z.max(0).values.tolist()
-                targets = [[min(max(v, a), b) for v, a, b in zip(d, zlo, zhi, strict=True)] for d in targets]
-            labels = (
-                [f"s=({d[0]:.1f}, {d[1]:.1f})" for d in targets]
-                if rc["desired_scores"]
-                else [f"w=({w[0]:.2f}, {w[1]:.2f})" for w in rc["weightings"]]
-            )
-            t = time.perf_counter()
-            pts = []
-            for d, label in zip(targets, labels, strict=True):
-                ps = [ric_mod.format_prompt(p, d, task.marker) for p in ev.prompts]
-                pts.append({**ev.policy(pol, label, ps), "desired": d})
-            algos[a] = {
-                "points": pts,
-                "train_seconds": secs,
-                "generate_seconds": time.perf_counter() - t,
-                "sft_final_loss": float(sum(losses[-20:]) / len(losses[-20:])),
-            }
-        elif a == "parm":
-            pc = s["parm"]
-            seed_everything(seed)
-            arm = parm_mod.ARM(base, 2, pc["rank"], pc["alpha"]).to(device)
-            t = time.perf_counter()
-            losses = parm_mod.train(
-                arm, tok, data, pc["steps"], pc["batch_size"], pc["lr"], seed, max_len, pc["beta_r"]
-            )
-            secs = time.perf_counter() - t
-            t = time.perf_counter()
-            pts = []
-            for w in pc["weightings"]:
-                texts_w = parm_mod.guided_generate(
-                    base,
-                    arm,
-                    tok,
-                    ev.prompts,
-                    w,
-                    pc["beta"],
-                    pc["guidance"],
-                    s["max_new_tokens"],
-                    seed + 7,
-                    s["temperature"],
-                )
-                pts.append({**ev.score(texts_w, f"w=({w[0]:.2f}, {w[1]:.2f})"), "weighting": w})
-            algos[a] = {
-                "points": pts,
-                "train_seconds": secs,
-                "generate_seconds": time.perf_counter() - t,
-                "rm_final_loss": float(sum(losses[-20:]) / len(losses[-20:])),
-            }
+
+def _run_dpo(run: _Seed, a: str) -> dict[str, Any]:
+    """``modpo`` (DPO on ``w . prefs``, a run per ``modpo.weightings``) / ``dpo_joint`` (DPO on D_J)."""
+    cfg = MOPOLMConfig.from_dict({**run.s["base_cfg"].to_dict(), "method": "dpo", "seed": run.seed})
+    ws = run.s["modpo_weightings"] if a == "modpo" else [None]
+    pts, secs, gsecs = [], 0.0, 0.0
+    for w in ws:
+        pairs = run.data.dpo_pairs(w).as_preference_data()
+        pol, sec, _ = _train(run, cfg, pairs, a if w is None else f"{a}_{w[0]:.2f}")
+        secs += sec
+        t = time.perf_counter()
+        label = "D_J" if w is None else f"w=({w[0]:.2f}, {w[1]:.2f})"
+        pts.append({**run.ev.policy(pol, label), "records": len(pairs)})
+        gsecs += time.perf_counter() - t
+    return {"points": pts, "train_seconds": secs, "generate_seconds": gsecs}
+
+
+def _ric_config(run: _Seed) -> MOPOLMConfig:
+    """The shared LoRA settings; for the tiny model also its new reward tokens' embeddings, which train."""
+    cfg = run.s["base_cfg"]
+    if run.s["model"].get("path"):
+        return cfg
+    ids = run.tok.convert_tokens_to_ids([*reward_tokens(2), *SCORE_TOKENS])
+    return MOPOLMConfig.from_dict(
+        {**cfg.to_dict(), "peft": {**cfg.peft, "trainable_token_indices": {"wte": ids}}}
+    )
+
+
+def _ric_targets(rc: dict[str, Any], z: torch.Tensor, seed: int) -> tuple[list[list[float]], list[str]]:
+    """RiC's desired scores (``ric.desired_scores``, or mapped from ``ric.weightings``) and their labels."""
+    lo, hi = ric_mod.reference_range(rc["reference_draws"], seed)
+    targets = rc["desired_scores"] or [
+        ric_mod.desired_scores(w, lo, hi, rc["mapping"]) for w in rc["weightings"]
+    ]
+    if rc["clip_to_data"]:  # word-level scores never seen in training have untrained embeddings
+        zlo, zhi = z.min(0).values.tolist(), z.max(0).values.tolist()
+        targets = [[min(max(v, a), b) for v, a, b in zip(d, zlo, zhi, strict=True)] for d in targets]
+    labels = (
+        [f"s=({d[0]:.1f}, {d[1]:.1f})" for d in targets]
+        if rc["desired_scores"]
+        else [f"w=({w[0]:.2f}, {w[1]:.2f})" for w in rc["weightings"]]
+    )
+    return targets, labels
+
+
+def _run_ric(run: _Seed) -> dict[str, Any]:
+    """``ric``: SFT with reward tokens in the prompt, then a generation per desired score vector."""
+    rc, task = run.s["ric"], run.s["task"]
+    pol = _lora(run, _ric_config(run))
+    z = ric_mod.normalise(
+        run.scores, torch.tensor(run.info["score_mean"]), torch.tensor(run.info["score_sd"])
+    )
+    t = time.perf_counter()
+    losses = ric_mod.train(
+        pol,
+        run.tok,
+        run.prompts,
+        run.texts,
+        z,
+        task.marker,
+        rc["steps"],
+        rc["batch_size"],
+        rc["lr"],
+        run.seed,
+        run.s["base_cfg"].max_length,
+    )
+    secs = time.perf_counter() - t
+    targets, labels = _ric_targets(rc, z, run.seed)
+    t = time.perf_counter()
+    pts = []
+    for d, label in zip(targets, labels, strict=True):
+        ps = [ric_mod.format_prompt(p, d, task.marker) for p in run.ev.prompts]
+        pts.append({**run.ev.policy(pol, label, ps), "desired": d})
+    return {
+        "points": pts,
+        "train_seconds": secs,
+        "generate_seconds": time.perf_counter() - t,
+        "sft_final_loss": float(sum(losses[-20:]) / len(losses[-20:])),
+    }
+
+
+def _run_parm(run: _Seed) -> dict[str, Any]:
+    """``parm``: a preference-conditioned ARM, then guided decoding of the frozen base per weighting."""
+    pc, s = run.s["parm"], run.s
+    seed_everything(run.seed)
+    arm = parm_mod.ARM(run.base, 2, pc["rank"], pc["alpha"]).to(run.device)
+    t = time.perf_counter()
+    losses = parm_mod.train(
+        arm, run.tok, run.data, pc["steps"], pc["batch_size"], pc["lr"], run.seed, s["base_cfg"].max_length,
+        pc["beta_r"],
+    )  # fmt: skip
+    secs = time.perf_counter() - t
+    t = time.perf_counter()
+    pts = []
+    for w in pc["weightings"]:
+        texts_w = parm_mod.guided_generate(
+            run.base, arm, run.tok, run.ev.prompts, w, pc["beta"], pc["guidance"], s["max_new_tokens"],
+            run.seed + 7, s["temperature"],
+        )  # fmt: skip
+        pts.append({**run.ev.score(texts_w, f"w=({w[0]:.2f}, {w[1]:.2f})"), "weighting": w})
+    return {
+        "points": pts,
+        "train_seconds": secs,
+        "generate_seconds": time.perf_counter() - t,
+        "rm_final_loss": float(sum(losses[-20:]) / len(losses[-20:])),
+    }
+
+
+def _run_algorithm(run: _Seed, a: str) -> dict[str, Any]:
+    """Train and evaluate one algorithm of :data:`ALGORITHMS` (module docstring)."""
+    if a in ("mopo-lag", "mopo-lb"):
+        return _run_mopo(run, a)
+    if a in ("modpo", "dpo_joint"):
+        return _run_dpo(run, a)
+    return _run_ric(run) if a == "ric" else _run_parm(run)
+
+
+def _check_finite(algos: dict[str, Any]) -> None:
+    """Stop on a non-finite normalised reward (a diverged run never reaches the table)."""
     for a, rec in algos.items():
         for p in rec["points"]:
             if not all(math.isfinite(v) for v in p["r"]):
                 raise ConfigError(f"{a}.points", p["r"], "a normalised reward is not finite")
+
+
+def run_seed(s: dict[str, Any], seed: int, out: Path, device: torch.device) -> dict[str, Any]:
+    """Everything for one seed (module docstring); returns the per-seed record of :mod:`.table`."""
+    seed_everything(seed)
+    t_start = time.perf_counter()
+    base, tok, sft_loss = _base_model(s, seed, device)
+    base_seconds = time.perf_counter() - t_start
+    t0 = time.perf_counter()
+    prompts, texts, scores, data, info = _offline_data(s, base, tok, seed, out)
+    data_seconds = time.perf_counter() - t0
+    low, high = scores.min(0).values, scores.max(0).values
+    ev = _Eval(s, tok, low, high, seed)
+    t0 = time.perf_counter()
+    algos: dict[str, Any] = {
+        "reference": {
+            "points": [ev.policy(Plain(base), "base")],
+            "train_seconds": 0.0,
+            "generate_seconds": time.perf_counter() - t0,
+        }
+    }
+    run = _Seed(s, seed, out, device, base, tok, prompts, texts, scores, data, info, ev)
+    for a in s["algorithms"]:
+        log.info("seed %d: %s", seed, a)
+        algos[a] = _run_algorithm(run, a)
+    _check_finite(algos)
     rec = {
-        "task": task.name,
+        "task": s["task"].name,
         "seed": seed,
         "objectives": s["scorers"],
         "algorithms": algos,
