@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from bayescrl.mopo.lm.config import MOPOLMConfig
+from bayescrl.mopo.lm.data import PreferenceData
 from bayescrl.mopo.lm.evaluate import generate, pareto_summary
 from bayescrl.mopo.lm.model import lora_policy
 from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, check_shape, sft
@@ -81,13 +82,9 @@ def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
     return dict(v)
 
 
-def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
-    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``.
-
-    A config naming a data file or a model directory (``data.path``, ``model.path``) trains on that
-    instead: :func:`bayescrl.mopo.lm.user.run_user`."""
-    if is_user_config(config):
-        return run_user(config, Path(out))
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Check the tiny task's config before any work; returns the task, the shared :class:`MOPOLMConfig`
+    (``base_cfg``) and the other resolved settings."""
     check_keys(config, sorted(KNOWN))
     sections = {
         "task": [f.name for f in dataclasses.fields(TinyTask)],
@@ -97,7 +94,6 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     }
     for key, names in sections.items():
         check_keys(_section(config, key), names, key)
-    out = Path(out)
     seed = int(config.get("seed", 0))
     try:
         task = TinyTask(**_section(config, "task"))
@@ -118,109 +114,178 @@ def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     n_train = positive_int(dcfg.get("n_train", 512), "data.n_train")
     if base_cfg.batch_size > n_train:
         raise ConfigError("train.batch_size", base_cfg.batch_size, f"larger than data.n_train = {n_train}")
-    out.mkdir(parents=True, exist_ok=True)
-    set_torch_threads(config.get("threads"))
-    seed_everything(seed)
     methods = list(config.get("methods", METHODS))
     for i, m in enumerate(methods):
         if m not in METHODS:
             raise ConfigError("methods", m, f"must be one of {', '.join(METHODS)}", index=i)
-    sweep = (config.get("sweep") or {}).get("thresholds", [])
-    weights = config.get("scalarise_weights", [[1, 1, 1]])
-    hv_ref = list(config.get("hv_reference", [0.0, 0.0]))
+    return {
+        "seed": seed,
+        "task": task,
+        "data": dcfg,
+        "model": mcfg,
+        "base_cfg": base_cfg,
+        "methods": methods,
+        "sweep": (config.get("sweep") or {}).get("thresholds", []),
+        "weights": config.get("scalarise_weights", [[1, 1, 1]]),
+        "hv_reference": list(config.get("hv_reference", [0.0, 0.0])),
+    }
 
+
+def _fit_base(
+    st: dict[str, Any], data: PreferenceData, device: torch.device, out: Path
+) -> tuple[Any, torch.nn.Module, list[float]]:
+    """The word-level tokenizer and the tiny GPT-2 fitted (SFT, fp32) to the behaviour policy's answers, then
+    cast to the training precision and saved as ``out/base``; returns them and the SFT losses."""
+    mcfg, seed = st["model"], st["seed"]
     tokenizer = build_tokenizer()
-    data = task.make_data(int(dcfg.get("n_train", 512)), seed=seed)
-    data.to_jsonl(out / "train.jsonl")
-    prompts = task.eval_prompts(int(dcfg.get("n_eval_prompts", 64)))
     base = build_model(
         tokenizer, mcfg.get("n_layer", 2), mcfg.get("n_embd", 64), mcfg.get("n_head", 2), seed=seed
     )
-    device = torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
     base.to(device)
     sft_loss = sft(base, tokenizer, data, steps=int(mcfg.get("sft_steps", 300)), seed=seed)
-    base.to(base_cfg.torch_dtype(device))  # SFT in fp32, alignment in the configured precision
+    base.to(st["base_cfg"].torch_dtype(device))  # SFT in fp32, alignment in the configured precision
     base.save_pretrained(out / "base")
     tokenizer.save_pretrained(out / "base")
+    return tokenizer, base, sft_loss
 
-    runs: dict[str, dict[str, Any]] = {}
-    lengths: dict[str, list[int]] = {}
 
-    def evaluate(name: str, policy, head: int = 0) -> dict[str, Any]:
+@dataclasses.dataclass
+class _Runs:
+    """Trains and evaluates the runs of one call on the same base model; collects their records."""
+
+    task: TinyTask
+    base: torch.nn.Module
+    tokenizer: Any
+    prompts: list[str]
+    base_cfg: MOPOLMConfig
+    seed: int
+    out: Path
+    runs: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    lengths: dict[str, list[int]] = dataclasses.field(default_factory=dict)
+
+    def evaluate(self, name: str, policy: Any, head: int = 0) -> dict[str, Any]:
+        """Generate on the evaluation prompts; the task's scores, the lengths and three examples."""
         texts = generate(
-            policy, tokenizer, prompts, head=head, max_new_tokens=task.max_words + 4, seed=seed + 1
+            policy,
+            self.tokenizer,
+            self.prompts,
+            head=head,
+            max_new_tokens=self.task.max_words + 4,
+            seed=self.seed + 1,
         )
-        lengths[name] = [len(t.split()) for t in texts]
-        return {**task.summarise(texts), "lengths": lengths[name], "examples": texts[:3]}
+        self.lengths[name] = [len(t.split()) for t in texts]
+        return {**self.task.summarise(texts), "lengths": self.lengths[name], "examples": texts[:3]}
 
-    ref_policy = lora_policy(copy.deepcopy(base), base_cfg.peft)  # zero-initialised LoRA = pi_ref
-    runs["reference"] = {"method": "sft reference", **evaluate("reference", ref_policy)}
+    def reference(self) -> None:
+        """The SFT model itself (a zero-initialised LoRA is pi_ref), run ``reference``."""
+        ref_policy = lora_policy(copy.deepcopy(self.base), self.base_cfg.peft)
+        self.runs["reference"] = {"method": "sft reference", **self.evaluate("reference", ref_policy)}
 
-    def train_run(name: str, cfg: MOPOLMConfig, run_data, family: str, extra: dict[str, Any]):
+    def config(self, **kw: Any) -> MOPOLMConfig:
+        """The shared training settings with ``kw`` changed."""
+        return MOPOLMConfig.from_dict({**self.base_cfg.to_dict(), **kw})
+
+    def train(
+        self, name: str, cfg: MOPOLMConfig, run_data: PreferenceData, family: str, extra: dict[str, Any]
+    ) -> MOPOLMTrainer:
+        """Train one run (log: ``out/train_log_<name>.jsonl``), evaluate it, record it as ``runs[name]``."""
         # every run starts from the same global RNG state (LoRA init, dropout), whatever ran before it:
         # otherwise a run depends on how many draws the previous runs' sampling consumed
-        seed_everything(seed)
-        policy = lora_policy(copy.deepcopy(base), cfg.peft, num_heads=3 if cfg.multi_head else 1)
-        tr = MOPOLMTrainer(policy, tokenizer, run_data, cfg, log_path=out / f"train_log_{name}.jsonl")
+        seed_everything(self.seed)
+        policy = lora_policy(copy.deepcopy(self.base), cfg.peft, num_heads=3 if cfg.multi_head else 1)
+        tr = MOPOLMTrainer(
+            policy, self.tokenizer, run_data, cfg, log_path=self.out / f"train_log_{name}.jsonl"
+        )
         t = time.perf_counter()
         log = tr.train()
         secs = time.perf_counter() - t
         head = (cfg.primary % 3) if cfg.multi_head else 0
-        runs[name] = {
+        self.runs[name] = {
             "method": family,
             **extra,
             "train_seconds": secs,
             "train_records": len(run_data),
             "final": {k: v for k, v in log[-1].items() if k != "seconds"},
-            **evaluate(name, tr.model, head),
+            **self.evaluate(name, tr.model, head),
         }
         return tr
 
-    def with_(**kw) -> MOPOLMConfig:
-        return MOPOLMConfig.from_dict({**base_cfg.to_dict(), **kw})
 
+def _train_methods(r: _Runs, st: dict[str, Any], data: PreferenceData) -> None:
+    """MOPO (adaptive thresholds, then one run per ``sweep.thresholds``), MOPO-LB, DPO on D_J and the
+    scalarised DPO runs, as ``methods`` asks."""
+    methods = st["methods"]
     if "mopo" in methods:
-        tr = train_run(
-            "mopo", with_(method="mopo"), data, "mopo", {"thresholds": "adaptive", "beta": base_cfg.beta}
-        )
-        tr.save_checkpoint(out / "checkpoint_mopo")
-        for i, b in enumerate(sweep):
-            train_run(
-                f"mopo_b{i}", with_(method="mopo", thresholds=list(b)), data, "mopo", {"thresholds": list(b)}
+        extra = {"thresholds": "adaptive", "beta": st["base_cfg"].beta}
+        tr = r.train("mopo", r.config(method="mopo"), data, "mopo", extra)
+        tr.save_checkpoint(r.out / "checkpoint_mopo")
+        for i, b in enumerate(st["sweep"]):
+            r.train(
+                f"mopo_b{i}",
+                r.config(method="mopo", thresholds=list(b)),
+                data,
+                "mopo",
+                {"thresholds": list(b)},
             )
     if "mopo-lb" in methods:
-        train_run("mopo_lb", with_(method="mopo-lb"), data, "mopo-lb", {"thresholds": "adaptive"})
+        r.train("mopo_lb", r.config(method="mopo-lb"), data, "mopo-lb", {"thresholds": "adaptive"})
     if "dpo_joint" in methods:
         pairs = data.dpo_pairs()
-        train_run("dpo_joint", with_(method="dpo"), pairs.as_preference_data(), "dpo_joint", {})
+        r.train("dpo_joint", r.config(method="dpo"), pairs.as_preference_data(), "dpo_joint", {})
     if "dpo_scalarised" in methods:
-        for i, w in enumerate(weights):
+        for i, w in enumerate(st["weights"]):
             pairs = data.dpo_pairs(w)
-            train_run(
+            r.train(
                 f"dpo_scalarised_{i}",
-                with_(method="dpo"),
+                r.config(method="dpo"),
                 pairs.as_preference_data(),
                 "dpo_scalarised",
                 {"weights": list(w)},
             )
 
+
+def _families(runs: dict[str, dict[str, Any]], hv_ref: list[float]) -> dict[str, Any]:
+    """Per method family: its runs' (helpful words, fraction in range) points, non-dominated mask, HV."""
     families: dict[str, Any] = {}
     for fam in sorted({r["method"] for r in runs.values()}):
         names = [n for n, r in runs.items() if r["method"] == fam]
         pts = np.array([[runs[n]["primary_helpful"], runs[n]["frac_in_range"]] for n in names])
         families[fam] = {"runs": names, "points": pts.tolist(), **pareto_summary(pts, hv_ref)}
-    verdict = _verdict(runs)
+    return families
+
+
+def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``.
+
+    A config naming a data file or a model directory (``data.path``, ``model.path``) trains on that
+    instead: :func:`bayescrl.mopo.lm.user.run_user`."""
+    if is_user_config(config):
+        return run_user(config, Path(out))
+    st = _settings(config)
+    out, seed, task = Path(out), st["seed"], st["task"]
+    out.mkdir(parents=True, exist_ok=True)
+    set_torch_threads(config.get("threads"))
+    seed_everything(seed)
+    data = task.make_data(int(st["data"].get("n_train", 512)), seed=seed)
+    data.to_jsonl(out / "train.jsonl")
+    prompts = task.eval_prompts(int(st["data"].get("n_eval_prompts", 64)))
+    device = torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+    tokenizer, base, sft_loss = _fit_base(st, data, device, out)
+    r = _Runs(task, base, tokenizer, prompts, st["base_cfg"], seed, out)
+    r.reference()
+    _train_methods(r, st, data)
+    families = _families(r.runs, st["hv_reference"])
     results = {
         "mode": "lm",
         "task": {"objectives": list(OBJECTIVES), "primary": "helpful", **task.__dict__},
-        "train": base_cfg.to_dict(),
+        "train": st["base_cfg"].to_dict(),
         "sft_final_loss": float(np.mean(sft_loss[-20:])),
-        "runs": runs,
+        "runs": r.runs,
         "pareto": {"axes": ["primary_helpful", "frac_in_range"], "families": families},
-        "verdict": verdict,
+        "verdict": _verdict(r.runs),
     }
     write_json(out / "results.json", results)
-    _plots(out, runs, lengths, families, task)
+    _plots(out, r.runs, r.lengths, families, task)
     return results
 
 
