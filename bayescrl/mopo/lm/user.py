@@ -162,8 +162,8 @@ def _check_resume(saved: dict[str, Any], cfg: MOPOLMConfig) -> None:
             )
 
 
-def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
-    """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring."""
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Check the config's keys, paths, progress and training settings (before the data or model is read)."""
     check_keys(config, list(KNOWN))
     for key, names in SECTIONS.items():
         check_keys(_section(config, key), list(names), key)
@@ -179,12 +179,23 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     train = _section(config, "train")
     train.setdefault("seed", config.get("seed", 0))  # the top-level seed also orders the data
     cfg = MOPOLMConfig.from_dict(train)  # bad values (batch_size: 0) stop here
-    resume = bool(config.get("resume", False))
-    seed = int(config.get("seed", cfg.seed))
-    set_torch_threads(config.get("threads"))
-    seed_everything(seed)
     dspec.setdefault("format", "trl")
-    data: PreferenceData = load_data(dspec)
+    return {
+        "model_path": model_path,
+        "data": dspec,
+        "log_every": log_every,
+        "checkpoint_every": ckpt_every,
+        "cfg": cfg,
+        "resume": bool(config.get("resume", False)),
+        "seed": int(config.get("seed", cfg.seed)),
+    }
+
+
+def _load_user_data(config: dict[str, Any], st: dict[str, Any]) -> tuple[PreferenceData, Any]:
+    """The preference file, checked against the training settings and the model's context, and the
+    Bradley–Terry preference model's settings (None: the empirical labels). DPO trains on D_J."""
+    cfg, model_path = st["cfg"], st["model_path"]
+    data: PreferenceData = load_data(st["data"])
     if cfg.batch_size > len(data):  # the batch would repeat records within one step
         why = f"larger than the data set ({len(data)} records)"
         raise ConfigError("train.batch_size", cfg.batch_size, why)
@@ -199,35 +210,52 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         )
     if cfg.method == "dpo" and data.num_objectives > 1:
         data = data.dpo_pairs().as_preference_data()  # DPO on D_J: records every objective agrees on
-    names = list(data.names) or [f"objective_{k}" for k in range(data.num_objectives)]
+    return data, pref_spec
 
-    acc = _accelerator(config.get("device"))
-    device = (
-        acc.device
-        if acc is not None
-        else torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
-    )
-    main = acc is None or acc.is_main_process
-    say = log.info if main else (lambda *a, **k: None)  # progress from the main process only
-    out = Path(out)
-    ckpt, metrics = out / "checkpoint", out / "metrics.jsonl"
-    base, tok = load_local_model(model_path, cfg.torch_dtype(device))
-    base.to(device)
-    heads = data.num_objectives if cfg.multi_head else 1
-    prefs, atom_scores = None, None
-    if pref_spec is not None:  # Bradley-Terry reward head on the frozen base model's features
-        t_fit = time.perf_counter()
-        prefs = fit_lm_preferences(pref_spec, base, tok, data, cfg.max_length)
-        atom_scores = (prefs.mean, prefs.constraint)
-        if acc is not None:  # every rank takes the main process's estimate: identical dual steps
-            from accelerate.utils import broadcast
 
-            atom_scores = tuple(broadcast(x.to(acc.device)).cpu() for x in atom_scores)
-        say(
-            "Bradley-Terry preferences (%s, %d features) fitted in %.1f s; rater beta %s",
-            pref_spec.options["engine"], prefs.feature_dim, time.perf_counter() - t_fit, prefs.beta,
-        )  # fmt: skip
-    if resume and (ckpt / "state.pt").exists():
+def _placement(device: str | None) -> tuple[Any, torch.device, bool]:
+    """``(accelerator or None, device, is main process)``: DDP under ``accelerate launch``, else one."""
+    acc = _accelerator(device)
+    if acc is not None:
+        return acc, acc.device, acc.is_main_process
+    return None, torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")), True
+
+
+def _fit_preferences(
+    pref_spec: Any,
+    base: torch.nn.Module,
+    tok: Any,
+    data: PreferenceData,
+    cfg: MOPOLMConfig,
+    acc: Any,
+    say: Any,
+) -> tuple[Any, tuple[torch.Tensor, torch.Tensor] | None]:
+    """The Bradley–Terry reward head on the frozen base model's features, and the atom scores MOPO uses
+    (None, None without a preference model); under DDP every rank takes the main process's estimate."""
+    if pref_spec is None:
+        return None, None
+    t_fit = time.perf_counter()
+    prefs = fit_lm_preferences(pref_spec, base, tok, data, cfg.max_length)
+    atom_scores = (prefs.mean, prefs.constraint)
+    if acc is not None:  # every rank takes the main process's estimate: identical dual steps
+        from accelerate.utils import broadcast
+
+        atom_scores = tuple(broadcast(x.to(acc.device)).cpu() for x in atom_scores)
+    say(
+        "Bradley-Terry preferences (%s, %d features) fitted in %.1f s; rater beta %s",
+        pref_spec.options["engine"], prefs.feature_dim, time.perf_counter() - t_fit, prefs.beta,
+    )  # fmt: skip
+    return prefs, atom_scores
+
+
+def _make_trainer(
+    st: dict[str, Any], base: torch.nn.Module, tok: Any, data: PreferenceData, out: Path, acc: Any,
+    atom_scores: Any, main: bool, say: Any,
+) -> MOPOLMTrainer:  # fmt: skip
+    """A new trainer on a LoRA copy of ``base`` (``metrics.jsonl`` emptied), or, with ``--resume`` and a
+    checkpoint in ``out``, the checkpoint's (same settings, checked; ``metrics.jsonl`` cut to its step)."""
+    cfg, ckpt, metrics = st["cfg"], out / "checkpoint", out / "metrics.jsonl"
+    if st["resume"] and (ckpt / "state.pt").exists():
         fix = "delete the checkpoint folder and rerun without --resume (or restore it from a copy)"
         _check_resume(load_json(ckpt / "config.json", "checkpoint", kind=dict, recover=fix), cfg)
         trainer = MOPOLMTrainer.from_checkpoint(
@@ -237,24 +265,31 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         say("resuming from %s at step %d", ckpt, trainer.step_count)
         if main:
             trim_jsonl(metrics, "step", trainer.step_count)
-    else:
-        if resume:
-            log.warning("--resume: no checkpoint in %s, starting at step 0", out)
-        trainer = MOPOLMTrainer(
-            lora_policy(base, cfg.peft, num_heads=heads),
-            tok,
-            data,
-            cfg,
-            accelerator=acc,
-            atom_scores=atom_scores,
-        )
-        if main:
-            metrics.write_text("")
+        return trainer
+    if st["resume"]:
+        log.warning("--resume: no checkpoint in %s, starting at step 0", out)
+    heads = data.num_objectives if cfg.multi_head else 1
+    trainer = MOPOLMTrainer(
+        lora_policy(base, cfg.peft, num_heads=heads),
+        tok,
+        data,
+        cfg,
+        accelerator=acc,
+        atom_scores=atom_scores,
+    )
+    if main:
+        metrics.write_text("")
+    return trainer
+
+
+def _train_loop(
+    trainer: MOPOLMTrainer, st: dict[str, Any], out: Path, acc: Any, main: bool, say: Any
+) -> tuple[dict[str, Any], float]:
+    """Step to ``train.steps``: a ``metrics.jsonl`` line per step, a progress line every ``log_every``, a
+    checkpoint every ``checkpoint_every`` steps; returns the last step's record and the seconds taken."""
+    cfg, ckpt, metrics = st["cfg"], out / "checkpoint", out / "metrics.jsonl"
+    log_every, ckpt_every = st["log_every"], st["checkpoint_every"]
     start, t_start = trainer.step_count, time.perf_counter()
-    say(
-        "MOPO (%s) on %d records, objectives %s (primary %s), %s on %s x %d, %d steps",
-        cfg.method, len(data), names, names[trainer.primary], model_path, device, trainer.world, cfg.steps,
-    )  # fmt: skip
     rec: dict[str, Any] = {}
     while trainer.step_count < cfg.steps:
         try:
@@ -282,9 +317,60 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
             _save_atomic(trainer, ckpt)
         if acc is not None and ckpt_every and t % ckpt_every == 0:
             acc.wait_for_everyone()
-    seconds = time.perf_counter() - t_start
+    return rec, time.perf_counter() - t_start
+
+
+def _preference_results(prefs: Any, pref_spec: Any, data: PreferenceData, names: list[str]) -> dict[str, Any]:
+    """The fitted Bradley–Terry preferences' summary, rater competence and inference settings."""
+    return {
+        "preference_probs": {
+            **reward_head.summary(prefs, data, names),
+            "per_record": "preference_probs.jsonl",
+        },
+        "rater_beta": prefs.beta,
+        "inference": {
+            "engine": pref_spec.options["engine"],
+            "competence": pref_spec.options["competence"],
+            "lower_quantile": pref_spec.options["lower_quantile"],
+            "features": f"mean-pooled last hidden state of the base model, {prefs.feature_dim} components",
+            "fits": {names[int(k)]: v for k, v in prefs.diagnostics.items()},
+        },
+    }
+
+
+def _check_finite(final: dict[str, Any], acc_obj: list[float]) -> None:
+    """A run never ends with non-finite multipliers, win rates, thresholds or accuracies."""
+    for key in ("lambda", "G", "b"):
+        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64)
+        if vals.numel() and not torch.isfinite(vals).all():
+            raise DataError(f"results.final.{key}", final[key], "not finite: the run diverged")
+    if not all(math.isfinite(a) for a in acc_obj):
+        raise DataError("results.implicit_accuracy", acc_obj, "not finite")
+
+
+def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring."""
+    st = _settings(config)
+    cfg, model_path = st["cfg"], st["model_path"]
+    set_torch_threads(config.get("threads"))
+    seed_everything(st["seed"])
+    data, pref_spec = _load_user_data(config, st)
+    names = list(data.names) or [f"objective_{k}" for k in range(data.num_objectives)]
+    acc, device, main = _placement(config.get("device"))
+    say = log.info if main else (lambda *a, **k: None)  # progress from the main process only
+    out = Path(out)
+    base, tok = load_local_model(model_path, cfg.torch_dtype(device))
+    base.to(device)
+    prefs, atom_scores = _fit_preferences(pref_spec, base, tok, data, cfg, acc, say)
+    trainer = _make_trainer(st, base, tok, data, out, acc, atom_scores, main, say)
+    start = trainer.step_count
+    say(
+        "MOPO (%s) on %d records, objectives %s (primary %s), %s on %s x %d, %d steps",
+        cfg.method, len(data), names, names[trainer.primary], model_path, device, trainer.world, cfg.steps,
+    )  # fmt: skip
+    rec, seconds = _train_loop(trainer, st, out, acc, main, say)
     if main:
-        _save_atomic(trainer, ckpt)
+        _save_atomic(trainer, out / "checkpoint")
         trainer.model.save(out / "policy")
     head = trainer.primary if cfg.multi_head else 0
     sub = data.subset(range(min(len(data), EVAL_RECORDS)))
@@ -296,7 +382,7 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         "device": str(device),
         "processes": trainer.world,
         "data": {
-            "path": str(dspec["path"]),
+            "path": str(st["data"]["path"]),
             "records": len(data),
             "objectives": names,
             "primary": names[trainer.primary],
@@ -310,27 +396,11 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
         "final": final,
         "implicit_accuracy": dict(zip(names, acc_obj, strict=True)),
         "implicit_accuracy_records": len(sub),
+        "preference_model": "empirical" if pref_spec is None else pref_spec.model,
     }
-    results["preference_model"] = "empirical" if pref_spec is None else pref_spec.model
     if prefs is not None:
-        results["preference_probs"] = {
-            **reward_head.summary(prefs, data, names),
-            "per_record": "preference_probs.jsonl",
-        }
-        results["rater_beta"] = prefs.beta
-        results["inference"] = {
-            "engine": pref_spec.options["engine"],
-            "competence": pref_spec.options["competence"],
-            "lower_quantile": pref_spec.options["lower_quantile"],
-            "features": f"mean-pooled last hidden state of the base model, {prefs.feature_dim} components",
-            "fits": {names[int(k)]: v for k, v in prefs.diagnostics.items()},
-        }
+        results |= _preference_results(prefs, pref_spec, data, names)
         if main:
             reward_head.write_records(out / "preference_probs.jsonl", prefs, data, names)
-    for key in ("lambda", "G", "b"):
-        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64, device="cpu")
-        if vals.numel() and not torch.isfinite(vals).all():
-            raise DataError(f"results.final.{key}", final[key], "not finite: the run diverged")
-    if not all(math.isfinite(a) for a in acc_obj):
-        raise DataError("results.implicit_accuracy", acc_obj, "not finite")
+    _check_finite(final, acc_obj)
     return results
