@@ -701,6 +701,118 @@ def _check_mopo_config(mcfg: Mapping[str, Any]) -> None:
         raise ConfigError("mopo.score_model.kind", kind, f"must be one of {list(SCORE_MODELS)}")
 
 
+def _preference_pairs(data: Mapping[str, Tensor], z: Tensor, mask: Tensor | None = None) -> dict[str, Tensor]:
+    """The records (``mask``: those kept) as DPO pairs ``(x, y_w, y_l)`` under the labels ``z``."""
+    x, iy, iyp = data["x"], data["iy"], data["iyp"]
+    yw, yl = torch.where(z > 0.5, iy, iyp), torch.where(z > 0.5, iyp, iy)
+    m = torch.ones_like(z, dtype=torch.bool) if mask is None else mask
+    return {"x": x[m], "yw": yw[m], "yl": yl[m]}
+
+
+def _dpo_datasets(data: Mapping[str, Tensor], ws: list[float]) -> dict[str, dict[str, Tensor]]:
+    """DPO's data sets: D1, D2, D_J (the records both labels agree on) and D_C(w) per scalarisation ``w``."""
+    dsets = {
+        "DPO D1": _preference_pairs(data, data["z1"]),
+        "DPO D2": _preference_pairs(data, data["z2"]),
+        "DPO DJ": _preference_pairs(data, data["z1"], data["z1"] == data["z2"]),
+    }
+    for i, w in enumerate(ws):
+        dsets[f"DPO DC(w={w:g})"] = _preference_pairs(data, data["zc"][i])
+    return dsets
+
+
+def _mopo_heads(
+    data: Mapping[str, Tensor], n_y: int, mcfg: Mapping[str, Any], gen: torch.Generator, device: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """MOPO's r1-primary head over its threshold sweep and, with ``primaries: [0, 1]``, the r2-primary head
+    (constraint on the r1 win rate); returns the policies (``r1``, ``r2``: None without it) and the
+    record of their thresholds and multipliers."""
+    primaries = [int(k) for k in mcfg.get("primaries", [0])]
+    scores = str(mcfg.get("scores", "pooled"))
+    n_thr = int(mcfg.get("n_thresholds", 9))
+    data2 = {**data, "z1": data["z2"], "z2": data["z1"]}  # r2 primary: swap the labels
+
+    win = fit_win_rates(data, n_y, mcfg, gen, device) if scores == "pooled" else None
+    head = {"mcfg": mcfg, "n_y": n_y, "n_thr": n_thr, "gen": gen, "device": device, "win": win}
+    mopo, lam, thresholds = _train_head(data, mcfg.get("thresholds", "auto"), swap=False, **head)
+    res = {"mopo_scores": scores, "mopo_thresholds": list(thresholds), "mopo_lambda": lam[:, 0].tolist()}
+    mopo2 = None
+    if 1 in primaries:  # second head: r2 primary, constraint on the r1 win rate
+        mopo2, lam2, thr2 = _train_head(data2, mcfg.get("thresholds_r1", "auto"), swap=True, **head)
+        res |= {"mopo_r2_primary_thresholds": list(thr2), "mopo_r2_primary_lambda": lam2[:, 0].tolist()}
+    return {"r1": mopo, "r2": mopo2}, res
+
+
+def _method_points(
+    rs: str, n_y: int, dpo: BatchedMLP, mopo: dict[str, Any], dsets: Mapping[str, Any], cop_pts: np.ndarray,
+    greedy: bool,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """Expected rewards of every method's policies (the COP oracle's given), by name."""
+    dpo_pts, mopo_pts = evaluate(dpo, rs, n_y, greedy=greedy), evaluate(mopo["r1"], rs, n_y, greedy=greedy)
+    methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
+    methods["DPO DC (all w)"] = dpo_pts[3:]
+    methods["COP oracle"] = cop_pts
+    methods["MOPO"] = mopo_pts
+    if mopo["r2"] is not None:
+        methods["MOPO r2 primary"] = evaluate(mopo["r2"], rs, n_y, greedy=greedy)
+        methods["MOPO both primaries"] = np.concatenate([mopo_pts, methods["MOPO r2 primary"]])
+    return methods
+
+
+def _front_scores(
+    front: np.ndarray, dense: np.ndarray, methods: Mapping[str, np.ndarray], tag: str
+) -> tuple[dict[str, Any], np.ndarray]:
+    """Hypervolume (two reference points) and mean distance to the true front per method; returns the
+    record (keys suffixed ``tag``) and the reference point of the figure."""
+    ref = reference_point([front, *methods.values()])
+    # second reference point: the true front's nadir minus 1% of its range (points outside the
+    # front's box count for nothing), to show how much the ratios depend on the reference
+    ref_f = reference_point([front])
+    res = {
+        f"reference_point{tag}": ref.tolist(),
+        f"true_front_hypervolume{tag}": pareto.hypervolume(front, ref),
+        f"reference_point_front_nadir{tag}": ref_f.tolist(),
+        f"methods{tag}": {
+            k: {
+                "points": v.tolist(),
+                "hypervolume": pareto.hypervolume(v, ref),
+                "hypervolume_front_nadir_ref": pareto.hypervolume(v, ref_f),
+                "mean_distance_to_front": pareto.mean_distance(v, dense),
+            }
+            for k, v in methods.items()
+        },
+    }
+    return res, ref
+
+
+def _run_reward_set(rs: str, config: Mapping[str, Any], out: Path | None, device: str) -> dict[str, Any]:
+    """One reward set of the motivating example: data, DPO on each data set, the true front, MOPO's heads,
+    the COP oracle; their points scored against the front, sampled and greedy (``_greedy``)."""
+    n, n_y, seed = int(config.get("n", 4000)), int(config.get("n_y", 41)), int(config.get("seed", 0))
+    dcfg = dict(config.get("dpo", {}) or {})
+    mcfg = dict(config.get("mopo", {}) or {})
+    ws = [float(w) for w in dcfg.get("w", [0.25, 0.5, 0.75])]
+    grid = dict(config.get("grid", {}) or {})
+    gen = torch.Generator().manual_seed(seed)
+    data = make_data(rs, n, n_y, gen, ws)
+    dsets = _dpo_datasets(data, ws)
+    dpo = train_dpo(list(dsets.values()), n_y, dcfg, gen, device)
+    gx, gy = int(grid.get("n_x", 101)), int(grid.get("n_y", 1001))
+    front = true_front(rs, gx, gy, int(grid.get("n_w", 401)))
+    mopo, res = _mopo_heads(data, n_y, mcfg, gen, device)
+    cop_pts = cop_oracle(
+        rs, cop_thresholds(rs, int(dict(config.get("cop", {}) or {}).get("n", 25)), gx, gy), gx, gy
+    )
+    dense = pareto.densify_front(front)
+    for tag, greedy in (("", False), ("_greedy", True)):
+        methods = _method_points(rs, n_y, dpo, mopo, dsets, cop_pts, greedy)
+        scored, ref = _front_scores(front, dense, methods, tag)
+        res |= scored
+        if out is not None:
+            _plot_front(rs, front, methods, ref, out / f"motivating_set_{rs}{tag}.png")
+    return res
+
+
 def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: str = "cpu") -> dict:
     """The motivating example on one or more reward sets; returns Pareto points, hypervolume, distance.
 
@@ -715,86 +827,17 @@ def run_motivating(config: Mapping[str, Any], out: Path | None = None, device: s
     (:func:`train_mopo`, automatic thresholds from :func:`auto_thresholds`).
     """
     sets = list(config.get("reward_sets", ["A", "B"]))
-    n, n_y, seed = int(config.get("n", 4000)), int(config.get("n_y", 41)), int(config.get("seed", 0))
-    dcfg = dict(config.get("dpo", {}) or {})
-    mcfg = dict(config.get("mopo", {}) or {})
-    ws = [float(w) for w in dcfg.get("w", [0.25, 0.5, 0.75])]
-    grid = dict(config.get("grid", {}) or {})
     results: dict[str, Any] = {
         "experiment": "motivating",
-        "n": n,
-        "n_y": n_y,
-        "seed": seed,
+        "n": int(config.get("n", 4000)),
+        "n_y": int(config.get("n_y", 41)),
+        "seed": int(config.get("seed", 0)),
         "config": dict(config),
         "sets": {},
     }
-    _check_mopo_config(mcfg)
+    _check_mopo_config(dict(config.get("mopo", {}) or {}))
     for rs in sets:
-        gen = torch.Generator().manual_seed(seed)
-        data = make_data(rs, n, n_y, gen, ws)
-        x, iy, iyp = data["x"], data["iy"], data["iyp"]
-
-        def pairs(z: Tensor, mask: Tensor | None = None, x=x, iy=iy, iyp=iyp) -> dict[str, Tensor]:
-            yw, yl = torch.where(z > 0.5, iy, iyp), torch.where(z > 0.5, iyp, iy)
-            m = torch.ones_like(z, dtype=torch.bool) if mask is None else mask
-            return {"x": x[m], "yw": yw[m], "yl": yl[m]}
-
-        dsets = {
-            "DPO D1": pairs(data["z1"]),
-            "DPO D2": pairs(data["z2"]),
-            "DPO DJ": pairs(data["z1"], data["z1"] == data["z2"]),
-        }
-        for i, w in enumerate(ws):
-            dsets[f"DPO DC(w={w:g})"] = pairs(data["zc"][i])
-        dpo = train_dpo(list(dsets.values()), n_y, dcfg, gen, device)
-        gx, gy = int(grid.get("n_x", 101)), int(grid.get("n_y", 1001))
-        front = true_front(rs, gx, gy, int(grid.get("n_w", 401)))
-        primaries = [int(k) for k in mcfg.get("primaries", [0])]
-        scores = str(mcfg.get("scores", "pooled"))
-        n_thr = int(mcfg.get("n_thresholds", 9))
-        data2 = {**data, "z1": data["z2"], "z2": data["z1"]}  # r2 primary: swap the labels
-
-        win = fit_win_rates(data, n_y, mcfg, gen, device) if scores == "pooled" else None
-        head = {"mcfg": mcfg, "n_y": n_y, "n_thr": n_thr, "gen": gen, "device": device, "win": win}
-        mopo, lam, thresholds = _train_head(data, mcfg.get("thresholds", "auto"), swap=False, **head)
-        mopo2 = None
-        if 1 in primaries:  # second head: r2 primary, constraint on the r1 win rate
-            mopo2, lam2, thr2 = _train_head(data2, mcfg.get("thresholds_r1", "auto"), swap=True, **head)
-        cop_pts = cop_oracle(
-            rs, cop_thresholds(rs, int(dict(config.get("cop", {}) or {}).get("n", 25)), gx, gy), gx, gy
-        )
-        dense = pareto.densify_front(front)
-        res = {"mopo_scores": scores, "mopo_thresholds": list(thresholds), "mopo_lambda": lam[:, 0].tolist()}
-        if mopo2 is not None:
-            res |= {"mopo_r2_primary_thresholds": list(thr2), "mopo_r2_primary_lambda": lam2[:, 0].tolist()}
-        for tag, greedy in (("", False), ("_greedy", True)):
-            dpo_pts, mopo_pts = evaluate(dpo, rs, n_y, greedy=greedy), evaluate(mopo, rs, n_y, greedy=greedy)
-            methods: dict[str, np.ndarray] = {k: dpo_pts[i : i + 1] for i, k in enumerate(dsets)}
-            methods["DPO DC (all w)"] = dpo_pts[3:]
-            methods["COP oracle"] = cop_pts
-            methods["MOPO"] = mopo_pts
-            if mopo2 is not None:
-                methods["MOPO r2 primary"] = evaluate(mopo2, rs, n_y, greedy=greedy)
-                methods["MOPO both primaries"] = np.concatenate([mopo_pts, methods["MOPO r2 primary"]])
-            ref = reference_point([front, *methods.values()])
-            res[f"reference_point{tag}"] = ref.tolist()
-            res[f"true_front_hypervolume{tag}"] = pareto.hypervolume(front, ref)
-            # second reference point: the true front's nadir minus 1% of its range (points outside the
-            # front's box count for nothing), to show how much the ratios depend on the reference
-            ref_f = reference_point([front])
-            res[f"reference_point_front_nadir{tag}"] = ref_f.tolist()
-            res[f"methods{tag}"] = {
-                k: {
-                    "points": v.tolist(),
-                    "hypervolume": pareto.hypervolume(v, ref),
-                    "hypervolume_front_nadir_ref": pareto.hypervolume(v, ref_f),
-                    "mean_distance_to_front": pareto.mean_distance(v, dense),
-                }
-                for k, v in methods.items()
-            }
-            if out is not None:
-                _plot_front(rs, front, methods, ref, out / f"motivating_set_{rs}{tag}.png")
-        results["sets"][rs] = res
+        results["sets"][rs] = _run_reward_set(rs, config, out, device)
     return results
 
 
