@@ -186,18 +186,23 @@ def _ref(x: float | None) -> str:
     return "–" if x is None else f"{x:g}"
 
 
-def build_report(out: str | Path, plots: bool = True) -> dict:
-    """Aggregate the finished runs of the sweep in ``out``; write report.md/.json (+ PNGs); return it."""
-    out = Path(out)
-    manifest = read_manifest(out)
-    spec = parse_sweep(manifest["spec"])
-    adapter = spec.adapter
-    patterns = list(spec.report.get("metrics") or adapter.metrics)
+def _report_patterns(spec: SweepSpec) -> tuple[list[str], dict[str, Any], dict | None]:
+    """The metric patterns to read (``report.metrics``, else the command's, plus the ratios' and pivot's
+    cells), the ratios and the pivot of ``spec.report``."""
+    patterns = list(spec.report.get("metrics") or spec.adapter.metrics)
     pivot = spec.report.get("pivot")
     ratios = dict(spec.report.get("ratios") or {})
     patterns += [k for pair in ratios.values() for k in pair if k not in patterns]
     patterns += [c for c in (pivot or {}).get("cells", []) if c not in patterns and c not in ratios]
-    varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
+    return patterns, ratios, pivot
+
+
+def _collect(
+    out: Path, manifest: dict, spec: SweepSpec, varying: list[str], patterns: list[str]
+) -> tuple[dict[str, dict[str, Any]], list[str], list[str]]:
+    """Group the runs by their varying grid values and read the finished runs' metrics into the groups'
+    ``values``; returns the groups, the unfinished run ids and the metric keys found (in order)."""
+    adapter = spec.adapter
     groups: dict[str, dict[str, Any]] = {}
     missing, finished, found = [], [], []
     for run in manifest["runs"]:
@@ -216,40 +221,61 @@ def build_report(out: str | Path, plots: bool = True) -> dict:
         for key, value in values.items():
             g["values"].setdefault(key, []).append(value)
             keys += [key] if key not in keys else []
-    measured = list(keys)
-    keys += [name for name in ratios if name not in keys]
-    ref_rows = (spec.reference or {}).get("rows") or []
-    table = []
-    for label, g in groups.items():
-        stats = {}
-        for key in measured:
-            vals = g["values"].get(key, [])
-            stats[key] = {
-                "mean": statistics.fmean(vals) if vals else None,
-                "sd": sample_sd(vals),
-                "n": len(vals),
-                "values": vals,
-            }
-        for name, (num, den) in ratios.items():
-            stats[name] = ratio_of_means(stats.get(num), stats.get(den))
-        ref = {}
-        for row in ref_rows:
-            if all(k in g["point"] and _same(g["point"][k], v) for k, v in (row.get("match") or {}).items()):
-                ref.update({k: v for k, v in row.items() if k != "match"})
-        table.append(
-            {
-                "group": label,
-                "point": g["point"],
-                "seeds": [r["point"].get("seed") for r in g["runs"]],
-                "runs": [r["id"] for r in g["runs"]],
-                "metrics": stats,
-                "reference": ref,
-            }
-        )
-    ref_keys = [k for k in keys if any(k in row["reference"] for row in table)]
+    return groups, missing, keys
+
+
+def _group_row(
+    label: str, g: dict[str, Any], measured: list[str], ratios: dict[str, Any], ref_rows: list[dict]
+) -> dict[str, Any]:
+    """One row of the table: mean, sd, n and values per metric, the ratios of means, and the reference
+    rows' numbers whose ``match`` fits the group's grid point."""
+    stats = {}
+    for key in measured:
+        vals = g["values"].get(key, [])
+        stats[key] = {
+            "mean": statistics.fmean(vals) if vals else None,
+            "sd": sample_sd(vals),
+            "n": len(vals),
+            "values": vals,
+        }
+    for name, (num, den) in ratios.items():
+        stats[name] = ratio_of_means(stats.get(num), stats.get(den))
+    ref = {}
+    for row in ref_rows:
+        if all(k in g["point"] and _same(g["point"][k], v) for k, v in (row.get("match") or {}).items()):
+            ref.update({k: v for k, v in row.items() if k != "match"})
+    return {
+        "group": label,
+        "point": g["point"],
+        "seeds": [r["point"].get("seed") for r in g["runs"]],
+        "runs": [r["id"] for r in g["runs"]],
+        "metrics": stats,
+        "reference": ref,
+    }
+
+
+def _fixed(spec: SweepSpec) -> dict[str, Any]:
+    """The settings every run shares: single-valued grid axes (but the seed), ``args`` and ``set``."""
     fixed = {k: v[0] for k, v in spec.axes.items() if len(v) == 1 and k != "seed"}
     fixed.update({f"args.{k}": v for k, v in spec.args.items()})
     fixed.update({f"set.{k}": v for k, v in spec.set_fixed.items()})
+    return fixed
+
+
+def build_report(out: str | Path, plots: bool = True) -> dict:
+    """Aggregate the finished runs of the sweep in ``out``; write report.md/.json (+ PNGs); return it."""
+    out = Path(out)
+    manifest = read_manifest(out)
+    spec = parse_sweep(manifest["spec"])
+    patterns, ratios, pivot = _report_patterns(spec)
+    varying = [k for k, v in spec.axes.items() if len(v) > 1 and k != "seed"]
+    groups, missing, keys = _collect(out, manifest, spec, varying, patterns)
+    measured = list(keys)
+    keys += [name for name in ratios if name not in keys]
+    ref_rows = (spec.reference or {}).get("rows") or []
+    table = [_group_row(label, g, measured, ratios, ref_rows) for label, g in groups.items()]
+    ref_keys = [k for k in keys if any(k in row["reference"] for row in table)]
+    fixed = _fixed(spec)
     warnings = unequal_n(table, keys)
     md = _markdown(spec, table, varying, keys, ref_keys, fixed, len(manifest["runs"]), missing, warnings)
     if ratios:
