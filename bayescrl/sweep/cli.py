@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from bayescrl.sweep import runner
 from bayescrl.sweep.report import MANIFEST, build_report, run_done, run_summary
 from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend
-from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
+from bayescrl.sweep.spec import Run, SweepSpec, build_runs, load_sweep, validate_runs
 from bayescrl.utils.checks import check_device, positive_int, prepare_out, prepare_out_file
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.outdir import prepare_out_dir, written
@@ -90,14 +92,70 @@ def sweep(
     if address is not None:
         check_address(address)
     if dry_run:
-        for r in runs:
-            click.echo(f"{r.id}: bayescrl {' '.join(r.argv)}")
-        click.echo(f"{len(runs)} runs valid ({chosen} backend); nothing run (--dry-run)")
+        _list_runs(runs, chosen)
         return
+    t0 = time.time()
+    failed = _run_grid(spec, runs, out_dir, sweep_file, chosen, workers, address, retries, progress)
+    _summarise(out_dir, len(runs), failed, time.time() - t0, chosen)
+
+
+def _list_runs(runs: list[Run], backend: str) -> None:
+    """``--dry-run``: each run's command line, and how many runs are valid."""
+    for r in runs:
+        click.echo(f"{r.id}: bayescrl {' '.join(r.argv)}")
+    click.echo(f"{len(runs)} runs valid ({backend} backend); nothing run (--dry-run)")
+
+
+class _Progress:
+    """``on_done`` of :func:`runner.run_all`: one line per finished run (with its summary) or failure; the
+    bar moves on; failures are kept in ``failed``."""
+
+    def __init__(
+        self, spec: SweepSpec, out_dir: Path, bar: Any, write: Callable[..., None], total: int, done: int
+    ):
+        self.spec, self.out_dir, self.bar, self.write = spec, out_dir, bar, write
+        self.total, self.count = total, done
+        self.failed: list[dict] = []
+
+    def __call__(self, rec: dict) -> None:
+        self.bar.update(1)
+        self.count += 1
+        k, total, out_dir = self.count, self.total, self.out_dir
+        if rec["status"] == "done":
+            extra = " (resumed from checkpoint)" if rec.get("resumed") else ""
+            summary = run_summary(self.spec, out_dir / rec["id"])
+            line = f"[{k}/{total}] {rec['id']}: done in {rec['wall_s']:.1f} s{extra}" + (
+                f"; {summary}" if summary else ""
+            )
+        else:
+            self.failed.append(rec)
+            line = (
+                f"[{k}/{total}] {rec['id']}: FAILED (exit {rec.get('returncode')}): {rec.get('error', '')} "
+                f"-- log: {out_dir / 'logs' / (rec['id'] + '.log')}"
+            )
+        self.write(line, file=sys.stdout)
+
+
+def _remove_unstarted(out_dir: Path, new_dir: bool) -> None:
+    """Undo a sweep that could not start: its manifest, empty status/logs folders, a new empty ``out_dir``."""
+    (out_dir / MANIFEST).unlink(missing_ok=True)
+    for sub in ("status", "logs"):
+        if (out_dir / sub).is_dir() and not any((out_dir / sub).iterdir()):
+            (out_dir / sub).rmdir()
+    if new_dir and not any(out_dir.iterdir()):
+        out_dir.rmdir()
+
+
+def _run_grid(
+    spec: SweepSpec, runs: list[Run], out_dir: Path, sweep_file: str, backend: str, workers: int | None,
+    address: str | None, retries: int, progress: bool | None,
+) -> list[dict]:  # fmt: skip
+    """Write the sweep's manifest, run every unfinished run (bar with ETA, a line per run); returns the
+    failed runs' records. If Ray cannot start or connect, nothing is left behind."""
     new_dir, new_manifest = not out_dir.exists(), not (out_dir / MANIFEST).exists()
     prepare_out(out_dir, "--out")
     prepare_dir(out_dir, spec, runs, sweep_file)
-    total, t0 = len(runs), time.time()
+    total = len(runs)
     show = sys.stderr.isatty() if progress is None else progress
     from tqdm.auto import tqdm
 
@@ -105,27 +163,7 @@ def sweep(
     bar = tqdm(  # initial: the ETA counts only this session's runs
         total=total, initial=len(done_before), unit="run", desc="sweep", disable=not show, file=sys.stderr
     )
-    failed: list[dict] = []
-    count = [len(done_before)]
-
-    def on_done(rec: dict) -> None:
-        bar.update(1)
-        count[0] += 1
-        k = count[0]
-        if rec["status"] == "done":
-            extra = " (resumed from checkpoint)" if rec.get("resumed") else ""
-            summary = run_summary(spec, out_dir / rec["id"])
-            line = f"[{k}/{total}] {rec['id']}: done in {rec['wall_s']:.1f} s{extra}" + (
-                f"; {summary}" if summary else ""
-            )
-        else:
-            failed.append(rec)
-            line = (
-                f"[{k}/{total}] {rec['id']}: FAILED (exit {rec.get('returncode')}): {rec.get('error', '')} "
-                f"-- log: {out_dir / 'logs' / (rec['id'] + '.log')}"
-            )
-        tqdm.write(line, file=sys.stdout)
-
+    on_done = _Progress(spec, out_dir, bar, tqdm.write, total, len(done_before))
     try:
         if done_before:
             tqdm.write(f"{len(done_before)} of {total} runs already finished (skipped)", file=sys.stdout)
@@ -133,29 +171,28 @@ def sweep(
             spec,
             runs,
             out_dir,
-            backend=chosen,
+            backend=backend,
             workers=workers,
             address=address,
             retries=retries,
             on_done=on_done,
         )
     except ConfigError:  # Ray could not start / connect: nothing ran, leave nothing behind
-        if new_manifest and count[0] == len(done_before):
-            (out_dir / MANIFEST).unlink(missing_ok=True)
-            for sub in ("status", "logs"):
-                if (out_dir / sub).is_dir() and not any((out_dir / sub).iterdir()):
-                    (out_dir / sub).rmdir()
-            if new_dir and not any(out_dir.iterdir()):
-                out_dir.rmdir()
+        if new_manifest and on_done.count == len(done_before):
+            _remove_unstarted(out_dir, new_dir)
         raise
     finally:
         bar.close()
+    return on_done.failed
+
+
+def _summarise(out_dir: Path, total: int, failed: list[dict], took: float, backend: str) -> None:
+    """The report (table, warnings), the count of finished runs, the files written; exit 1 on failures."""
     report = build_report(out_dir)
     click.echo(report["markdown"].rstrip())
     for w in report["warnings"]:
         click.echo(f"warning: {w}", err=True)
-    took = time.time() - t0
-    click.echo(f"{total - len(failed)} of {total} runs finished in {took:.1f} s ({chosen} backend)")
+    click.echo(f"{total - len(failed)} of {total} runs finished in {took:.1f} s ({backend} backend)")
     figs = report["figures"]
     click.echo(written(out_dir, ["report.md", "report.json", *figs, MANIFEST], f"and {total} run folders"))
     if failed:
