@@ -21,6 +21,7 @@ importance weights on the batch (sampled mode): average KL ``≤ δ``, surrogate
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -190,6 +191,94 @@ def _accept(x, theta, surrogate, c, delta: float, need_reward: bool, check: str)
     return acpo_accept(kl, dc, c, delta, reward_change=dr if need_reward else None)
 
 
+def _exact_gradients(
+    d: np.ndarray, adv: np.ndarray, pi: np.ndarray, pi_t: torch.Tensor, device: str | torch.device
+) -> tuple[torch.Tensor, torch.Tensor, Callable]:
+    """Exact policy gradients ``g[k, (s, b)] = d(s) π(b|s) Ā_k(s, b)`` of the reward and each cost
+    ``(1 + m, S·A)``, the state distribution and the exact surrogate."""
+    m1 = adv.shape[0]
+    weights = d[:, None] * pi  # (S, A): exact d_π(s) π(a|s)
+    score_w = torch.as_tensor(weights[None] * adv, device=device)  # (1+m, S, A)
+    grads = score_w.reshape(m1, -1)  # g[s, b] = d(s) π(b|s) Ā(s, b)
+    d_t = torch.as_tensor(d, device=device)
+    surrogate = partial(_surrogate_exact, d_t=d_t, adv=torch.as_tensor(adv, device=device), pi_t=pi_t)
+    return grads, d_t, surrogate
+
+
+def _sampled_gradients(
+    cmdp: TabularCMDP, pi_t: torch.Tensor, chains: np.ndarray, steps: int, cfg: TabularACPOConfig,
+    rng: np.random.Generator, device: str | torch.device,
+) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, Callable, np.ndarray]:  # fmt: skip
+    """Score-function gradients from ``steps`` transitions of each chain (reward advantages standardised,
+    cost advantages centred); returns ``(Ĵ_C, grads (1 + m, S·A), visit frequencies, sampled surrogate,
+    the chains' last states)``."""
+    S, A = cmdp.num_states, cmdp.num_actions
+    pi = pi_t.cpu().numpy()
+    Jhat, states, actions, adv_s = _sample_advantages(cmdp, pi, chains, steps, cfg.gae_lambda, rng)
+    chains = states[:, -1]
+    states, actions = states[:, :-1].reshape(-1), actions.reshape(-1)
+    adv_s = adv_s.reshape(adv_s.shape[0], -1)
+    n = states.shape[0]
+    adv_s[0] = (adv_s[0] - adv_s[0].mean()) / (adv_s[0].std() + 1e-8)  # reward adv: mean/std
+    adv_s[1:] = adv_s[1:] - adv_s[1:].mean(1, keepdims=True)  # cost adv: centred only
+    s_t = torch.as_tensor(states, device=device)
+    a_t = torch.as_tensor(actions, device=device)
+    adv_t = torch.as_tensor(adv_s, device=device)
+    onehot = torch.nn.functional.one_hot(a_t, A).double()
+    score = onehot - pi_t[s_t]  # (n, A): ∂ log π(a_t|s_t)/∂θ[s_t, ·]
+    grads = torch.zeros(adv_s.shape[0], S, A, dtype=torch.float64, device=device)
+    grads.index_add_(1, s_t, (adv_t[:, :, None] * score[None]))
+    grads = grads.reshape(adv_s.shape[0], -1) / n
+    d_t = torch.as_tensor(np.bincount(states, minlength=S) / n, device=device)
+    surrogate = partial(_surrogate_sampled, s_t=s_t, a_t=a_t, adv_t=adv_t, d_t=d_t, pi_t=pi_t)
+    return Jhat[1:], grads, d_t, surrogate, chains
+
+
+def _acpo_direction(
+    grads: torch.Tensor, fvp: Callable, c: np.ndarray, cfg: TabularACPOConfig, device: str | torch.device
+) -> tuple[torch.Tensor, str, bool] | None:
+    """The step of Algorithm `practical_acpo`: ``(step, "dual" | "recovery", reward must improve)``, by
+    conjugate gradients on ``F⁻¹ [g, A]``; None when the reward gradient vanishes (``gᵀF⁻¹g ≤ 1e-16``)."""
+    g, Amat = grads[0], grads[1:].T  # (d,), (d, m)
+    sol_all = conjugate_gradient(fvp, torch.cat([g[:, None], Amat], 1), iters=cfg.cg_iters)
+    v, W = sol_all[:, 0], sol_all[:, 1:]
+    q = float(g @ v)
+    r = (Amat.T @ v).cpu().numpy()
+    Smat = (Amat.T @ W).cpu().numpy()
+    if q <= 1e-16:
+        return None
+    if acpo_feasible(Smat, c, cfg.delta):
+        sol = acpo_dual(q, r, Smat, c, cfg.delta)
+        return acpo_dual_update(v, W, sol), "dual", True
+    # one constraint as in the text; with several, recover along the sum of the violated ones
+    viol = c > 0
+    w = W[:, torch.as_tensor(viol, device=device)].sum(1)
+    s_val = float(Amat[:, torch.as_tensor(viol, device=device)].sum(1) @ w)
+    return acpo_recovery(v, w, q, s_val, cfg.delta, t=cfg.recovery_t), "recovery", False
+
+
+def _checked_step(
+    step: torch.Tensor, branch: str, need_reward: bool, theta: torch.Tensor, surrogate: Callable,
+    c: np.ndarray, cfg: TabularACPOConfig,
+) -> torch.Tensor | None:  # fmt: skip
+    """The step as taken: backtracked until :func:`_accept` holds (a dual step as is with ``dual_check:
+    none``); None when the line search fails."""
+    check = cfg.dual_check if branch == "dual" else "full"
+    if check == "none":
+        return step  # Algorithm `practical_acpo` line 7 read literally: the dual step is taken as is
+    accept = partial(
+        _accept,
+        theta=theta,
+        surrogate=surrogate,
+        c=c,
+        delta=cfg.delta,
+        need_reward=need_reward,
+        check=check,
+    )
+    taken, _ = line_search(step, accept, cfg.backtrack_coef, cfg.backtrack_iters)
+    return taken
+
+
 def run_tabular_acpo(
     cmdp: TabularCMDP, config: TabularACPOConfig | None = None, device: str | torch.device = "cpu"
 ) -> TabularACPOResult:
@@ -197,7 +286,7 @@ def run_tabular_acpo(
     cfg = config or TabularACPOConfig()
     if cmdp.criterion != "average":
         raise ConfigError("cmdp.criterion", cmdp.criterion, "tabular ACPO needs the 'average' criterion")
-    S, A, m = cmdp.num_states, cmdp.num_actions, cmdp.num_costs
+    S, A = cmdp.num_states, cmdp.num_actions
     limits = np.asarray(cmdp.limits, dtype=np.float64)
     theta = torch.zeros(S * A, dtype=torch.float64, device=device)
     rng = np.random.default_rng(cfg.seed)
@@ -211,77 +300,21 @@ def run_tabular_acpo(
         out.rewards.append(J_true)
         out.costs.append(Jc_true.tolist())
         if cfg.mode == "exact":
-            Jc, d, adv = Jc_true, d_true, adv_true
-            weights = d[:, None] * pi  # (S, A): exact d_π(s) π(a|s)
-            score_w = torch.as_tensor(weights[None] * adv, device=device)  # (1+m, S, A)
-            grads = score_w.reshape(1 + m, -1)  # g[s, b] = d(s) π(b|s) Ā(s, b)
-            d_t = torch.as_tensor(d, device=device)
-            surrogate = partial(_surrogate_exact, d_t=d_t, adv=torch.as_tensor(adv, device=device), pi_t=pi_t)
+            Jc = Jc_true
+            grads, d_t, surrogate = _exact_gradients(d_true, adv_true, pi, pi_t, device)
         else:
-            Jhat, states, actions, adv_s = _sample_advantages(cmdp, pi, chains, steps, cfg.gae_lambda, rng)
-            chains = states[:, -1]
-            Jc = Jhat[1:]
-            states, actions = states[:, :-1].reshape(-1), actions.reshape(-1)
-            adv_s = adv_s.reshape(adv_s.shape[0], -1)
-            n = states.shape[0]
-            adv_s[0] = (adv_s[0] - adv_s[0].mean()) / (adv_s[0].std() + 1e-8)  # reward adv: mean/std
-            adv_s[1:] = adv_s[1:] - adv_s[1:].mean(1, keepdims=True)  # cost adv: centred only
-            s_t = torch.as_tensor(states, device=device)
-            a_t = torch.as_tensor(actions, device=device)
-            adv_t = torch.as_tensor(adv_s, device=device)
-            onehot = torch.nn.functional.one_hot(a_t, A).double()
-            score = onehot - pi_t[s_t]  # (n, A): ∂ log π(a_t|s_t)/∂θ[s_t, ·]
-            grads = torch.zeros(1 + m, S, A, dtype=torch.float64, device=device)
-            grads.index_add_(1, s_t, (adv_t[:, :, None] * score[None]))
-            grads = grads.reshape(1 + m, -1) / n
-            d = np.bincount(states, minlength=S) / n
-            d_t = torch.as_tensor(d, device=device)
-            surrogate = partial(_surrogate_sampled, s_t=s_t, a_t=a_t, adv_t=adv_t, d_t=d_t, pi_t=pi_t)
-
+            Jc, grads, d_t, surrogate, chains = _sampled_gradients(
+                cmdp, pi_t, chains, steps, cfg, rng, device
+            )
         fvp = partial(_fisher_vp, d_t=d_t, pi_t=pi_t, damping=cfg.damping)
-        g, Amat = grads[0], grads[1:].T  # (d,), (d, m)
-        sol_all = conjugate_gradient(fvp, torch.cat([g[:, None], Amat], 1), iters=cfg.cg_iters)
-        v, W = sol_all[:, 0], sol_all[:, 1:]
-        q = float(g @ v)
-        r = (Amat.T @ v).cpu().numpy()
-        Smat = (Amat.T @ W).cpu().numpy()
         c = np.asarray(Jc) - limits
-        if q <= 1e-16:
-            out.branch.append("none")
-            continue
-        if acpo_feasible(Smat, c, cfg.delta):
-            sol = acpo_dual(q, r, Smat, c, cfg.delta)
-            step = acpo_dual_update(v, W, sol)
-            branch, need_reward = "dual", True
-        else:
-            # one constraint as in the text; with several, recover along the sum of the violated ones
-            viol = c > 0
-            w = W[:, torch.as_tensor(viol, device=device)].sum(1)
-            s_val = float(Amat[:, torch.as_tensor(viol, device=device)].sum(1) @ w)
-            step = acpo_recovery(v, w, q, s_val, cfg.delta, t=cfg.recovery_t)
-            branch, need_reward = "recovery", False
-
-        check = cfg.dual_check if branch == "dual" else "full"
-
-        accept = partial(
-            _accept,
-            theta=theta,
-            surrogate=surrogate,
-            c=c,
-            delta=cfg.delta,
-            need_reward=need_reward,
-            check=check,
-        )
-
-        if check == "none":
-            taken = step  # Algorithm `practical_acpo` line 7 read literally: the dual step is taken as is
-        else:
-            taken, _ = line_search(step, accept, cfg.backtrack_coef, cfg.backtrack_iters)
+        direction = _acpo_direction(grads, fvp, c, cfg, device)
+        taken = None if direction is None else _checked_step(*direction, theta, surrogate, c, cfg)
         if taken is None:
             out.branch.append("none")
             continue
         theta = theta + taken
-        out.branch.append(branch)
+        out.branch.append(direction[1])
     pi = softmax_policy(theta.view(S, A)).cpu().numpy()
     J_true, Jc_true, _, _ = _advantages(cmdp, pi)
     out.rewards.append(J_true)
