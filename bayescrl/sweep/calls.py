@@ -22,6 +22,28 @@ from bayescrl.utils.io import write_json
 
 __all__ = ["CALL", "RESULT", "map_calls", "resolve", "run_call"]
 
+
+def _task(target: str, rid: str, job: dict, work: Path, retries: int) -> dict:
+    """Write ``job`` to ``work/jobs/<rid>.json``; the runner's task that calls ``target`` on it (result:
+    ``work/<rid>/result.json``, status and log under ``work``)."""
+    job_path, out = work / "jobs" / f"{rid}.json", work / rid
+    write_json(job_path, job)
+    status = work / "status" / f"{rid}.json"
+    return {
+        "id": rid,
+        "argv": [CALL, target, str(job_path), str(out / RESULT)],
+        "resume_argv": None,
+        "out": str(out),
+        "result": RESULT,
+        "checkpoint": None,
+        "status": str(status),
+        "log": str(work / "logs" / f"{rid}.log"),
+        "cwd": os.getcwd(),
+        # 1 + retries attempts in this call, on top of those a call in the same workdir made
+        "max_attempts": runner._attempts(status) + 1 + retries,
+    }
+
+
 def map_calls(
     target: str,
     jobs: list[dict],
@@ -49,27 +71,8 @@ def map_calls(
     temp = workdir is None
     work = Path(tempfile.mkdtemp(prefix="bayescrl-calls-") if temp else workdir).resolve()
     (work / "jobs").mkdir(parents=True, exist_ok=True)
-    tasks, by_id = [], {}
-    for rid, job in zip(ids, jobs, strict=True):
-        job_path, out = work / "jobs" / f"{rid}.json", work / rid
-        write_json(job_path, job)
-        status = work / "status" / f"{rid}.json"
-        tasks.append(
-            {
-                "id": rid,
-                "argv": [CALL, target, str(job_path), str(out / RESULT)],
-                "resume_argv": None,
-                "out": str(out),
-                "result": RESULT,
-                "checkpoint": None,
-                "status": str(status),
-                "log": str(work / "logs" / f"{rid}.log"),
-                "cwd": os.getcwd(),
-                # 1 + retries attempts in this call, on top of those a call in the same workdir made
-                "max_attempts": runner._attempts(status) + 1 + retries,
-            }
-        )
-        by_id[rid] = job
+    tasks = [_task(target, rid, job, work, retries) for rid, job in zip(ids, jobs, strict=True)]
+    by_id = dict(zip(ids, jobs, strict=True))
     results: dict[str, dict] = {}
     failed: list[dict] = []
 
