@@ -742,6 +742,22 @@ def fingerprint(config: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def _write_table(
+    out: Path, fp: str, hv_reference: list[float]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``table.md``, ``table.json`` and ``pareto.png`` over every seed in ``out`` run with the settings
+    ``fp`` (seeds may be run one per call); returns those seeds' records and the table."""
+    runs = [r for r in load_runs(out) if r.get("fingerprint") == fp]
+    others = sorted(int(r["seed"]) for r in load_runs(out) if r.get("fingerprint") != fp)
+    if others:
+        log.warning("textgen: seeds %s in %s ran with other settings and are not in the table", others, out)
+    table = build_table(runs, hv_reference)
+    (out / "table.md").write_text(markdown([table]))
+    write_json(out / "table.json", table)
+    plot_fronts([table], out / "pareto.png")
+    return runs, table
+
+
 def run_textgen(config: dict[str, Any], out: Path) -> dict[str, Any]:
     """Validate, run every seed, build the table (module docstring)."""
     s = validate(config)
@@ -759,15 +775,7 @@ def run_textgen(config: dict[str, Any], out: Path) -> dict[str, Any]:
         if old.get("fingerprint") == fp:  # algorithms run in an earlier call on the same base and data
             rec["algorithms"] = {**old["algorithms"], **rec["algorithms"]}
         write_json(path, {**rec, "fingerprint": fp})
-    # the table covers every seed in ``out`` run with the same settings (seeds may be run one per call)
-    runs = [r for r in load_runs(out) if r.get("fingerprint") == fp]
-    others = sorted(int(r["seed"]) for r in load_runs(out) if r.get("fingerprint") != fp)
-    if others:
-        log.warning("textgen: seeds %s in %s ran with other settings and are not in the table", others, out)
-    table = build_table(runs, s["hv_reference"])
-    (out / "table.md").write_text(markdown([table]))
-    write_json(out / "table.json", table)
-    plot_fronts([table], out / "pareto.png")
+    runs, table = _write_table(out, fp, s["hv_reference"])
     return {
         "mode": "textgen",
         "task": s["task"].name,
