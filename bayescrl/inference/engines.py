@@ -69,13 +69,7 @@ def fit(
     if isinstance(model, (Mapping, str, Path)):
         model = from_spec(model)
     pyro.set_rng_seed(seed)
-    if isinstance(model, SpecModel):
-        fn, nest = model.model, model.max_plate_nesting
-        coords = {"rater": list(model.rater_ids)}
-    else:
-        if not callable(model):
-            raise ConfigError("model", model, "must be a spec, a SpecModel or a Pyro model callable")
-        fn, nest, coords = partial(model, **(data or {})), max_plate_nesting, {}
+    fn, nest, coords = _model_fn(model, data, max_plate_nesting)
     infos = site_infos(fn)
     with torch.no_grad():
         tr = poutine.trace(fn).get_trace()
@@ -89,33 +83,50 @@ def fit(
         "max_plate_nesting": nest,
         "coords": coords,
     }
-    fast = isinstance(model, SpecModel) and model.fixed_competence
     if not isinstance(model, SpecModel) and engine in ("laplace", "bootstrap", "svi"):
         check_vectorised(fn, infos, nest, engine)  # these run the model under a particle plate
-    if engine == "exact":
-        post = Posterior(sampler=_exact_sampler(model, infos), approximate=False, **kw)
-    elif engine == "laplace" and fast:
-        post = _laplace_fast(model, kw)
-    elif engine == "laplace":
-        post = _laplace_generic(fn, infos, nest, seed, kw, options)
-    elif engine == "bootstrap" and fast:
-        post = _bootstrap_fast(model, kw, options)
-    elif engine == "bootstrap":
-        post = _bootstrap_generic(fn, infos, nest, kw, options)
-    elif engine == "svi":
-        sampler, diag = fit_svi(fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options)
-        post = Posterior(sampler=sampler, diagnostics=diag, **kw)
-        if fast and options.get("check", True):
-            _check_against_laplace(post, model)
-    else:
-        chains, stats, diag = fit_nuts(
-            fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options
-        )
-        post = Posterior(sampler=None, chains=chains, sample_stats=stats, diagnostics=diag, **kw)
+    post = _run_engine(engine, model, kw, seed, progress, options)
     post.diagnostics["fit_seconds"] = time.perf_counter() - t0
     for msg in post.diagnostics.get("warnings", []):
         warnings.warn(f"{engine} did not converge: {msg}", RuntimeWarning, stacklevel=2)
     return post
+
+
+def _model_fn(
+    model: SpecModel | Callable, data: Mapping[str, Any] | None, max_plate_nesting: int
+) -> tuple[Callable, int, dict[str, list]]:
+    """The Pyro model to fit (a callable bound to ``data``), its plate nesting and the ArviZ coordinates."""
+    if isinstance(model, SpecModel):
+        return model.model, model.max_plate_nesting, {"rater": list(model.rater_ids)}
+    if not callable(model):
+        raise ConfigError("model", model, "must be a spec, a SpecModel or a Pyro model callable")
+    return partial(model, **(data or {})), max_plate_nesting, {}
+
+
+def _run_engine(
+    engine: str, model: SpecModel | Callable, kw: dict[str, Any], seed: int, progress: bool,
+    options: dict[str, Any],
+) -> Posterior:  # fmt: skip
+    """Run ``engine`` (``kw``: the traced model's sites, observations, plate nesting, coordinates); a spec
+    model with fixed rater competence takes the closed-form fast paths of Laplace and the bootstrap."""
+    fn, infos, nest = kw["model"], kw["infos"], kw["max_plate_nesting"]
+    fast = isinstance(model, SpecModel) and model.fixed_competence
+    if engine == "exact":
+        return Posterior(sampler=_exact_sampler(model, infos), approximate=False, **kw)
+    if engine == "laplace":
+        return _laplace_fast(model, kw) if fast else _laplace_generic(fn, infos, nest, seed, kw, options)
+    if engine == "bootstrap":
+        return (
+            _bootstrap_fast(model, kw, options) if fast else _bootstrap_generic(fn, infos, nest, kw, options)
+        )
+    if engine == "svi":
+        sampler, diag = fit_svi(fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options)
+        post = Posterior(sampler=sampler, diagnostics=diag, **kw)
+        if fast and options.get("check", True):
+            _check_against_laplace(post, model)
+        return post
+    chains, stats, diag = fit_nuts(fn, infos, max_plate_nesting=nest, seed=seed, progress=progress, **options)
+    return Posterior(sampler=None, chains=chains, sample_stats=stats, diagnostics=diag, **kw)
 
 
 def _check_against_laplace(post: Posterior, model: SpecModel, n: int = 2000) -> None:
