@@ -20,9 +20,10 @@ from typing import Any
 import click
 
 from bayescrl.sweep import runner
+from bayescrl.sweep import spec as sweep_spec
 from bayescrl.sweep.report import MANIFEST, build_report, run_done, run_summary
 from bayescrl.sweep.runner import check_address, check_dir, prepare_dir, resolve_backend
-from bayescrl.sweep.spec import Run, SweepSpec, build_runs, load_sweep, validate_runs
+from bayescrl.sweep.spec import build_runs, load_sweep, validate_runs
 from bayescrl.utils.checks import check_device, positive_int, prepare_out, prepare_out_file
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.outdir import prepare_out_dir, written
@@ -99,7 +100,7 @@ def sweep(
     _summarise(out_dir, len(runs), failed, time.time() - t0, chosen)
 
 
-def _list_runs(runs: list[Run], backend: str) -> None:
+def _list_runs(runs: list[sweep_spec.Run], backend: str) -> None:
     """``--dry-run``: each run's command line, and how many runs are valid."""
     for r in runs:
         click.echo(f"{r.id}: bayescrl {' '.join(r.argv)}")
@@ -111,8 +112,14 @@ class _Progress:
     bar moves on; failures are kept in ``failed``."""
 
     def __init__(
-        self, spec: SweepSpec, out_dir: Path, bar: Any, write: Callable[..., None], total: int, done: int
-    ):
+        self,
+        spec: sweep_spec.SweepSpec,
+        out_dir: Path,
+        bar: Any,
+        write: Callable[..., None],
+        total: int,
+        done: int,
+    ) -> None:
         self.spec, self.out_dir, self.bar, self.write = spec, out_dir, bar, write
         self.total, self.count = total, done
         self.failed: list[dict] = []
@@ -147,8 +154,8 @@ def _remove_unstarted(out_dir: Path, new_dir: bool) -> None:
 
 
 def _run_grid(
-    spec: SweepSpec, runs: list[Run], out_dir: Path, sweep_file: str, backend: str, workers: int | None,
-    address: str | None, retries: int, progress: bool | None,
+    spec: sweep_spec.SweepSpec, runs: list[sweep_spec.Run], out_dir: Path, sweep_file: str, backend: str,
+    workers: int | None, address: str | None, retries: int, progress: bool | None,
 ) -> list[dict]:  # fmt: skip
     """Write the sweep's manifest, run every unfinished run (bar with ETA, a line per run); returns the
     failed runs' records. If Ray cannot start or connect, nothing is left behind."""
