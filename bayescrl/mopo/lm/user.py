@@ -341,7 +341,7 @@ def _preference_results(prefs: Any, pref_spec: Any, data: PreferenceData, names:
 def _check_finite(final: dict[str, Any], acc_obj: list[float]) -> None:
     """A run never ends with non-finite multipliers, win rates, thresholds or accuracies."""
     for key in ("lambda", "G", "b"):
-        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64)
+        vals = torch.as_tensor(final.get(key, []), dtype=torch.float64, device="cpu")
         if vals.numel() and not torch.isfinite(vals).all():
             raise DataError(f"results.final.{key}", final[key], "not finite: the run diverged")
     if not all(math.isfinite(a) for a in acc_obj):

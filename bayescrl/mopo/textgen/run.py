@@ -613,7 +613,9 @@ def _run_ric(run: _Seed) -> dict[str, Any]:
     rc, task = run.s["ric"], run.s["task"]
     pol = _lora(run, _ric_config(run))
     z = ric_mod.normalise(
-        run.scores, torch.tensor(run.info["score_mean"]), torch.tensor(run.info["score_sd"])
+        run.scores,
+        torch.tensor(run.info["score_mean"], device="cpu"),
+        torch.tensor(run.info["score_sd"], device="cpu"),
     )
     t = time.perf_counter()
     losses = ric_mod.train(
