@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from claims import ALLOWED, CLAIMS, REPORT_TABLES, SCANNED, Claim, ci95, msd
+from claims_cells import Quote, Table, quote_problems, restate, table_lines, table_problems
+from claims_repro import QUOTES, TABLES
 
 from bayescrl.utils.spread import fmt_spread, sample_sd
 
@@ -71,10 +73,12 @@ def _unregistered(name: str, start: str, end: str, percent: bool) -> list[str]:
     """The spreads (and percentages) of a section that no claim, report row or allowance covers."""
     section = _section(name, start, end)
     rows = set().union(*(report_rows(src) for p, src in REPORT_TABLES if p == name))
+    rows |= {norm(ln) for t in TABLES if t.page == name for ln in table_lines(name, t.after)[1][2:]}
     text = "\n".join("" if norm(ln) in rows else ln for ln in section.splitlines())  # quoted report rows
     text = norm(text)
     spans = []
-    for t in [c.text for c in CLAIMS if c.page == name] + [t for p, t, _ in ALLOWED if p == name]:
+    quoted = [c.text for c in CLAIMS if c.page == name] + [q.text for q in QUOTES if q.page == name]
+    for t in quoted + [t for p, t, _ in ALLOWED if p == name]:
         t = norm(t)
         spans += [(m.start(), m.start() + len(t)) for m in re.finditer(re.escape(t), text)]
     bad = []
@@ -83,6 +87,30 @@ def _unregistered(name: str, start: str, end: str, percent: bool) -> list[str]:
             if not any(lo <= m.start() and m.end() <= hi for lo, hi in spans):
                 bad.append(f"{m.group()!r} in: ...{text[max(0, m.start() - 60) : m.end() + 20]}...")
     return bad
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.id for t in TABLES])
+def test_pinned_table_equals_its_files_cell_by_cell(table: Table):
+    """Every number of the table's body equals its file's value at the precision the page prints
+    (``python tests/claims_cells.py --fix`` rewrites stale cells from the files)."""
+    bad = table_problems(table)
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("quote", QUOTES, ids=[q.id for q in QUOTES])
+def test_pinned_sentence_equals_its_file(quote: Quote):
+    bad = quote_problems(quote)
+    assert not bad, "\n".join(bad)
+
+
+def test_cell_pins_compare_at_the_printed_precision():
+    """``restate`` prints a file's value the way the page prints it (decimals, minus sign, thousands)."""
+    assert restate("0.3280 ± 0.1063 (1/5)", [0.32804, 0.11894, 1, 5]) == "0.3280 ± 0.1189 (1/5)"
+    assert restate("−0.0 ± 0.4 / 1,652.5", [-0.01, 0.44, 1652.46]) == "−0.0 ± 0.4 / 1,652.5"
+    assert restate("-0.00", [-0.5]) == "-0.50" and restate("2.3", [-2.31]) == "−2.3"
+    assert restate("3 / 5", [None, 4]) == "3 / 4"
+    with pytest.raises(AssertionError):
+        restate("1 ± 2", [1.0])
 
 
 @pytest.mark.parametrize(("name", "start", "end"), SCANNED, ids=[s[0] + ":" + s[1] for s in SCANNED])
