@@ -1110,4 +1110,5 @@ SCANNED: list[tuple[str, str, str]] = [
     (PSPL, "**Results** (5 seeds batched, CPU only", "**Why not DDPO's update here.**"),
     (PREFRL, "**Point-Circle, cost limit 10, e-COP** (defaults;", "What this says:"),
     (REPRO, "### warmPref-PS experiments (chapter 4)", "### PSPL experiments (chapter 5)"),
+    (REPRO, "### ACPO experiments (chapter 2)", "### e-COP experiments (chapter 3)"),
 ]

@@ -83,6 +83,15 @@ def _printed(value: float, shown: str) -> str:
     return out
 
 
+def _rounds_to(value: float, shown: str) -> bool:
+    """``shown`` is ``value`` rounded to its decimals (a tie such as 0.8945 may go either way)."""
+    s = shown.replace("−", "-").replace(",", "")
+    if "e" in s:
+        return False
+    dec = len(s.split(".")[1]) if "." in s else 0
+    return abs(float(s) - value) <= 0.5 * 10.0**-dec * (1 + 1e-9) + 1e-12 * abs(value)
+
+
 def restate(text: str, values: Sequence[float | None]) -> str:
     """``text`` with its numbers replaced by ``values`` printed the way the text prints them."""
     found = list(NUM.finditer(text))
@@ -91,7 +100,7 @@ def restate(text: str, values: Sequence[float | None]) -> str:
     out, last = [], 0
     for m, v in zip(found, values, strict=True):
         out.append(text[last : m.start()])
-        out.append(m.group() if v is None else _printed(float(v), m.group()))
+        out.append(m.group() if v is None or _rounds_to(float(v), m.group()) else _printed(float(v), m.group()))
         last = m.end()
     return "".join(out) + text[last:]
 
@@ -143,7 +152,8 @@ def table_problems(t: Table, fix: bool = False) -> list[str]:
         data = load(row.source)
         want = [c if f is None else restate(c, list(f(data, row.key))) for c, f in zip(cs, cols, strict=True)]
         if not all(_same(a, b) for a, b in zip(cs, want, strict=True)):
-            bad.append(f"{t.id}: row {j}\n  page: {line.strip()}\n  file: | {' | '.join(want)} |  ({row.source})")
+            got = "| " + " | ".join(want) + " |"
+            bad.append(f"{t.id}: row {j}\n  page: {line.strip()}\n  file: {got}  ({row.source})")
             indent = line[: len(line) - len(line.lstrip())]
             new_lines[2 + j] = indent + "| " + " | ".join(want) + " |"
     if fix and bad:
@@ -155,16 +165,35 @@ def table_problems(t: Table, fix: bool = False) -> list[str]:
     return bad
 
 
+def find_quote(text: str, quote: str) -> re.Match | None:
+    """``quote`` in ``text``: any run of whitespace matches any other (a quote may span a line break) and
+    any number matches any number (the numbers are what the pin checks, the words find the place)."""
+
+    def word(w: str) -> str:
+        parts, last = [], 0
+        for m in NUM.finditer(w):
+            parts += [re.escape(w[last : m.start()]), NUM.pattern.join("()")]
+            last = m.end()
+        return "".join(parts) + re.escape(w[last:])
+
+    exact = re.search(r"\s+".join(re.escape(w) for w in quote.split()), text)
+    if exact:
+        return exact
+    hits = list(re.finditer(r"\s+".join(word(w) for w in quote.split()), text))
+    return hits[0] if len(hits) == 1 else None
+
+
 def quote_problems(q: Quote, fix: bool = False) -> list[str]:
     text = page_text(q.page)
-    if q.text not in text:
+    m = find_quote(text, q.text)
+    if m is None:
         return [f"{q.page} no longer quotes {q.text!r}"]
-    want = restate(q.text, list(q.numbers(load(q.source))))
-    if _same(want, q.text):
+    want = restate(m.group(), list(q.numbers(load(q.source))))
+    if _same(want, m.group()):
         return []
     if fix:
-        (ROOT / q.page).write_text(text.replace(q.text, want), encoding="utf-8")
-    return [f"{q.page} quotes {q.text!r}; {q.source} gives {want!r}"]
+        (ROOT / q.page).write_text(text[: m.start()] + want + text[m.end() :], encoding="utf-8")
+    return [f"{q.page} quotes {q.text!r}; {q.source} gives {' '.join(want.split())!r}"]
 
 
 if __name__ == "__main__":
@@ -172,5 +201,6 @@ if __name__ == "__main__":
     from claims_repro import QUOTES, TABLES
 
     fix = "--fix" in sys.argv
-    probs = [p for t in TABLES for p in table_problems(t, fix)] + [p for q in QUOTES for p in quote_problems(q, fix)]
+    probs = [p for t in TABLES for p in table_problems(t, fix)]
+    probs += [p for q in QUOTES for p in quote_problems(q, fix)]
     print("\n".join(probs) or "all pins hold")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from claims import ALLOWED, CLAIMS, REPORT_TABLES, SCANNED, Claim, ci95, msd
-from claims_cells import Quote, Table, quote_problems, restate, table_lines, table_problems
+from claims_cells import Quote, Table, find_quote, quote_problems, restate, table_lines, table_problems
+
 from claims_repro import QUOTES, TABLES
 
 from bayescrl.utils.spread import fmt_spread, sample_sd
@@ -77,10 +78,10 @@ def _unregistered(name: str, start: str, end: str, percent: bool) -> list[str]:
     text = "\n".join("" if norm(ln) in rows else ln for ln in section.splitlines())  # quoted report rows
     text = norm(text)
     spans = []
-    quoted = [c.text for c in CLAIMS if c.page == name] + [q.text for q in QUOTES if q.page == name]
-    for t in quoted + [t for p, t, _ in ALLOWED if p == name]:
+    for t in [c.text for c in CLAIMS if c.page == name] + [t for p, t, _ in ALLOWED if p == name]:
         t = norm(t)
         spans += [(m.start(), m.start() + len(t)) for m in re.finditer(re.escape(t), text)]
+    spans += [m.span() for q in QUOTES if q.page == name and (m := find_quote(text, q.text))]
     bad = []
     for pat in [PM, PCT] if percent else [PM]:
         for m in pat.finditer(text):
