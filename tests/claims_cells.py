@@ -22,7 +22,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NUM = re.compile(r"[−-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[−-]?\d+(?:\.\d+)?(?:e[−-]?\d+)?")
+# a number; a minus sign only where no digit precedes it (``0.14-0.18`` is a range)
+NUM = re.compile(r"(?:(?<![\w.])[−-])?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[−-]?\d+)?)")
 
 Col = Callable[[Any, Any], Sequence[float | None]] | None
 
@@ -100,7 +101,8 @@ def restate(text: str, values: Sequence[float | None]) -> str:
     out, last = [], 0
     for m, v in zip(found, values, strict=True):
         out.append(text[last : m.start()])
-        out.append(m.group() if v is None or _rounds_to(float(v), m.group()) else _printed(float(v), m.group()))
+        keep = v is None or _rounds_to(float(v), m.group())
+        out.append(m.group() if keep else _printed(float(v), m.group()))
         last = m.end()
     return "".join(out) + text[last:]
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from claims import ALLOWED, CLAIMS, REPORT_TABLES, SCANNED, Claim, ci95, msd
 from claims_cells import Quote, Table, find_quote, quote_problems, restate, table_lines, table_problems
-
 from claims_repro import QUOTES, TABLES
 
 from bayescrl.utils.spread import fmt_spread, sample_sd
