@@ -1111,4 +1111,5 @@ SCANNED: list[tuple[str, str, str]] = [
     (PREFRL, "**Point-Circle, cost limit 10, e-COP** (defaults;", "What this says:"),
     (REPRO, "### warmPref-PS experiments (chapter 4)", "### PSPL experiments (chapter 5)"),
     (REPRO, "### ACPO experiments (chapter 2)", "### e-COP experiments (chapter 3)"),
+    (REPRO, "### e-COP experiments (chapter 3)", "### warmPref-PS experiments (chapter 4)"),
 ]

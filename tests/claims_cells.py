@@ -22,8 +22,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# a number; a minus sign only where no digit precedes it (``0.14-0.18`` is a range)
-NUM = re.compile(r"(?:(?<![\w.])[−-])?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[−-]?\d+)?)")
+# a number: not a digit of a name (P3O); a minus sign only where no digit precedes it (0.14-0.18 is a range)
+NUM = re.compile(r"(?<![\w.])[−-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:e[−-]?\d+)?)")
 
 Col = Callable[[Any, Any], Sequence[float | None]] | None
 

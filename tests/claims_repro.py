@@ -4,8 +4,13 @@ the other docs pages: each markdown table row is checked cell by cell against it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from claims import REPRO, R, msd
-from claims_cells import Quote, Row, Table
+from claims_cells import Col, Quote, Row, Table, load
+
+from bayescrl.utils.spread import t_halfwidth
 
 # ---- ACPO: `benchmarks/acpo_compare.py` studies (compare.json: per-seed final reward and cost) ----------
 
@@ -149,7 +154,6 @@ ACPO_TABLES = [
     ),
 ]
 
-TABLES: list[Table] = [*ACPO_TABLES]
 QUOTES: list[Quote] = []
 
 
@@ -326,7 +330,6 @@ ACPO_TABLES += [
         tuple(Row(AC + "traffic_5e4/compare.json", ("Grid", a)) for a in ("acpo", "atrpo", "cpo", "pcpo", "ppo-lag")),
     ),
 ]
-TABLES[:] = [*ACPO_TABLES]
 
 QUOTES += [
     Quote(REPRO, "it earns 0.530 ± 0.384 (median 0.468)", COSTNORM, lambda d: [*s_rew(d, "ATRPO ℓ 0.5, costs normalised (now)"), *s_median(d, "ATRPO ℓ 0.5, costs normalised (now)")]),
@@ -341,5 +344,373 @@ QUOTES += [
         "standard deviation (0.16-0.21 in reward)",
         RECOVERY,
         lambda d: [min(r_rew(d, k)[1] for k in d["t"]), max(r_rew(d, k)[1] for k in d["t"])],
+    ),
+]
+
+
+# ---- e-COP: `benchmarks/ecop_compare.py --name NAME` (NAME.runs.jsonl: one record per run) ----------------
+# Spreads are the sample sd over seeds, computed from the per-run records (the JSON's own *_ci95 is
+# 1.96 sd/√n with the population sd: not the package's way).
+
+EC = R + "ecop/"
+
+
+def _runs(name: str, label: str) -> list[dict]:
+    by_seed = {r["seed"]: r for r in load(EC + name + ".runs.jsonl") if r.get("label", r["algo"]) == label}
+    assert by_seed, (name, label)
+    return [by_seed[s] for s in sorted(by_seed)]
+
+
+def _ms(vals: list[float], sd: bool = True) -> list[float]:
+    m, s = msd(vals) if len(vals) > 1 else (vals[0], None)
+    return [m, s] if sd else [m]
+
+
+def E(name: str, label: str, *parts: str, n: int | None = None) -> Col:
+    """A cell of run NAME's LABEL rows: each part names what the cell prints, in order: ``R`` / ``R±``
+    (training return, mean or mean ± sd), ``C0`` / ``C0±`` (cost i), ``ER`` / ``EC0`` (deterministic
+    evaluation return / cost mean), ``EK0`` (seeds whose evaluation cost i is within the limit, and n),
+    ``SPS`` (steps per second, from the JSON), ``-`` (a number that is not this run's: skipped)."""
+
+    def f(_d: Any, _k: Any) -> list[float | None]:
+        rs = _runs(name, label)
+        out: list[float | None] = []
+        for p in parts:
+            sd = p.endswith("±")
+            q = p.rstrip("±")
+            if q == "R":
+                out += _ms([r["return"] for r in rs], sd)
+            elif q.startswith("C"):
+                out += _ms([r["costs"][int(q[1:])] for r in rs], sd)
+            elif q == "ER":
+                out += _ms([r["eval_return"] for r in rs], False)
+            elif q.startswith("EC"):
+                out += _ms([r["eval_costs"][int(q[2:])] for r in rs], False)
+            elif q.startswith("EK"):
+                i = int(q[2:])
+                out += [sum(r["eval_costs"][i] <= r["cost_limits"][i] for r in rs), len(rs)]
+            elif q == "SPS":
+                out.append(load(EC + name + ".json")["table"][label]["steps_per_s"])
+            elif q == "-":
+                out.append(None)
+            else:
+                raise ValueError(p)
+        if n is not None:
+            assert len(rs) == n, (name, label, len(rs))
+        return out
+
+    return f
+
+
+def ET(name: str, label: str, *cells: tuple[str, ...]) -> Row:
+    """A table row whose cells (after the label cell) are :func:`E` cells of NAME's LABEL runs."""
+    return Row(EC + name + ".json", label, (None, *(E(name, label, *c) if c else None for c in cells)))
+
+
+def cat(*cols: Col) -> Col:
+    """One cell printing several pins' numbers in turn."""
+    return lambda d, k: [x for c in cols for x in c(d, k)]
+
+
+def EX(*cells: Col) -> Row:
+    """A table row of cells from different runs (after the label cell)."""
+    return Row(R + "ecop/table_pointcircle_100k.json", None, (None, *cells))
+
+
+R_, C_ = ("R±",), ("C0±",)
+STD_E = (R_, C_, ("ER", "EC0"))  # | return ± sd | cost ± sd | det. eval return / cost |
+ALGOS7 = ("ecop", "ppo-lag", "p3o", "focops", "cpo", "pcpo", "ipo")
+BETAS = ("beta5-fixed", "beta5-adaptive", "beta10-fixed", "beta10-adaptive")
+
+
+def _seven(name: str, algos: Sequence[str] = ALGOS7, extra: tuple = (("SPS",), (), ())) -> tuple[Row, ...]:
+    return tuple(ET(name, a, *STD_E, *extra) for a in algos)
+
+
+ECOP_TABLES = [
+    Table(
+        REPRO,
+        "Mean of the last 10% of iterations ± sample sd over 5 seeds, 100,000 steps, `BASE_CFG` of",
+        (),
+        (
+            EX(
+                E("table_pointcircle_100k", "ecop", "R±", "C0"),
+                E("pointcircle_limit10_100k_v2", "ecop", "R±", "C0±"),
+                cat(E("pointcircle_limit10_100k_v2", "ppo-lag", "R±", "C0"), E("table_pointcircle_100k", "focops", "R", "C0")),
+                None,
+            ),
+            EX(
+                E("table_pointreach_100k", "ecop", "R±", "C0"),
+                E("table_pointreach_100k_ecop_v2", "ecop", "R±", "C0±"),
+                cat(E("table_pointreach_100k", "ppo-lag", "R±", "C0"), E("table_pointreach_100k", "p3o", "R", "C0")),
+                None,
+            ),
+            EX(
+                E("table_pointnavigation_100k", "ecop", "R±", "C0", "C1"),
+                E("table_pointnavigation_100k_ecop_v2", "ecop", "R±", "C0", "C1"),
+                cat(E("table_pointnavigation_100k", "p3o", "R±", "C0", "C1"), E("table_pointnavigation_100k", "ppo-lag", "R")),
+                None,
+            ),
+        ),
+    ),
+]
+
+TASKS_V = (  # task, thesis-settings run, tuned run (None: not re-run), run before the unit change
+    ("PointCircle", "table_pointcircle_100k_thesis", "pointcircle_limit10_100k_ecop_v3", "pointcircle_limit10_100k_v2"),
+    ("PointReach", "table_pointreach_100k_thesis", "table_pointreach_100k_ecop_v3", "table_pointreach_100k_ecop_v2"),
+    ("PointNavigation", "table_pointnavigation_100k_thesis", "table_pointnavigation_100k_ecop_v3", "table_pointnavigation_100k_ecop_v2"),
+    ("HumanoidRun", "table_humanoidrun_100k_thesis", "table_humanoidrun_100k_ecop_v3", "table_humanoidrun_100k"),
+    ("AntCircle", "table_antcircle_100k_thesis", None, "table_antcircle_100k_v2"),
+    ("AntReach", "table_antreach_100k_thesis", None, "table_antreach_100k"),
+)
+
+
+def _rc(name: str, label: str = "ecop", cost_sd: bool = True) -> Col:
+    """``R ± sd / C ± sd`` (Navigation: ``R ± sd / C0, C1``)."""
+    if "navigation" in name:
+        return E(name, label, "R±", "C0", "C1")
+    return E(name, label, "R±", "C0±" if cost_sd else "C0")
+
+
+HUM = (("table_humanoidrun_100k", True), ("table_antreach_100k", False), ("table_antcircle_100k_v2", False))
+
+ECOP_TABLES += [
+    Table(
+        REPRO,
+        "Return / cost of the training policy over the last 10 % of iterations, ± sample sd over 5 seeds (results",
+        (),
+        tuple(
+            EX(
+                _rc(thesis),
+                None if tuned is None else _rc(tuned),
+                _rc(before, cost_sd=task in ("PointCircle", "PointReach", "HumanoidRun")),
+                None,
+            )
+            for task, thesis, tuned, before in TASKS_V
+        ),
+    ),
+    Table(
+        REPRO,
+        "Return / cost (training policy, last 10% of iterations, ± sample sd over 5 seeds), thesis in brackets:",
+        (),
+        tuple(
+            EX(*(cat(E(name, a, "R±", "C0±" if sd else "C0"), E(name, a, "-", "-")) for name, sd in HUM))
+            for a in ALGOS7
+        ),
+    ),
+    Table(
+        REPRO,
+        "| e-COP | tuned, 5 seeds: return | cost (limit 20) | thesis settings, seed 0 only: return / cost | thesis: return / cost |",
+        (),
+        tuple(
+            EX(
+                E("beta_sensitivity_pointcircle_100k_tuned_v3", f"ecop[{b}]", "R±"),
+                E("beta_sensitivity_pointcircle_100k_tuned_v3", f"ecop[{b}]", "C0±"),
+                E("beta_sensitivity_pointcircle_100k_thesis", f"ecop[{b}]", "R", "C0"),
+                None,
+            )
+            for b in BETAS
+        ),
+    ),
+    Table(
+        REPRO,
+        "(PointCircle, limit 20, 5 seeds, 100k steps; the P3O row is the device run's, its code did not change.)",
+        (),
+        (
+            ET("beta_sensitivity_pointcircle_100k", "p3o", *STD_E, (), ()),
+            *(ET("beta_sensitivity_pointcircle_100k_v2", f"ecop[{b}]", *STD_E, (), ()) for b in BETAS),
+        ),
+    ),
+    Table(REPRO, "bayescrl/PointCircle-v0, limit 10, 100000 env steps x 5 seeds\n", (), _seven("table_pointcircle_100k")),
+    Table(REPRO, "bayescrl/PointCircle-v0, limit 10, 20000 env steps x 5 seeds", (), _seven("table_pointcircle")),
+    Table(REPRO, "bayescrl/PointCircle-v0, limit 10, 60000 env steps x 5 seeds", (), _seven("pointcircle_limit10_60k", ("ecop", "ppo-lag"))),
+    Table(REPRO, "Same command with `--name pointcircle_limit10_100k --steps 100000`", (), _seven("pointcircle_limit10_100k", ("ecop", "ppo-lag"))),
+    Table(
+        REPRO,
+        "bayescrl/PointCircle-v0, limit 20, 15000 env steps x 3 seeds",
+        (),
+        _seven("beta_sensitivity_pointcircle", ("p3o", *(f"ecop[{b}]" for b in BETAS))),
+    ),
+    Table(
+        REPRO,
+        "(`benchmarks/results/ecop/beta_sensitivity_pointcircle_100k.{json,png,runs.jsonl}`, log `device_beta.log`).",
+        (),
+        _seven("beta_sensitivity_pointcircle_100k", ("p3o", *(f"ecop[{b}]" for b in BETAS)), ((), ())),
+    ),
+    Table(REPRO, "PointReach (limit 25; thesis: e-COP 81.5 / 24.5", (), _seven("table_pointreach_100k", extra=())),
+    Table(
+        REPRO,
+        "PointNavigation (limits 10 for hazards and 25 for pillars; CPO and PCPO do not support two constraints;",
+        (),
+        tuple(
+            ET("table_pointnavigation_100k", a, ("R±",), ("C0±",), ("C1±",), ("EC0", "EC1"))
+            for a in ("ecop", "ppo-lag", "p3o", "focops", "ipo")
+        ),
+    ),
+    Table(
+        REPRO,
+        "`benchmarks/results/ecop/traffic_{grid,bottleneck}_5e4.{json,png,runs.jsonl}`.",
+        (None, None, None, None, None, None),
+        tuple(
+            Row(
+                EC + f"traffic_{t.lower()}_5e4.json",
+                a,
+                (None, None, *(E(f"traffic_{t.lower()}_5e4", a, *c) for c in (R_, C_, ("ER", "EC0", "EK0"))), None),
+            )
+            for t in ("Grid", "Bottleneck")
+            for a in ("ecop", "ppo-lag", "focops", "p3o", "cpo", "pcpo", "appo", "ipo")
+        ),
+    ),
+    Table(
+        REPRO,
+        "5 seeds; `benchmarks/results/ecop/traffic_{grid,bottleneck}.{json,png}`.",
+        (),
+        tuple(
+            Row(
+                EC + f"traffic_{t.lower()}.json",
+                a,
+                (None, None, *(E(f"traffic_{t.lower()}", a, *c) for c in STD_E), None),
+            )
+            for t in ("Grid", "Bottleneck")
+            for a in ("ecop", "ppo-lag")
+        ),
+    ),
+]
+
+
+TABLES: list[Table] = [*ACPO_TABLES, *ECOP_TABLES]
+
+
+def _halfwidths(name: str) -> list[float]:
+    hw = [t_halfwidth(E(name, f"ecop[{b}]", "R±")(None, None)[1], 5) for b in BETAS]
+    return [min(hw), max(hw)]
+
+
+def _grid_returns(d: Any) -> list[float]:
+    means = [E("traffic_grid_5e4", a, "R")(None, None)[0] for a in ("ecop", "ppo-lag", "focops", "p3o", "cpo", "pcpo", "appo", "ipo")]
+    return [min(means), max(means)]
+
+
+QUOTES += [
+    Quote(REPRO, "so the spread is larger than with the literal estimator (51.5 ± 16.7)", EC + "table_pointcircle_100k.json", lambda d: E("table_pointcircle_100k", "ecop", "R±")(d, None)),
+    Quote(REPRO, "level with P3O (3.8 ± 1.1) and PPO-Lagrangian (3.5 ± 1.2)", EC + "table_pointnavigation_100k.json", lambda d: E("table_pointnavigation_100k", "p3o", "R±")(d, None) + E("table_pointnavigation_100k", "ppo-lag", "R±")(d, None)),
+    Quote(REPRO, "just below PPO-Lagrangian (288.2 ± 9.8 at 18.9)", EC + "table_humanoidrun_100k.json", lambda d: E("table_humanoidrun_100k", "ppo-lag", "R±", "C0")(d, None)),
+    Quote(
+        REPRO,
+        "e-COP ends below the limit (6.2 ± 1.7) on every seed (per-seed return 27-77, cost 4-9)",
+        EC + "pointcircle_limit10_100k.json",
+        lambda d: [
+            *E("pointcircle_limit10_100k", "ecop", "C0±")(d, None),
+            min(r["return"] for r in _runs("pointcircle_limit10_100k", "ecop")),
+            max(r["return"] for r in _runs("pointcircle_limit10_100k", "ecop")),
+            min(r["costs"][0] for r in _runs("pointcircle_limit10_100k", "ecop")),
+            max(r["costs"][0] for r in _runs("pointcircle_limit10_100k", "ecop")),
+        ],
+    ),
+    Quote(REPRO, "(187.6-188.1 for all eight", EC + "traffic_grid_5e4.json", _grid_returns),
+    Quote(REPRO, "but by far less than the 95 % intervals of the means (± 43–81),", EC + "beta_sensitivity_pointcircle_100k_tuned_v3.json", lambda d: [95, *_halfwidths("beta_sensitivity_pointcircle_100k_tuned_v3")]),
+    Quote(REPRO, "95 % intervals of the means (± 41-75) are five to eight times the differences", EC + "beta_sensitivity_pointcircle_100k_v2.json", lambda d: [95, *_halfwidths("beta_sensitivity_pointcircle_100k_v2")]),
+]
+
+
+def ps(study: str, task: str, algo: str, what: str = "r") -> list[float]:
+    """Per-seed final rewards (``r``) or costs (``c``) of an ACPO study."""
+    a = _algo(load(AC + study + "/compare.json"), (task, algo))
+    return list(a["final_rewards"] if what == "r" else a["final_costs"])
+
+
+def eps(name: str, label: str, field: str) -> list[float]:
+    """Per-seed training ``return`` / ``cost`` or ``eval_return`` / ``eval_cost`` of an e-COP run."""
+    key = {"cost": "costs", "eval_cost": "eval_costs"}.get(field, field)
+    return [r[key][0] if isinstance(r[key], list) else r[key] for r in _runs(name, label)]
+
+
+def _zip(*lists: list[float]) -> list[float]:
+    return [x for t in zip(*lists, strict=True) for x in t]
+
+
+QUOTES += [
+    Quote(
+        REPRO,
+        "ACPO reward 0.35 / 0.40 / 0.08 / 0.30 / 0.44 at cost 0.011 / 0.026 / 0.061 / 0.000 / 0.058; CPO 0.37 / 0.38 / 0.28 / 0.33 / 0.27 at 0.034 / 0.035 / 0.118 / 0.016 / 0.006",
+        AC + "circle_phase_2e5_n20/compare.json",
+        lambda d: [*ps("circle_phase_2e5_n20", PC, "acpo"), *ps("circle_phase_2e5_n20", PC, "acpo", "c"), *ps("circle_phase_2e5_n20", PC, "cpo"), *ps("circle_phase_2e5_n20", PC, "cpo", "c")],
+    ),
+    Quote(
+        REPRO,
+        "Per seed: ACPO 0.37 / 0.52 / 0.28 / 0.37 / 0.47 at cost 0.019 / 0.052 / 0.077 / 0.003 / 0.042; ATRPO 0.52 / 0.42 / 0.48 / 0.27 / 0.41 at 0.104 / 0 / 0 / 0 / 0",
+        AC + "circle_phase_4e5_n20/compare.json",
+        lambda d: [*ps("circle_phase_4e5_n20", PC, "acpo"), *ps("circle_phase_4e5_n20", PC, "acpo", "c"), *ps("circle_phase_4e5_n20", PC, "atrpo"), *ps("circle_phase_4e5_n20", PC, "atrpo", "c")],
+    ),
+    Quote(
+        REPRO,
+        "Per seed: ACPO 0.38 / 0.38 / 0.12 / 0.36 / 0.40 at cost 0.057 / 0.068 / 0.032 / 0.061 / 0.071; CPO 0.36 / 0.66 / 0.06 / 0.36 / 0.41; ATRPO 0.42 / 0.49 / 0.36 / 0.93 / 0.55",
+        AC + "circle_phase_8e5_n20/compare.json",
+        lambda d: [*ps("circle_phase_8e5_n20", PC, "acpo"), *ps("circle_phase_8e5_n20", PC, "acpo", "c"), *ps("circle_phase_8e5_n20", PC, "cpo"), *ps("circle_phase_8e5_n20", PC, "atrpo")],
+    ),
+    Quote(
+        REPRO,
+        "per seed 0.0092 / 0.0082 / 0.0082 / 0.0075 / 0.0099 vs 0.0087 / 0.0082 / 0.0048 / 0.0059 / 0.0093",
+        AC + "gather_1e6_n20/compare.json",
+        lambda d: [*ps("gather_1e6_n20", PG, "acpo"), *ps("gather_1e6_n20", PG, "cpo")],
+    ),
+    Quote(
+        REPRO,
+        "Per seed, ACPO α = 0.2: 0.37 / 0.37 / 0.30 / 0.51 / 0.39 at cost 0.006 / 0.038 / 0.133 / 0.009 / 0.043",
+        AC + "circle_8e5_n20_ec0.2/compare.json",
+        lambda d: [None, *ps("circle_8e5_n20_ec0.2", PC, "acpo"), *ps("circle_8e5_n20_ec0.2", PC, "acpo", "c")],
+    ),
+    Quote(
+        REPRO,
+        "* Per seed: 0.36 / 0.59 / 0.36 / 0.36 / 0.36 at cost 0.003 / 0.052 / 0.020 / 0.029 / 0.009.",
+        AC + "circle_8e5_n20_ec0.2_std05/compare.json",
+        lambda d: [*ps("circle_8e5_n20_ec0.2_std05", PC, "acpo"), *ps("circle_8e5_n20_ec0.2_std05", PC, "acpo", "c")],
+    ),
+    Quote(
+        REPRO,
+        "Per seed, ATRPO (now): 0.570 / 0.430 / 0.182 / 0.798 / 0.373 / 1.433 / 0.479 / 0.573 / 0.004 / 0.458 at cost 0.022 / 0.000 / 0.050 / 0.016 / 0.001 / 0.388 / 0.000 / 0.000 / 0.000 / 0.002; ACPO (now): 0.364 / 0.367 / 0.381 / 0.459 / 0.023 / 0.845 / 0.540 / 0.358 / 0.901 / 0.515",
+        COSTNORM,
+        lambda d: [*_summ(d, "ATRPO ℓ 0.5, costs normalised (now)")["rewards"], *_summ(d, "ATRPO ℓ 0.5, costs normalised (now)")["costs"], *_summ(d, "ACPO, correction 0.2, log-std −0.5 (now)")["rewards"]],
+    ),
+    Quote(
+        REPRO,
+        "Per seed, ATRPO: 0.0107 / 0.0088 / 0.0036 / 0.0110 / 0.0114 / 0.0098 / 0.0100 / 0.0107 / 0.0052 / 0.0100; ACPO: 0.0069 / 0.0007 / 0.0085 / 0.0070 / 0.0049 / 0.0105 / 0.0060 / 0.0107 / 0.0075 / 0.0102",
+        AC + "gather_1e6_n20_costnorm/compare.json",
+        lambda d: [*ps("gather_1e6_n20_costnorm", PG, "atrpo"), *ps("gather_1e6_n20_costnorm", PG, "acpo")],
+    ),
+    Quote(
+        REPRO,
+        "Per seed, ACPO α = 0.2: 0.0089 / 0.0009 / 0.0041 / 0.0106 / 0.0097 at cost 0.0006 / 0.0008 / 0.0005 / 0.0002 / 0.0004.",
+        AC + "gather_1e6_n20_ec0.2/compare.json",
+        lambda d: [None, *ps("gather_1e6_n20_ec0.2", PG, "acpo"), *ps("gather_1e6_n20_ec0.2", PG, "acpo", "c")],
+    ),
+    Quote(
+        REPRO,
+        "Per seed (return / cost): 176.9 / 11.8, 83.3 / 12.1, 3.5 / 0.0, 23.4 / 3.1, 6.3 / 10.6",
+        EC + "pointcircle_limit10_100k_v2.json",
+        lambda d: _zip(eps("pointcircle_limit10_100k_v2", "ecop", "return"), eps("pointcircle_limit10_100k_v2", "ecop", "cost")),
+    ),
+    Quote(
+        REPRO,
+        "thesis settings: return 9.9 / 17.2 / −2.7 / 7.7 / 1.4 at cost 6.1 / 24.3 / 9.1 / 9.4 / 5.2; tuned: 69.9 / 21.6 / 9.0 / 15.2 / 65.5 at cost 7.4 / 16.6 / 19.8 / 12.4 / 9.3 (deterministic evaluation: 36.2 at cost 0.3)",
+        EC + "pointcircle_limit10_100k_ecop_v3.json",
+        lambda d: [
+            *eps("table_pointcircle_100k_thesis", "ecop", "return"),
+            *eps("table_pointcircle_100k_thesis", "ecop", "cost"),
+            *eps("pointcircle_limit10_100k_ecop_v3", "ecop", "return"),
+            *eps("pointcircle_limit10_100k_ecop_v3", "ecop", "cost"),
+            *E("pointcircle_limit10_100k_ecop_v3", "ecop", "ER", "EC0")(d, None),
+        ],
+    ),
+    Quote(
+        REPRO,
+        "e-COP 8.9 / 6.8 / 3.8 / 5.2 / 6.4 (return 57 / 77 / 58 / 40 / 27); FOCOPS 11.0 / 9.8 / 7.2 / 0.8 / 8.2; IPO 1.5 / 4.6 / 7.1 / 4.1 / 4.2",
+        EC + "table_pointcircle_100k.json",
+        lambda d: [
+            *eps("table_pointcircle_100k", "ecop", "cost"),
+            *eps("table_pointcircle_100k", "ecop", "return"),
+            *eps("table_pointcircle_100k", "focops", "cost"),
+            *eps("table_pointcircle_100k", "ipo", "cost"),
+        ],
     ),
 ]
