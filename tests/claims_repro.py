@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from claims import REPRO, R, msd
+from claims import README, REPRO, R, group, msd
 from claims_cells import Col, Quote, Row, Table, load
 
 from bayescrl.utils.spread import t_halfwidth
@@ -714,3 +714,46 @@ QUOTES += [
         ],
     ),
 ]
+
+
+# ---- README: the e-COP table (5 seeds; `bayescrl report benchmarks/results/sweeps/ecop_table`) ----------
+ECOP_REPORT = R + "sweeps/ecop_table/report.json"
+
+
+def rep(algo: str, *parts: str) -> Col:
+    """``R`` / ``R±`` / ``C0`` / ``C1`` / ``-`` of the report's (task = row key, algo) group."""
+    names = {"R": "train_final_return", "C0": "train_final_costs.0", "C1": "train_final_costs.1"}
+
+    def f(d: dict, task: str) -> list[float | None]:
+        out: list[float | None] = []
+        for p in parts:
+            if p == "-":
+                out.append(None)
+                continue
+            st = group(d, task=task, algo=algo)[names[p.rstrip("±")]]
+            out += [st["mean"], st["sd"]] if p.endswith("±") else [st["mean"]]
+        return out
+
+    return f
+
+
+def thesis_settings(name: str, *parts: str) -> Col:
+    return lambda d, k: E(name, "ecop", *parts)(d, k)
+
+
+README_ECOP = Table(
+    README,
+    "  --limit 20 --steps 100000 --seeds 0 1 2 3 4`), return / cost:",
+    (),
+    (
+        Row(ECOP_REPORT, "HumanoidRun", (None, cat(rep("ecop", "R", "C0"), thesis_settings("table_humanoidrun_100k_thesis", "R", "C0")), rep("ppo-lag", "R", "C0"), None)),
+        Row(ECOP_REPORT, "PointCircle", (None, cat(rep("ecop", "R", "C0"), thesis_settings("table_pointcircle_100k_thesis", "R", "C0")), rep("focops", "R", "C0"), None)),
+        Row(ECOP_REPORT, "PointReach", (None, cat(rep("ecop", "R", "C0", "-"), thesis_settings("table_pointreach_100k_thesis", "R", "C0")), rep("ppo-lag", "R", "C0"), None)),
+        Row(ECOP_REPORT, "PointNavigation", (None, cat(rep("ecop", "R", "C0", "C1"), thesis_settings("table_pointnavigation_100k_thesis", "R", "C0", "C1")), rep("p3o", "R", "C0", "C1"), None)),
+        Row(ECOP_REPORT, "AntCircle", (None, cat(rep("ecop", "R", "C0"), thesis_settings("table_antcircle_100k_thesis", "R", "C0")), None, None)),
+        Row(ECOP_REPORT, "AntReach", (None, cat(rep("ecop", "R", "C0"), thesis_settings("table_antreach_100k_thesis", "R", "C0")), None, None)),
+        Row(ECOP_REPORT, "Grid", (None, rep("ecop", "R±", "C0±"), rep("ppo-lag", "R", "C0"), None)),
+        Row(ECOP_REPORT, "Bottleneck", (None, rep("ecop", "R±", "C0±"), rep("focops", "R", "C0"), None)),
+    ),
+)
+TABLES.append(README_ECOP)
