@@ -1091,6 +1091,10 @@ REPORT_TABLES: list[tuple[str, str]] = [
     (README, SW + "acpo_traffic_5e4/report.md"),
     (README, SW + "mopo_sanity/report.md"),
     (REPRO, SW + "warmpref_actionspace/report.md"),
+    (REPRO, SW + "mopo_tabular/report.md"),
+    (REPRO, SW + "mopo_sanity/report.md"),
+    (REPRO, SW + "mopo_sanity_thesis_setting/report.md"),
+    (REPRO, SW + "mopo_bayes/report.md"),
 ]
 
 # (page, the quoted text, why it is not a run's number, or where else it is pinned)
@@ -1112,4 +1116,6 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "### warmPref-PS experiments (chapter 4)", "### PSPL experiments (chapter 5)"),
     (REPRO, "### ACPO experiments (chapter 2)", "### e-COP experiments (chapter 3)"),
     (REPRO, "### e-COP experiments (chapter 3)", "### warmPref-PS experiments (chapter 4)"),
+    (REPRO, "### MOPO experiments (chapter 6)", "#### Text-generation table"),
+    (REPRO, "#### Text-generation table", "    --out runs/textgen_smollm2_table"),
 ]

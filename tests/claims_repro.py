@@ -4,6 +4,7 @@ the other docs pages: each markdown table row is checked cell by cell against it
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -757,3 +758,120 @@ README_ECOP = Table(
     ),
 )
 TABLES.append(README_ECOP)
+
+
+# ---- MOPO: SmolLM2-135M runs (one results.json per row; ± is the standard error over answers) -----------
+SMOL = R + "mopo/smollm2/"
+
+
+def smol(split: str, obj: str, before: bool, se: bool, z: bool) -> Col:
+    """``[before →] after [± se] [(z …)]`` of one proxy; z = change / √(se_before² + se_after²)."""
+
+    def f(d: dict, _k: Any) -> list[float]:
+        b, a = d["before"][split], d["after"][split]
+        out = [b[obj]] if before else []
+        out.append(a[obj])
+        if se:
+            out.append(a[obj + "_se"])
+        if z:
+            out.append((a[obj] - b[obj]) / math.hypot(a[obj + "_se"], b[obj + "_se"]))
+        return out
+
+    return f
+
+
+def _records(d: dict, _k: Any) -> list[float]:
+    return [d["records"]]
+
+
+def _logratio(d: dict, _k: Any) -> list[float]:
+    return [d["final_step"]["logratio_ref"]]
+
+
+_OLD = (None, _records, smol("held_out", "positive", False, True, False), smol("held_out", "on_topic", False, False, False), smol("train", "positive", False, True, False), smol("train", "on_topic", False, False, False), _logratio)
+_T07 = (None, _records, smol("held_out", "positive", True, True, True), smol("held_out", "on_topic", True, False, True), smol("train", "positive", True, True, False), smol("train", "on_topic", True, False, False), _logratio)
+_PW = (None, _records, smol("held_out", "positive", True, True, True), smol("held_out", "on_topic", True, False, True), smol("train", "positive", True, True, True), smol("train", "on_topic", True, False, True), _logratio)
+
+MOPO_TABLES = [
+    Table(
+        REPRO,
+        '0.) "a → b ± se" is reference → trained, with the trained model\'s standard error;',
+        (),
+        (
+            *(Row(SMOL + f"variants/{v}.json", None, _OLD) for v in ("eps0.1_steps80", "steps120", "lr5e-4_steps160", "bc_tau0.5_t1_seed0")),
+            Row(SMOL + "variants/t0.7_seed0.json", None, _T07),
+            Row(SMOL + "variants/t0.7_seed1_eval10.json", None, _T07),
+            Row(SMOL + "variants/dpo_joint_t0.7_seed0.json", None, (*_T07[:-1], None)),
+            Row(SMOL + "results.json", None, _PW),
+            *(Row(SMOL + f"variants/{v}.json", None, _PW) for v in ("pairwise_seed1_eval10", "bc_tau0.1_t0.7_seed0", "pairwise_b0.65_seed0")),
+        ),
+    ),
+]
+QUOTES += [
+    Quote(
+        REPRO,
+        "Reference model at temperature 1: held-out sentiment 0.406 ± 0.043, coverage 0.618; training topics 0.248 ± 0.044, 0.806.",
+        SMOL + "variants/eps0.1_steps80.json",
+        lambda d: [1, d["before"]["held_out"]["positive"], d["before"]["held_out"]["positive_se"], d["before"]["held_out"]["on_topic"], d["before"]["train"]["positive"], d["before"]["train"]["positive_se"], d["before"]["train"]["on_topic"]],
+    ),
+]
+TABLES += MOPO_TABLES
+
+
+# ---- MOPO: the text-generation table (table.json; mean ± sample sd over seeds 0-2) ---------------------
+TG = R + "mopo/textgen/table.json"
+TG_ALGOS = ("ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag", "reference")
+
+
+def tg_point(task: int) -> Col:
+    return lambda d, a: (lambda row: [row["mean"][0], row["sd"][0], row["mean"][1], row["sd"][1]])(d[task]["rows"][a])
+
+
+def tg_hv(task: int) -> Col:
+    return lambda d, a: [d[task]["rows"][a]["hypervolume_mean"], d[task]["rows"][a]["hypervolume_sd"]]
+
+
+def tg_seconds(task: int, train: bool = True) -> Col:
+    def f(d: dict, a: str) -> list[float]:
+        row = d[task]["rows"][a]
+        return [row["train_seconds_mean"], row["generate_seconds_mean"]] if train else [row["generate_seconds_mean"]]
+
+    return f
+
+
+MOPO_TABLES += [
+    Table(
+        REPRO,
+        "training log (MOPO's final multipliers and bounds) in `textgen/train_logs_summary.json`.",
+        (None, tg_point(0), None, tg_point(1), None),
+        tuple(Row(TG, a) for a in TG_ALGOS),
+    ),
+    Table(
+        REPRO,
+        "Hypervolume of each algorithm's points (reference (0, 0), mean ± sd over seeds) and mean seconds per seed",
+        (None, tg_hv(0), tg_hv(1), tg_seconds(0), tg_seconds(1)),
+        (
+            *(Row(TG, a) for a in TG_ALGOS[:-1]),
+            Row(TG, "reference", (None, tg_hv(0), tg_hv(1), None, lambda d, a: [0.0, tg_seconds(1, False)(d, a)[0]])),
+        ),
+    ),
+]
+TABLES += MOPO_TABLES[1:]
+EPS0 = R + "mopo/textgen/ablation_eps0/"
+
+
+def _eps0(task: str, algo: str = "mopo-lag") -> list[float]:
+    row = load(EPS0 + task + "/table.json")["rows"][algo]
+    return [row["mean"][0], row["sd"][0], row["mean"][1], row["sd"][1]]
+
+
+QUOTES += [
+    Quote(REPRO, "it now follows the primary objective — Summary (0.68 ± 0.07, 0.45 ± 0.03)", EPS0 + "summary/table.json", lambda d: _eps0("summary")),
+    Quote(REPRO, "Assistant (0.24 ± 0.09, 0.71 ± 0.10), no better.", EPS0 + "assistant/table.json", lambda d: _eps0("assistant")),
+    Quote(
+        REPRO,
+        "readability up from 0.55, but faithfulness down from 0.59",
+        TG,
+        lambda d: d[1]["rows"]["reference"]["mean"],  # the base model's
+    ),
+]
