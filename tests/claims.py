@@ -1116,6 +1116,7 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "### warmPref-PS experiments (chapter 4)", "### PSPL experiments (chapter 5)"),
     (REPRO, "### ACPO experiments (chapter 2)", "### e-COP experiments (chapter 3)"),
     (REPRO, "### e-COP experiments (chapter 3)", "### warmPref-PS experiments (chapter 4)"),
+    (REPRO, "#### Ablations (figure (main_ablation))", "#### Image generation (appendix `pickapic`)"),
     (REPRO, "### MOPO experiments (chapter 6)", "#### Text-generation table"),
     (REPRO, "#### Text-generation table", "    --out runs/textgen_smollm2_table"),
 ]

@@ -154,10 +154,10 @@ def table_problems(t: Table, fix: bool = False) -> list[str]:
         data = load(row.source)
         want = [c if f is None else restate(c, list(f(data, row.key))) for c, f in zip(cs, cols, strict=True)]
         if not all(_same(a, b) for a, b in zip(cs, want, strict=True)):
-            got = "| " + " | ".join(want) + " |"
+            got = "|" + "|".join(f" {c} " if c else " " for c in want) + "|"
             bad.append(f"{t.id}: row {j}\n  page: {line.strip()}\n  file: {got}  ({row.source})")
             indent = line[: len(line) - len(line.lstrip())]
-            new_lines[2 + j] = indent + "| " + " | ".join(want) + " |"
+            new_lines[2 + j] = indent + got
     if fix and bad:
         all_lines = page_text(t.page).splitlines(keepends=True)
         for j, ln in enumerate(new_lines):
