@@ -1102,6 +1102,7 @@ ALLOWED: list[tuple[str, str, str]] = [
     (REPRO, "their 95 % intervals overlap", "the interval's level, not a result"),
     (REPRO, "non-overlapping 95 % intervals", "the interval's level; the intervals are pinned on the README"),
     (REPRO, "the thesis' 25–50 % at N = 5", "the thesis' number (chapter 4, the warmTS ablation)"),
+    (PREFRL, "keeps the apple weight at its prior (0 ± 1)", "the prior's mean and sd, not a result"),
 ]
 
 # (page, first line of the section, the line that ends it): where every "a ± b" must be registered
@@ -1119,4 +1120,6 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "#### Ablations (figure (main_ablation))", "#### Image generation (appendix `pickapic`)"),
     (REPRO, "### MOPO experiments (chapter 6)", "#### Text-generation table"),
     (REPRO, "#### Text-generation table", "    --out runs/textgen_smollm2_table"),
+    ("docs/core.md", "# Bayesian core: models, inference engines, diagnostics", "BibTeX: [references.bib]"),
+    (PREFRL, "# Safe RL from rater preferences (`bayescrl.prefrl`)", "BibTeX: [references.bib]"),
 ]

@@ -954,3 +954,142 @@ QUOTES += [
     ),
 ]
 TABLES += PSPL_TABLES
+
+
+# ---- docs/core.md: simulated rater pools (benchmarks/results/raters/rater_pools.json; sample sd) ------
+CORE = "docs/core.md"
+POOLS = R + "raters/rater_pools.json"
+
+
+def pool(metric: str, sd: bool = True) -> Col:
+    def f(d: dict, k: tuple) -> list[float]:
+        st = d["summary"][k[0]][k[1]].get(metric)
+        return [] if st is None else [st["mean"], st["sd"]] if sd else [st["mean"]]
+
+    return f
+
+
+def pool_flags(d: dict, k: tuple) -> list[float]:
+    m = d["summary"][k[0]][k[1]]
+    return [m["flagged"]["mean"], m["false_flags"]["mean"]] if k[0] == "misinformed" and "flagged" in m else []
+
+
+CORE_TABLES = [
+    Table(
+        CORE,
+        "`beta_only` fixes every unknown λ at 1 and infers β, `pooled` treats all comparisons as one rater):",
+        (None, None, pool("cosine"), pool("coverage90"), pool("lam_spearman"), pool_flags),
+        tuple(
+            Row(POOLS, (p, m, None))
+            for p in ("misinformed", "near_random", "trusted_few", "all_alike")
+            for m in ("hierarchical", "beta_only", "pooled")
+        ),
+    ),
+]
+TABLES += CORE_TABLES
+
+
+# ---- docs/prefrl.md: Navigation, Point-Gather and the offline study (per-run records; sample sd) --------
+PREFRL = "docs/prefrl.md"
+PF = R + "prefrl/"
+
+
+def _pf(d: dict, variant: str, algo: str = "ecop") -> list[dict]:
+    rs = sorted((r for r in d["runs"] if r["variant"] == variant and r["algo"] == algo), key=lambda r: r["seed"])
+    assert rs, variant
+    return rs
+
+
+def pf_ret(d: dict, v: str) -> list[float]:
+    return list(msd([r["tail_return"] for r in _pf(d, v)]))
+
+
+def pf_costs(d: dict, v: str) -> list[float]:
+    rs = _pf(d, v)
+    return [msd([r["tail_costs"][i] for r in rs])[0] for i in range(len(rs[0]["tail_costs"]))]
+
+
+def pf_cost_sd(d: dict, v: str) -> list[float]:
+    return list(msd([r["tail_costs"][0] for r in _pf(d, v)]))
+
+
+def pf_corr(d: dict, v: str) -> list[float]:
+    return [d["table"]["ecop/" + v]["reward_correlation"]]
+
+
+def pf_lam10(d: dict, v: str) -> list[float]:
+    return [] if v in ("oracle", "known-competence") else pf_corr(load(PF + "navigation_ecop_lam10.json"), v)
+
+
+def pf_ret_seeds(d: dict, v: str) -> list[float]:
+    return [*pf_ret(d, v), *(r["tail_return"] for r in _pf(d, v))]
+
+
+def pf_collecting(d: dict, v: str) -> list[float]:
+    rs = _pf(d, v)
+    return [sum(r["tail_return"] > 0 for r in rs), len(rs)]
+
+
+def _ppolag(d: dict, v: str) -> list[float]:
+    return list(msd([r["tail_return"] for r in _pf(d, v, "ppo-lag")]))
+
+
+def off(offline: int, budget: int) -> Col:
+    return lambda d, _k: list(msd([r["gain"] for r in d["runs"] if r["budget"] == budget and r["offline"] == offline]))
+
+
+PREFRL_TABLES = [
+    Table(
+        PREFRL,
+        "range (speed, summed over a segment):",
+        (None, pf_ret, pf_costs, pf_corr, pf_lam10),
+        tuple(Row(PF + "navigation_ecop_default.json", v) for v in ("oracle", "known-competence", "mean", "thompson", "no-rater-model")),
+    ),
+    Table(
+        PREFRL,
+        "queries.every=10`, `pointgather_ecop.{json,png}`; queries every 10 iterations",
+        (None, pf_ret_seeds, pf_collecting, pf_cost_sd, None),
+        tuple(Row(PF + "pointgather_ecop.json", v) for v in ("oracle", "mean", "thompson")),
+    ),
+    Table(
+        PREFRL,
+        "(the gain that online learning reaches at 80 queries, 0.95, the offline file gives with none):",
+        (),
+        tuple(Row(PF + "offline.json", None, (None, *(off(n, b) for b in (0, 20, 40, 80, 160, 320)))) for n in (0, 200)),
+    ),
+]
+QUOTES += [
+    Quote(
+        PREFRL,
+        "returns 3.5 ± 0.6 (true reward), 3.0 ± 1.9 (posterior mean), 2.5 ± 0.9 (Thompson), 1.1 ± 0.8 (no rater model)",
+        PF + "navigation_ppolag.json",
+        lambda d: [x for v in ("oracle", "mean", "thompson", "no-rater-model") for x in _ppolag(d, v)],
+    ),
+    Quote(
+        PREFRL,
+        "the true reward collects 1.4 ± 0.9 apples per episode (2.2, 2.1, 0.3, 0.5, 1.9; cost 0.3 ± 0.1 for the limit 0.1), the posterior mean 0.5 ± 0.8 (0.9, 0, 0, 0, 1.8; cost 0.1 ± 0.2)",
+        PF + "pointgather_ppolag_all.json",
+        lambda d: [
+            *_ppolag(d, "oracle"),
+            *(r["tail_return"] for r in _pf(d, "oracle", "ppo-lag")),
+            *msd([r["tail_costs"][0] for r in _pf(d, "oracle", "ppo-lag")]),
+            None,
+            *_ppolag(d, "mean"),
+            *(r["tail_return"] for r in _pf(d, "mean", "ppo-lag")),
+            *msd([r["tail_costs"][0] for r in _pf(d, "mean", "ppo-lag")]),
+        ],
+    ),
+    Quote(
+        PREFRL,
+        "(the gain that online learning reaches at 80 queries, 0.95, the offline file gives with none)",
+        PF + "offline.json",
+        lambda d: [80, d["table"]["offline=0/online=80"]["gain_mean"]],
+    ),
+    Quote(
+        PREFRL,
+        "With many online labels the offline comparisons neither help nor hurt (1.01 vs 1.03 at 320).",
+        PF + "offline.json",
+        lambda d: [d["table"]["offline=200/online=320"]["gain_mean"], d["table"]["offline=0/online=320"]["gain_mean"], 320],
+    ),
+]
+TABLES += PREFRL_TABLES
