@@ -1103,6 +1103,7 @@ ALLOWED: list[tuple[str, str, str]] = [
     (REPRO, "non-overlapping 95 % intervals", "the interval's level; the intervals are pinned on the README"),
     (REPRO, "the thesis' 25–50 % at N = 5", "the thesis' number (chapter 4, the warmTS ablation)"),
     (PREFRL, "keeps the apple weight at its prior (0 ± 1)", "the prior's mean and sd, not a result"),
+    (PSPL, "simple regret 0.0030 ± 0.0011", "an exploratory SVI run whose results are not committed (the page says so)"),
 ]
 
 # (page, first line of the section, the line that ends it): where every "a ± b" must be registered
@@ -1122,4 +1123,5 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "#### Text-generation table", "    --out runs/textgen_smollm2_table"),
     ("docs/core.md", "# Bayesian core: models, inference engines, diagnostics", "BibTeX: [references.bib]"),
     (PREFRL, "# Safe RL from rater preferences (`bayescrl.prefrl`)", "BibTeX: [references.bib]"),
+    (PSPL, "# PSPL: preference-based RL with offline and online trajectory preferences", "BibTeX: [references.bib]"),
 ]
