@@ -1124,4 +1124,14 @@ SCANNED: list[tuple[str, str, str]] = [
     ("docs/core.md", "# Bayesian core: models, inference engines, diagnostics", "BibTeX: [references.bib]"),
     (PREFRL, "# Safe RL from rater preferences (`bayescrl.prefrl`)", "BibTeX: [references.bib]"),
     (PSPL, "# PSPL: preference-based RL with offline and online trajectory preferences", "BibTeX: [references.bib]"),
+    # the other pages that quote runs, whole
+    ("docs/sweep.md", "# Sweeps: grids of runs on Ray", "time), so the efficiency measures the machine"),
+    ("docs/mopo.md", "# MOPO: multi-objective constrained preference optimisation", "BibTeX: [references.bib]"),
+    ("docs/warmpref.md", "# warmPref-PS: linear bandits warm-started with offline preferences", "BibTeX: [references.bib]"),
+    ("docs/raters.md", "# Raters", "API reference: [Raters](api/raters.md)."),
+    ("docs/envs.md", "# Task suite (`bayescrl.envs`)", "BibTeX: [references.bib]"),
+    ("docs/gpu.md", "# GPU check", "- **Speed:** no benchmark at realistic sizes and n"),
+    ("docs/ecop.md", "# Constrained RL: e-COP, its baselines and the shared core (`bayescrl.constrained`)", "BibTeX: [references.bib]"),
+    ("docs/acpo.md", "# ACPO: Average-Constrained Policy Optimization", "BibTeX: [references.bib]"),
+    ("benchmarks/README.md", "# Benchmarks and their committed results", "After a run, `.venv/bin/python benchmarks/slim_res"),
 ]
