@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from claims import README, REPRO, R, group, msd
+from claims import README, REPRO, R, ci95, group, msd
 from claims_cells import Col, Quote, Row, Table, load
 
 from bayescrl.utils.spread import t_halfwidth
@@ -1093,3 +1093,116 @@ QUOTES += [
     ),
 ]
 TABLES += PREFRL_TABLES
+
+
+# ---- docs/raters.md: rater pools in MOPO and in safe RL (paired differences, 95 % t-intervals) ----------
+RATERS = "docs/raters.md"
+RMOPO, RPREFRL = R + "raters/rater_mopo_pools.json", R + "raters/rater_prefrl_pools.json"
+METHODS = ("hierarchical", "beta_only", "pooled")
+
+
+def _paired(a: Sequence[float], b: Sequence[float]) -> list[float]:
+    m, s = msd([x - y for x, y in zip(a, b, strict=True)])
+    return [m, *ci95(m, s, len(a))]
+
+
+def rm_tv(method: str) -> Col:
+    return lambda d, pool: [msd(d["pools"][pool]["tv_per_seed"][method])[0]]
+
+
+def rm_diff(other: str) -> Col:
+    return lambda d, pool: _paired(d["pools"][pool]["tv_per_seed"]["hierarchical"], d["pools"][pool]["tv_per_seed"][other])
+
+
+def _rp(d: dict, method: str, metric: str) -> list[float]:
+    rs = sorted((r for r in d["runs"] if r["method"] == method), key=lambda r: r["seed"])
+    return [r[metric] for r in rs]
+
+
+def rp_mean(method: str) -> Col:
+    return lambda d, metric: [msd(_rp(d, method, metric))[0]]
+
+
+def rp_diff(other: str) -> Col:
+    return lambda d, metric: _paired(_rp(d, "hierarchical", metric), _rp(d, other, metric))
+
+
+def rp_median(method: str) -> Col:
+    def f(d: dict, _k: Any) -> list[float]:
+        v = sorted(_rp(d, method, "reward_correlation"))
+        n = len(v)
+        return [(v[(n - 1) // 2] + v[n // 2]) / 2, sum(x > 0.9 for x in v)]
+
+    return f
+
+
+RATERS_TABLES = [
+    Table(
+        RATERS,
+        "(`preference_model: empirical`), with the paired difference and its 95 % interval:",
+        (None, *(rm_tv(m) for m in METHODS), rm_diff("beta_only"), rm_diff("pooled")),
+        tuple(Row(RMOPO, p) for p in ("misinformed", "near_random", "trusted_few", "all_alike")),
+    ),
+    Table(
+        RATERS,
+        "Bradley–Terry fit). Means over seeds, and the paired difference with its 95 % t-interval:",
+        (None, *(rp_mean(m) for m in METHODS), rp_diff("beta_only"), rp_diff("pooled")),
+        (
+            Row(RPREFRL, "reward_correlation"),
+            Row(RPREFRL, None, (None, *(rp_median(m) for m in METHODS), None, None)),
+            *(Row(RPREFRL, m) for m in ("eval_return", "eval_cost", "train_return", "train_cost")),
+        ),
+    ),
+]
+TABLES += RATERS_TABLES
+
+
+# ---- docs/sweep.md: the scaling table (benchmarks/results/sweep/scaling*.json) ---------------------------
+SCALE = R + "sweep/"
+
+
+def _scale(d: dict, w: int) -> dict:
+    (row,) = [r for r in d["rows"] if r["workers"] == w]
+    return row
+
+
+def sc(d: dict, w: int) -> list[float]:
+    r = _scale(d, w)
+    return [r["wall_s"], r["runs_per_hour"], 100 * r["efficiency"]]
+
+
+def _sc_cols(first: Col, second: Col) -> tuple[Col, ...]:
+    return (first, second, lambda d, w: [w], lambda d, w: sc(d, w)[:1], lambda d, w: sc(d, w)[1:2], lambda d, w: sc(d, w)[2:])
+
+
+def _load_range(d: dict, _w: int) -> list[float]:
+    loads = [x for r in d["rows"] for x in (r["loadavg_before"], r["loadavg_after"])]
+    return [2, min(loads), max(loads)]
+
+
+def _runs_steps(d: dict, _w: int) -> list[float]:
+    return [d["runs"], d["steps_per_run"]]
+
+
+SWEEP_TABLES = [
+    Table(
+        "docs/sweep.md",
+        "`benchmarks/results/sweep/scaling.json` and `.png`.",
+        (),
+        (
+            Row(SCALE + "scaling.json", 1, _sc_cols(_load_range, _runs_steps)),
+            Row(SCALE + "scaling.json", 2, _sc_cols(None, None)),
+            Row(SCALE + "scaling_40runs.json", 1, _sc_cols(None, _runs_steps)),
+            Row(SCALE + "scaling_40runs.json", 2, _sc_cols(None, None)),
+        ),
+    ),
+]
+TABLES += SWEEP_TABLES
+QUOTES += [
+    Quote(
+        "docs/sweep.md",
+        "(mean run 75 s alone, 103 s two at a time)",
+        SCALE + "scaling.json",
+        lambda d: [_scale(d, 1)["mean_run_s"], _scale(d, 2)["mean_run_s"]],
+    ),
+]
