@@ -1249,3 +1249,59 @@ QUOTES += [
         lambda d: [20, 1, *d["checks"]["mopo_lm_trainer_bf16"]["loss_first_last_gpu"]],
     ),
 ]
+
+
+# ---- docs/envs.md: stepping speed (benchmarks/results/envs/{traffic_speed,speed}.json) ------------------
+ENVS = "docs/envs.md"
+TSPEED, SPEED = R + "envs/traffic_speed.json", R + "envs/speed.json"
+
+
+def ts(*fields: str) -> Col:
+    return lambda d, k: [d["results"][k][f] for f in fields]
+
+
+def ts_label(d: dict, k: str) -> list[float]:
+    return [d["results"][k]["step_seconds"]]
+
+
+def sp(name: str) -> Col:
+    return lambda d, _k: [d["steps_per_s"][name]]
+
+
+ENVS_TABLES = [
+    Table(
+        ENVS,
+        "vector workers), with wall-clock rates beside them.",
+        (None, None, ts("steps_per_cpu_s"), ts("sim_s_per_cpu_s"), ts("sim_s_per_wall_s")),
+        tuple(
+            Row(TSPEED, k)
+            for k in ("grid", "grid5", "grid_traci", "sumo_rl", "sumo_rl_libsumo", "bottleneck", "grid_async8", "bottleneck_async8")
+        ),
+    ),
+    Table(
+        ENVS,
+        "development machine under load (1-min load average 6.8 at the start), so compare ratios within the run:",
+        (),
+        tuple(
+            Row(SPEED, None, (None, sp(a), None, None, sp(b)))
+            for a, b in (
+                ("bayescrl/PointCircle-v0", "bayescrl/AntCircle-v0"),
+                ("bayescrl/PointReach-v0", "bayescrl/AntReach-v0"),
+                ("bayescrl/PointNavigation-v0", "bayescrl/AntGather-v0"),
+                ("bayescrl/PointGather-v0", "bayescrl/AntRun-v0"),
+                ("bayescrl/SmallCMDP-v0", "bayescrl/HumanoidRun-v0"),
+                ("Ant-v5", "Humanoid-v5"),
+            )
+        ),
+    ),
+]
+QUOTES += [
+    Quote(
+        ENVS,
+        "Grid simulates **15.0x** as many seconds per CPU second as sumo-rl's environment in its default traci mode and 1.4x as many as sumo-rl on libsumo (4.9x and 1.7x per wall second)",
+        TSPEED,
+        lambda d: [d["ratio_vs_sumo_rl_cpu"], d["ratio_vs_sumo_rl_libsumo_cpu"], d["ratio_vs_sumo_rl_wall"], d["ratio_vs_sumo_rl_libsumo_wall"]],
+    ),
+    Quote(ENVS, "(1-min load average 6.8 at the start)", SPEED, lambda d: [1, d["load_average_1min_at_start"]]),
+]
+TABLES += ENVS_TABLES
