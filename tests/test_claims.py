@@ -46,11 +46,14 @@ def test_quoted_number_stands_in_its_page_and_equals_its_file(claim: Claim):
 
 def test_claim_sources_are_summary_files():
     """Pins read summary-level files (no per-step logs, no per-run folders that may be pruned)."""
-    names = {Path(c.source).name for c in CLAIMS} | {Path(src).name for _, src in REPORT_TABLES}
+    sources = {c.source for c in CLAIMS} | {q.source for q in QUOTES}
+    sources |= {r.source for t in TABLES for r in t.rows}
+    assert all((ROOT / s).is_file() for s in sources), sorted(s for s in sources if not (ROOT / s).is_file())
+    names = {Path(s).name for s in sources} | {Path(src).name for _, src in REPORT_TABLES}
     allowed = {"report.json", "report.md", "results.json", "summary.json", "table.json", "metrics.json"}
-    odd = {n for n in names if n not in allowed and not re.fullmatch(r"[\w.]+\.json", n)}
+    odd = {n for n in names if n not in allowed and not re.fullmatch(r"[\w.-]+\.json", n)}
     assert not odd, odd
-    assert not any("curves" in c.source or "train_log" in c.source for c in CLAIMS)
+    assert not any("curves" in s or "train_log" in s for s in sources)
 
 
 @cache
