@@ -1305,3 +1305,69 @@ QUOTES += [
     Quote(ENVS, "(1-min load average 6.8 at the start)", SPEED, lambda d: [1, d["load_average_1min_at_start"]]),
 ]
 TABLES += ENVS_TABLES
+
+
+# ---- more ACPO tables: tabular check, tabular recovery study ------------------------------------------
+def _mode(d: dict, mode: str) -> dict:
+    return d["modes"][mode]
+
+
+TABLES += [
+    Table(
+        REPRO,
+        "optimum over stationary occupancy measures:",
+        (
+            None,
+            lambda d, m: [_mode(d, m)["reward_over_lp_mean"], _mode(d, m)["reward_over_lp_min"]],
+            lambda d, m: [_mode(d, m)["cost_over_limit_mean"], _mode(d, m)["cost_over_limit_max"]],
+        ),
+        (Row(AC + "tabular.json", "exact"), Row(AC + "tabular.json", "sampled")),
+    ),
+    Table(
+        REPRO,
+        "80 iterations (`recovery_tabular.json`, `recovery_tabular_{rewards,costs}.png`):",
+        (
+            None,
+            lambda d, t: [d["t"][t]["iters_to_feasible_mean"]],
+            lambda d, t: [d["t"][t]["never_feasible"], d["args"]["cmdps"]],
+            lambda d, t: [d["t"][t]["final_reward_over_lp_mean"]],
+            lambda d, t: [d["t"][t]["final_cost_over_limit_max"]],
+        ),
+        tuple(Row(AC + "recovery_tabular.json", f"t={t}") for t in ("0", "0.25", "0.5", "0.75", "1")),
+    ),
+]
+
+
+def _diag(d: dict) -> dict:
+    """Second half of the diagnostic run: iterations 40-80 for Ĵ_C, evaluations and recovery steps; the
+    steps of iterations 41-80 for the predicted (``lin_dc``) and the realised change of Ĵ_C."""
+    h, steps = d["rows"][39:], d["rows"][40:]
+    ev = [x["eval"] for x in h if "eval" in x]
+    jc = msd([x["avg_costs"][0] for x in h])[0]
+    return {
+        "jc": [jc, jc / 0.05],
+        "pred": [msd([x["lin_dc"][0] for x in steps])[0]],
+        "real": [msd([b["avg_costs"][0] - a["avg_costs"][0] for a, b in zip(steps[:-1], steps[1:], strict=True)])[0]],
+        "det": [msd([e["det_reward"] for e in ev])[0], msd([e["det_cost"] for e in ev])[0]],
+        "sto": [msd([e["sto_reward"] for e in ev])[0], msd([e["sto_cost"] for e in ev])[0]],
+        "rec": [sum(x["branch"] == "recovery" for x in h), len(h)],
+    }
+
+
+TABLES.append(
+    Table(
+        REPRO,
+        "policy's log-std). Over the second half of training (iterations 40-80):",
+        (None, *(lambda d, k, f=f: _diag(d)[f] for f in ("jc", "pred", "real", "det", "sto", "rec"))),
+        (Row(AC + "diag/n20_8e5_s1.json"), Row(AC + "diag/n20_8e5_s4.json")),
+    )
+)
+PATHS = AC + "diag/circle_paths.json"
+TABLES.append(
+    Table(
+        REPRO,
+        "* **What the policies do** (`benchmarks/results/acpo/diag/circle_paths.png`",
+        (None, None, lambda d, k: [d["runs"][k]["reward_per_step"], d["runs"][k]["cost_per_step"]]),
+        tuple(Row(PATHS, k) for k in ("ACPO, correction 0.2 (seed 6)", "ACPO, text (seed 6)", "Lagrangian ATRPO (seed 6)")),
+    )
+)
