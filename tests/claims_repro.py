@@ -1371,3 +1371,142 @@ TABLES.append(
         tuple(Row(PATHS, k) for k in ("ACPO, correction 0.2 (seed 6)", "ACPO, text (seed 6)", "Lagrangian ATRPO (seed 6)")),
     )
 )
+
+
+# ---- e-COP throughput (benchmarks/results/ecop/throughput_*/throughput.json) ---------------------------
+TP = EC + "throughput_{}/throughput.json"
+TP_RUNS = ("profile_before", "profile_after")
+TP_COMP = ("compiled", "compiled_2")
+
+
+def tp(run: str) -> dict:
+    return load(TP.format(run))
+
+
+def tp_prof(runs: Sequence[str], algo: str, field: str) -> Col:
+    return lambda d, _k: [tp(r)["profile"][algo][field] for r in runs]
+
+
+def tp_raw_wall(runs: Sequence[str]) -> Col:
+    return lambda d, _k: [tp(r)["steps_per_run"] / tp(r)["raw_ant_steps_per_s"] for r in runs]
+
+
+def tp_raw_cpu(runs: Sequence[str]) -> Col:
+    return lambda d, _k: [tp(r)["raw_ant_cpu_s"] for r in runs]
+
+
+def tp_sps(runs: Sequence[str], algo: str) -> Col:
+    return lambda d, _k: [tp(r)["median_steps_per_s"][algo] for r in runs]
+
+
+def tp_ratio(runs: Sequence[str], key: str) -> Col:
+    return lambda d, _k: [tp(r)[key] for r in runs]
+
+
+def tp_raw_sps(runs: Sequence[str]) -> Col:
+    return lambda d, _k: [tp(r)["raw_ant_steps_per_s"] for r in runs]
+
+
+_P = ("total_s", "total_cpu_s", "collect_s_cpu", "update_s_cpu")
+
+
+def _comp_row(algo: str, ratio: str | None) -> tuple[Col, ...]:
+    cols: list[Col] = [None, *(tp_prof(TP_COMP, algo, f) for f in _P), tp_sps(TP_COMP, algo)]
+    if ratio is None:
+        cols += [None, None]
+    else:
+        cols += [tp_ratio(TP_COMP, f"ratio_{ratio}_vs_sb3"), tp_ratio(TP_COMP, f"cpu_ratio_{ratio}_vs_sb3")]
+    return tuple(cols)
+
+
+TABLES += [
+    Table(
+        REPRO,
+        "ppo-lag 362 (**1.49x**), ecop 347 (**1.43x**) env steps/s. Seconds per 4,096-step run (medians):",
+        (),
+        tuple(
+            Row(
+                TP.format("profile"),
+                a,
+                (
+                    None,
+                    *(tp_prof(("profile",), a, f) for f in ("total_s", "collect_s", "update_s")),
+                    lambda d, _k, a=a: [100 * d["profile"][a]["overhead_over_raw_stepping"]],
+                ),
+            )
+            for a in ("sb3-ppo", "ppo-lag", "ecop")
+        ),
+    ),
+    Table(
+        REPRO,
+        "benchmarks/results/ecop/throughput_profile_before` and `..._after`):",
+        (),
+        (
+            *(Row(TP.format("profile_after"), a, (None, *(tp_prof(TP_RUNS, a, f) for f in _P))) for a in ("sb3-ppo", "ppo-lag", "ecop")),
+            Row(TP.format("profile_after"), None, (None, tp_raw_wall(TP_RUNS), tp_raw_cpu(TP_RUNS), None, None)),
+        ),
+    ),
+    Table(
+        REPRO,
+        "and 7.1; eager and compiled runs alternate within the same rounds. Seconds per 4,096 steps (median of 3),",
+        (),
+        (
+            Row(TP.format("compiled"), None, _comp_row("sb3-ppo", None)),
+            Row(TP.format("compiled"), None, _comp_row("ppo-lag", "ppo_lag")),
+            Row(TP.format("compiled"), None, _comp_row("ppo-lag-compiled", "ppo_lag_compiled")),
+            Row(TP.format("compiled"), None, _comp_row("ecop", "ecop")),
+            Row(TP.format("compiled"), None, _comp_row("ecop-compiled", "ecop_compiled")),
+            Row(TP.format("compiled"), None, (None, None, tp_raw_cpu(TP_COMP), None, None, tp_raw_sps(TP_COMP), None, None)),
+        ),
+    ),
+]
+
+
+def _per_round(d: dict, algo: str) -> list[float]:
+    return [a / b for a, b in zip(d["steps_per_s"][algo], d["steps_per_s"]["sb3-ppo"], strict=True)]
+
+
+QUOTES += [
+    Quote(
+        REPRO,
+        "**SB3 PPO 499, ppo-lag 661 (1.32x), ecop 559 (1.12x)**; per round, e-COP / SB3 = 1.12, 1.30, 1.11 and ppo-lag / SB3 = 1.32, 1.35, 1.23",
+        EC + "throughput.json",
+        lambda d: [
+            d["median_steps_per_s"]["sb3-ppo"],
+            d["median_steps_per_s"]["ppo-lag"],
+            d["ratio_ppo_lag_vs_sb3"],
+            d["median_steps_per_s"]["ecop"],
+            d["ratio_ecop_vs_sb3"],
+            *_per_round(d, "ecop"),
+            *_per_round(d, "ppo-lag"),
+        ],
+    ),
+    Quote(
+        REPRO,
+        "SB3 PPO 243, ppo-lag 362 (**1.49x**), ecop 347 (**1.43x**) env steps/s",
+        TP.format("profile"),
+        lambda d: [d["median_steps_per_s"]["sb3-ppo"], d["median_steps_per_s"]["ppo-lag"], d["ratio_ppo_lag_vs_sb3"], d["median_steps_per_s"]["ecop"], d["ratio_ecop_vs_sb3"]],
+    ),
+    Quote(
+        REPRO,
+        "before ppo-lag 1.61x / 1.55x, ecop 1.45x / 1.46x; **after ppo-lag 1.57x / 1.67x, ecop 1.87x / 1.59x**",
+        TP.format("profile_after"),
+        lambda d: [
+            x
+            for r in TP_RUNS
+            for x in (tp(r)["ratio_ppo_lag_vs_sb3"], tp(r)["cpu_ratio_ppo_lag_vs_sb3"], tp(r)["ratio_ecop_vs_sb3"], tp(r)["cpu_ratio_ecop_vs_sb3"])
+        ],
+    ),
+    Quote(
+        REPRO,
+        "run 1, ppo-lag 18.4 s wall / 3.7 s CPU and ecop 84.9 s wall / 21.6 s CPU",
+        TP.format("compiled"),
+        lambda d: [1, *(d["compile_warmup_s"][a][k] for a in ("ppo-lag", "ecop") for k in ("wall_s", "cpu_s"))],
+    ),
+    Quote(
+        REPRO,
+        "run 2, with the cache, 12.8 s / 3.5 s and 9.0 s / 3.0 s",
+        TP.format("compiled_2"),
+        lambda d: [2, *(d["compile_warmup_s"][a][k] for a in ("ppo-lag", "ecop") for k in ("wall_s", "cpu_s"))],
+    ),
+]
