@@ -1510,3 +1510,71 @@ QUOTES += [
         lambda d: [2, *(d["compile_warmup_s"][a][k] for a in ("ppo-lag", "ecop") for k in ("wall_s", "cpu_s"))],
     ),
 ]
+
+
+# ---- warmPref-PS: the warmTS ablation grid and the 20-seed trends (summary.json of each study) ----------
+WP = R + "warmpref/"
+
+
+def _wcell(d: dict, cell: str, agent: str) -> float:
+    return d["cells"][cell]["agents"][agent]["final_regret_mean"]
+
+
+def wp_abl(beta: str, n: str) -> Col:
+    return lambda d, lam: [_wcell(d, f"lam={lam},beta={beta},N={n}", a) for a in ("warmpref-ps-bootstrap", "naive-ps")]
+
+
+def wp_trend(agent: str) -> Col:
+    return lambda d, k: [_wcell(d, f"{k}={v}", agent) for v in d["sweep"][f"offline.{k}"]]
+
+
+TABLES += [
+    Table(
+        REPRO,
+        "in every cell)** — `.venv/bin/python benchmarks/warmpref_bench.py ablation`",
+        (None, wp_abl("5.0", "5"), wp_abl("20.0", "5"), wp_abl("5.0", "50"), wp_abl("20.0", "50")),
+        (Row(WP + "ablation/summary.json", "10.0"), Row(WP + "ablation/summary.json", "1000.0")),
+    ),
+    Table(
+        REPRO,
+        "`.venv/bin/python benchmarks/warmpref_bench.py trend_lambda trend_beta trend_N --seeds 20`; PS = 47.34",
+        (None, wp_trend("warmpref-ps-bootstrap"), wp_trend("warmpref-ps")),
+        (
+            Row(WP + "trend_lambda/summary.json", "lam"),
+            Row(WP + "trend_beta/summary.json", "beta"),
+            Row(WP + "trend_N/summary.json", "N"),
+        ),
+    ),
+]
+QUOTES += [
+    Quote(
+        REPRO,
+        "final regret of bootstrap / naive-PS; PS = 41.17, LinTS = 50.30",
+        WP + "ablation/summary.json",
+        lambda d: [_wcell(d, "lam=10.0,beta=5.0,N=5", "ps"), _wcell(d, "lam=10.0,beta=5.0,N=5", "lints")],
+    ),
+]
+
+
+def p_values(d: dict, _agent: str) -> list[float]:
+    return list(d["sweep"]["values"])
+
+
+_ABL = (None, p_values, p_k0, p_final, p_mean_k)
+TABLES += [
+    Table(
+        REPRO,
+        "(K = 50; RiverSwim; regret at k = 0 / at k = K / mean over k = 0..K):",
+        _ABL,
+        tuple(
+            Row(PS + f"riverswim_ablation_{n}/results.json", "pspl-bootstrap")
+            for n in ("lambda", "beta", "beta_N1000", "N")
+        ),
+    ),
+    Table(
+        REPRO,
+        "these batched runs are not today's `--seeds 1` runs):",
+        _ABL,
+        tuple(Row(PS + f"mountaincar_ablation_{n}/results.json", "pspl-bootstrap") for n in ("lambda", "beta", "N")),
+    ),
+]
