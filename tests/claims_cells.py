@@ -135,7 +135,9 @@ def table_lines(name: str, after: str) -> tuple[int, list[str]]:
 
 
 def cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split("|")]
+    """A table row's cells (an escaped ``\\|`` stays inside its cell)."""
+    inner = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
+    return [c.strip() for c in re.split(r"(?<!\\)\|", inner)]
 
 
 def table_problems(t: Table, fix: bool = False) -> list[str]:

@@ -1802,3 +1802,73 @@ TABLES.append(
         (Row(TG, 0), Row(TG, 1)),
     )
 )
+
+
+# ---- README: MOPO with raters of unknown competence (the mopo_bayes report's tv_ratio column) -----------
+MB = R + "sweeps/mopo_bayes/report.json"
+
+
+def mb_ratio(data: str) -> Col:
+    return lambda d, tau: (lambda st: [st["mean"], st["n"]])(group(d, data=data, tau=tau)["tv_ratio"])
+
+
+TABLES.append(
+    Table(
+        README,
+        "over pooled win rates (ratio of the mean TVs over seeds; random8: a random 8-action set):",
+        (lambda d, tau: [float(tau)], *(mb_ratio(s) for s in ("D1", "D2", "D3", "random8"))),
+        (Row(MB, "0.1"), Row(MB, "1.0")),
+    )
+)
+
+
+# ---- docs/core.md: rater-pool speed (benchmarks/results/raters/rater_pool_speed.json) -------------------
+RPS = R + "raters/rater_pool_speed.json"
+
+
+def _eng(d: dict, e: str) -> dict:
+    return d["small"]["engines"][e]
+
+
+def _sd_ratio(d: dict, e: str) -> list[float]:
+    r = [a / b for a, b in zip(_eng(d, e)["theta_sd"], _eng(d, "nuts")["theta_sd"], strict=True)]
+    return [min(r), max(r)]
+
+
+def _small_agree(d: dict, e: str) -> list[float]:
+    g = _eng(d, e)
+    return [g["theta_cosine_to_nuts"], g["theta_max_z_to_nuts"], *_sd_ratio(d, e), g["lam_spearman_to_nuts"]]
+
+
+TABLES.append(
+    Table(
+        CORE,
+        "implementation on the same case, timed just before):",
+        (),
+        (
+            Row(
+                RPS,
+                "large",
+                (
+                    lambda d, k: [d[k]["R"], d[k]["N"], d[k]["d"]],
+                    None,
+                    lambda d, k: [d[k][f] for f in ("cpu_seconds", "seconds", "optimise_seconds", "hessian_seconds", "objective_evals")],
+                    lambda d, k: [d[k]["theta_cosine_to_truth"], d[k]["lam_spearman_to_truth"], None, d[k]["beta_abs_log_error_median"]],
+                ),
+            ),
+            Row(
+                RPS,
+                "large_before",
+                (
+                    None,
+                    None,
+                    lambda d, k: [d[k]["cpu_seconds"], d[k]["seconds"], None, None, None, d[k]["objective_evals"]],
+                    lambda d, k: [d[k]["theta_cosine_to_truth"], d[k]["lam_spearman_to_truth"], d[k]["beta_abs_log_error_median"]],
+                ),
+            ),
+            Row(RPS, "laplace-eb", (None, None, lambda d, e: [_eng(d, e)["seconds"]], _small_agree)),
+            Row(RPS, "svi", (None, None, lambda d, e: [_eng(d, e)["seconds"]], _small_agree)),
+            Row(RPS, "nuts", (None, None, lambda d, e: [_eng(d, e)["seconds"], None], None)),
+        ),
+    )
+)
