@@ -124,8 +124,7 @@ def table_lines(name: str, after: str) -> tuple[int, list[str]]:
     text = page_text(name)
     i = text.index(after)
     assert text.count(after) == 1, f"{after!r} is not unique in {name}"
-    start = text[:i].count("\n")
-    k = start
+    k = text[: i + len(after)].count("\n") + 1  # the table starts below the line that ends ``after``
     while k < len(lines) and not lines[k].lstrip().startswith("|"):
         k += 1
     first = k
