@@ -1949,3 +1949,87 @@ QUOTES += [
         lambda d: [d["cell"]["engines"]["nuts"]["seconds_per_1000"], 1000],
     ),
 ]
+
+
+# ---- docs/core.md: speed at d = 256 (bayes_speed.json) and the engine comparison (compare.json) ----------
+BSPEED = R + "core/bayes_speed.json"
+CMP = R + "core/compare_default/compare.json"
+
+
+def bs_now(d: dict, step: str) -> list[float]:
+    return [d["seconds"][step], min(d["cpu_s"][step])]
+
+
+def cmp_row(d: dict, e: str) -> list[float]:
+    g = d["engines"][e]
+    out = [g["seconds_per_1000"], g.get("mean_error") or 0.0, g.get("cov_rel_error") or 0.0, g.get("w2") or 0.0]
+    out += [g["logloss"]["marginal"], g["logloss"]["joint_per_item"]]
+    return out + ([] if g.get("coverage90") is None else [g["coverage90"]])
+
+
+TABLES += [
+    Table(
+        CORE,
+        "process CPU times in parentheses):",
+        (),
+        tuple(
+            Row(BSPEED, step, (None, None, bs_now, lambda d, k: [d["goals_s"][k]]))
+            for step in ("load", "laplace", "bootstrap")
+        ),
+    ),
+    Table(
+        CORE,
+        "`marginals.png` in `benchmarks/results/core/compare_default/`. Reference: NUTS (2 chains × 300).",
+        (None, *(lambda d, e, i=i: cmp_row(d, e)[i : i + 1] for i in range(6)), lambda d, e: cmp_row(d, e)[6:]),
+        tuple(Row(CMP, e) for e in ("nuts", "laplace", "bootstrap", "svi")),
+    ),
+]
+QUOTES += [
+    Quote(
+        CORE,
+        "Bootstrap: 12 Newton steps, all 200 problems converged",
+        BSPEED,
+        lambda d: [d["bootstrap"]["newton_steps"], d["config"]["samples"]],
+    ),
+]
+
+
+# ---- docs/pspl.md: the diffusion rater-competence ablation (diffusion_digits_ablation_beta/results.json) --
+DAB = R + "pspl/diffusion_digits_ablation_beta/results.json"
+
+
+def _same_value(values: list[float]) -> float:
+    """The one value every run has ("at every β"); a difference between runs fails the pin."""
+    assert max(values) - min(values) < 1e-9, values
+    return values[0]
+
+
+def dab(agent: str, field: str) -> Col:
+    return lambda d, i: [d["sweep"]["runs"][i]["agents"][agent][field]]
+
+
+TABLES.append(
+    Table(
+        "docs/pspl.md",
+        "oracle −15.45 at every β — the reference does not depend on the rater):",
+        (
+            lambda d, i: [d["sweep"]["values"][i]],
+            dab("pspl", "final_reward_mean"),
+            dab("dps", "final_reward_mean"),
+            dab("pspl", "val_accuracy_mean"),
+            dab("dps", "val_accuracy_mean"),
+        ),
+        tuple(Row(DAB, i) for i in range(3)),
+    )
+)
+QUOTES += [
+    Quote(
+        "docs/pspl.md",
+        "base −16.09, oracle −15.45 at every β",
+        DAB,
+        lambda d: [
+            _same_value([r["base_reward"] for r in d["sweep"]["runs"]]),
+            _same_value([r["agents"]["oracle"]["final_reward_mean"] for r in d["sweep"]["runs"]]),
+        ],
+    ),
+]
