@@ -2033,3 +2033,19 @@ QUOTES += [
         ],
     ),
 ]
+
+
+# ---- reproduction, differences: the diffusion policy update (diffusion_policy_update.json) --------------
+DPU = R + "pspl/diffusion_policy_update.json"
+QUOTES += [
+    Quote(
+        REPRO,
+        "DDPO does not move the sampler: oracle on the hidden reward −0.12 / −1.34 vs +1.23 for the reward gradient over the base sampler, and one useful direction's score-function estimate needs ~8·10⁵ trajectories for one sd",
+        DPU,
+        lambda d: [
+            *(v["gain_over_base_mean"] for v in d["variants"].values()),
+            d["uniform_shift_snr"]["trajectories_for_one_sd"] / 1e5,
+            None,
+        ],
+    ),
+]
