@@ -187,7 +187,9 @@ def run_all(jobs: list[dict[str, Any]], workers: int, backend: str = "local") ->
 
 
 def aggregate(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
-    """Group by ``key`` (e.g. ``"algo"``): curves mean/sd over seeds and final mean/sd."""
+    """Group by ``key`` (e.g. ``"algo"``): curves mean/sd over seeds and final mean/sd (sample sd, ddof 1;
+    0 for one seed; ``compare.json`` files written before 2026-11-28 hold the population sd, and the docs
+    compute their spread from ``final_rewards`` / ``final_costs``)."""
     out: dict[str, dict[str, Any]] = {}
     for name in sorted({str(r[key]) for r in records}):
         rs = [r for r in records if str(r[key]) == name]
@@ -197,17 +199,18 @@ def aggregate(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, An
         cost = np.array([[p["avg_costs"][0] for p in r["curve"][:n]] for r in rs])
         fr = np.array([r["final_avg_reward"] for r in rs])
         fc = np.array([r["final_avg_costs"][0] for r in rs])
+        dd = 1 if len(rs) > 1 else 0
         out[name] = {
             "seeds": [r["seed"] for r in rs],
             "env_steps": steps,
             "reward_mean": rew.mean(0).tolist(),
-            "reward_sd": rew.std(0).tolist(),
+            "reward_sd": rew.std(0, ddof=dd).tolist(),
             "cost_mean": cost.mean(0).tolist(),
-            "cost_sd": cost.std(0).tolist(),
+            "cost_sd": cost.std(0, ddof=dd).tolist(),
             "final_reward_mean": float(fr.mean()),
-            "final_reward_sd": float(fr.std()),
+            "final_reward_sd": float(fr.std(ddof=dd)),
             "final_cost_mean": float(fc.mean()),
-            "final_cost_sd": float(fc.std()),
+            "final_cost_sd": float(fc.std(ddof=dd)),
             "final_rewards": fr.tolist(),
             "final_costs": fc.tolist(),
         }

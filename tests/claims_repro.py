@@ -350,8 +350,8 @@ QUOTES += [
 
 
 # ---- e-COP: `benchmarks/ecop_compare.py --name NAME` (NAME.runs.jsonl: one record per run) ----------------
-# Spreads are the sample sd over seeds, computed from the per-run records (the JSON's own *_ci95 is
-# 1.96 sd/√n with the population sd: not the package's way).
+# Spreads are the sample sd over seeds, computed from the per-run records (the JSON's own *_ci95 is the
+# normal-approximation half-width 1.96 sd/√n, which the pages no longer show).
 
 EC = R + "ecop/"
 

@@ -154,3 +154,19 @@ def test_report_over_committed_ecop_table_gives_the_readme_rows(tmp_path):
         assert cell[key] == text, (key, cell[key])
         assert text.split(" / ")[0] in readme
     assert sum(1 for (task, _) in cell if task in ("Grid", "Bottleneck")) == 16  # all eight methods on both
+
+
+def test_acpo_aggregate_reports_the_sample_sd_of_the_seeds():
+    """``benchmarks/acpo_common.py:aggregate`` (what ``compare.json`` holds): final and curve spread are the
+    sample sd over seeds (values 1, 2, 4: sd 1.528, not the population 1.247); one seed has sd 0."""
+    aggregate = resolve(f"{ROOT / 'benchmarks' / 'acpo_common.py'}:aggregate")
+    recs = [
+        {"algo": "a", "seed": s, "curve": [{"env_steps": 1, "avg_reward": v, "avg_costs": [v]}],
+         "final_avg_reward": v, "final_avg_costs": [2 * v]}
+        for s, v in enumerate([1.0, 2.0, 4.0])
+    ]
+    out = aggregate(recs, "algo")["a"]
+    assert out["final_reward_sd"] == pytest.approx(1.5275252316519468, rel=1e-12)
+    assert out["final_cost_sd"] == pytest.approx(2 * 1.5275252316519468, rel=1e-12)
+    assert out["reward_sd"] == pytest.approx([1.5275252316519468], rel=1e-12)
+    assert aggregate(recs[:1], "algo")["a"]["final_reward_sd"] == 0.0
