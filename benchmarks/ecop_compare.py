@@ -202,8 +202,10 @@ def main() -> None:
         rets, costs = [r["return"] for r in rs], [r["costs"][0] for r in rs]
         table[label] = {
             "return_mean": float(np.mean(rets)),
+            "return_sd": float(np.std(rets, ddof=1)) if len(rets) > 1 else None,
             "return_ci95": ci95(rets),
             "cost_mean": float(np.mean(costs)),
+            "cost_sd": float(np.std(costs, ddof=1)) if len(costs) > 1 else None,
             "cost_ci95": ci95(costs),
             "eval_return_mean": float(np.mean([r["eval_return"] for r in rs])),
             "eval_cost_mean": float(np.mean([r["eval_costs"][0] for r in rs])),
@@ -217,8 +219,8 @@ def main() -> None:
         "seeds": args.seeds,
         "cost_limit": limit,
         "table": table,
-        "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); 95% CI "
-        "= 1.96 sd/sqrt(n)",
+        "protocol": "mean of the last 10% iterations' episodic return/cost (stochastic policy); *_sd: sample "
+        "sd over seeds; *_ci95 = 1.96 sd/sqrt(n)",
         "settings": args.settings,
         "config": {**BASE_CFG, **sets},
         "machine": args.machine,

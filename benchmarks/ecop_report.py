@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bayescrl.utils.spread import spread
+
 OUT = Path(__file__).parent / "results" / "ecop"
 ALGOS = ("ecop", "focops", "ppo-lag", "pcpo", "p3o", "cpo", "appo", "ipo")  # the seed's column order
 
@@ -91,11 +93,28 @@ SEED_SENS = {
 }
 
 
+def _msd(values: list[float]) -> tuple[float, float | None, int]:
+    sp = spread(values)
+    return sp.mean, sp.sd, sp.n
+
+
+def fmt_spread(mean: float, sd: float | None, n: int) -> str:
+    """``mean ± sample sd`` to one decimal (the docs' e-COP tables; n is in the table's caption)."""
+    return f"{mean:.1f}" if sd is None else f"{mean:.1f} ± {sd:.1f}"
+
+
 def table(name: str, seed: dict) -> str:
     path = OUT / f"{name}.json"
     if not path.exists():
         return f"({name}.json missing)\n"
     d = json.loads(path.read_text())
+    runs = OUT / f"{name}.runs.jsonl"
+    per_label: dict[str, list[dict]] = {}
+    if runs.exists():  # the spread is the sample sd over seeds, from the per-run records
+        for ln in runs.read_text().splitlines():
+            if ln.strip():
+                r = json.loads(ln)
+                per_label.setdefault(r.get("label", r["algo"]), []).append(r)
     rows = [
         f"{d['env']}, limit {d['cost_limit']:g}, {d['steps']} env steps x {len(d['seeds'])} seeds",
         "",
@@ -107,9 +126,11 @@ def table(name: str, seed: dict) -> str:
         s = seed.get(label)
         sr = f"{s[0]} ± {s[1]}" if s else "-"
         sc = f"{s[2]} ± {s[3]}" if s else "-"
+        rs = {r["seed"]: r for r in per_label.get(label, [])}.values()
+        ret = fmt_spread(*_msd([r["return"] for r in rs])) if rs else f"{t['return_mean']:.1f} (no sd)"
+        cost = fmt_spread(*_msd([r["costs"][0] for r in rs])) if rs else f"{t['cost_mean']:.1f}"
         rows.append(
-            f"| {label} | {t['return_mean']:.1f} ± {t['return_ci95']:.1f} | {t['cost_mean']:.1f} ± "
-            f"{t['cost_ci95']:.1f} | {t['eval_return_mean']:.1f} / {t['eval_cost_mean']:.1f} | "
+            f"| {label} | {ret} | {cost} | {t['eval_return_mean']:.1f} / {t['eval_cost_mean']:.1f} | "
             f"{t['steps_per_s']:.0f} | {sr} | {sc} |"
         )
     return "\n".join(rows) + "\n"

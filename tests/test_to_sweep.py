@@ -170,3 +170,11 @@ def test_acpo_aggregate_reports_the_sample_sd_of_the_seeds():
     assert out["final_cost_sd"] == pytest.approx(2 * 1.5275252316519468, rel=1e-12)
     assert out["reward_sd"] == pytest.approx([1.5275252316519468], rel=1e-12)
     assert aggregate(recs[:1], "algo")["a"]["final_reward_sd"] == 0.0
+
+
+def test_ecop_report_prints_the_sample_sd_of_the_committed_runs():
+    """``benchmarks/ecop_report.py`` prints mean ± sample sd from ``NAME.runs.jsonl`` (the docs' tables),
+    not the JSON's 1.96 sd/√n: e-COP on PointCircle, 100k steps, returns 57.3 / 76.5 / 57.7 / 39.6 / 26.6."""
+    table = resolve(f"{ROOT / 'benchmarks' / 'ecop_report.py'}:table")
+    out = table("table_pointcircle_100k", {})
+    assert "| ecop | 51.5 ± 19.1 | 6.2 ± 1.9 |" in out, out
