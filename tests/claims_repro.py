@@ -2146,3 +2146,25 @@ QUOTES += [
         ],
     ),
 ]
+
+
+# ---- PSPL bandit version (benchmarks/results/pspl/bandit/results.json, λ = 100) -------------------------
+PBANDIT = R + "pspl/bandit/results.json"
+
+
+def _bandit_curve(d: dict) -> list[float]:
+    out: list[float] = []
+    for n in ("0", "20", "100", "500"):
+        c = d["runs"][n]["simple_regret_curve_mean"]
+        out += [float(n), c[0], c[5], c[30]]
+    return out
+
+
+QUOTES += [
+    Quote(
+        REPRO,
+        "simple regret at k = 0 / 5 / 30 — N = 0: 4.46 / 0.40 / 0.006; N = 20: 0.12 / 0.00 / 0.00; N = 100: 0.00 / 0.00 / 0.00; N = 500: 0.006 / 0.006 / 0.006",
+        PBANDIT,
+        lambda d: [None, None, None, *_bandit_curve(d)],
+    ),
+]
