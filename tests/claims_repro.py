@@ -2168,3 +2168,37 @@ QUOTES += [
         lambda d: [None, None, None, *_bandit_curve(d)],
     ),
 ]
+
+
+# ---- docs/pspl.md: the image-generation table, whole rows (diffusion_digits/results.json) ---------------
+DIFF = R + "pspl/diffusion_digits/results.json"
+
+
+def dd_row(agent: str, val: bool = True) -> tuple[Col, ...]:
+    def a(d: dict) -> dict:
+        return d["agents"][agent]
+
+    return (
+        None,
+        lambda d, k: list(msd(a(d)["final_reward_per_seed"])),
+        lambda d, k: [sum(x > d["base_reward"] for x in a(d)["final_reward_per_seed"]), len(a(d)["final_reward_per_seed"])],
+        lambda d, k: [a(d)["simple_regret_mean"]],
+        (lambda d, k: [a(d)["val_accuracy_mean"]]) if val else None,
+        lambda d, k: [a(d)["wall_time_s"]],
+        lambda d, k: [a(d)["images_per_s"]],
+    )
+
+
+TABLES.append(
+    Table(
+        "docs/pspl.md",
+        "label streams and are not re-run (12 and 6 min wall); a re-run draws different labels and samples.",
+        (),
+        (
+            Row(DIFF, None, (None, lambda d, k: [d["base_reward"]], None, None, None, None, None)),
+            Row(DIFF, None, dd_row("pspl")),
+            Row(DIFF, None, dd_row("dps")),
+            Row(DIFF, None, dd_row("oracle", val=False)),
+        ),
+    )
+)
