@@ -2202,3 +2202,17 @@ TABLES.append(
         ),
     )
 )
+
+
+def _gain_over_base(d: dict, agent: str) -> float:
+    return msd(d["agents"][agent]["final_reward_per_seed"])[0] - d["base_reward"]
+
+
+QUOTES += [
+    Quote(
+        "docs/pspl.md",
+        "(oracle +0.79, PSPL +0.48, DPS +0.44)",
+        DIFF,
+        lambda d: [_gain_over_base(d, a) for a in ("oracle", "pspl", "dps")],
+    ),
+]
