@@ -1130,7 +1130,7 @@ SCANNED: list[tuple[str, str, str]] = [
     ("docs/warmpref.md", "# warmPref-PS: linear bandits warm-started with offline preferences", "BibTeX: [references.bib]"),
     ("docs/raters.md", "# Raters", "API reference: [Raters](api/raters.md)."),
     ("docs/envs.md", "# Task suite (`bayescrl.envs`)", "BibTeX: [references.bib]"),
-    ("docs/gpu.md", "# GPU check", "- **Speed:** no benchmark at realistic sizes and n"),
+    ("docs/gpu.md", "# GPU check", "## Device bugs fixed"),
     ("docs/ecop.md", "# Constrained RL: e-COP, its baselines and the shared core (`bayescrl.constrained`)", "BibTeX: [references.bib]"),
     ("docs/acpo.md", "# ACPO: Average-Constrained Policy Optimization", "BibTeX: [references.bib]"),
     ("benchmarks/README.md", "# Benchmarks and their committed results", "After a run, `.venv/bin/python benchmarks/slim_res"),
