@@ -379,9 +379,12 @@ def spd_cholesky(a: torch.Tensor) -> torch.Tensor:
     """Cholesky factors of symmetric positive (semi-)definite matrices ``a [..., n, n]``; where round-off
     makes a factorisation fail, the smallest of the jitters 1e-12, 1e-9, 1e-6 (relative to the mean
     diagonal) that succeeds is added to the whole batch."""
+    chol, info = torch.linalg.cholesky_ex(a)  # no copy of `a` where no jitter is needed (the usual case)
+    if not bool((info != 0).any()):
+        return chol
     scale = a.diagonal(dim1=-2, dim2=-1).abs().mean(-1)[..., None, None].clamp_min(1e-300)
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
-    for jitter in (0.0, 1e-12, 1e-9, 1e-6):
+    for jitter in (1e-12, 1e-9, 1e-6):
         chol, info = torch.linalg.cholesky_ex(a + jitter * scale * eye)
         if not bool((info != 0).any()):
             break

@@ -414,9 +414,9 @@ class _Laplace:
     """The Laplace approximation at a point (θ, ϑ) for log competences h, batched over a leading dim B.
 
     Factors of the block-arrow Hessian H = [[Σ0⁻¹ + Σ_i λ_i² I, −λ_i² I], [−λ_i² I, A_i]]
-    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹ and ``chol_s`` the Cholesky factor of
-    the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i²(I − λ_i² A_i⁻¹);
-    ``F [B]`` the log evidence plus log prior (as :func:`_objective`).
+    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹, ``chol_a`` its Cholesky factors and ``chol_s`` that
+    of the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i²(I − λ_i² A_i⁻¹); ``F [B]`` the log evidence plus log
+    prior (as :func:`_objective`), ``loss [B]`` the loss L at the point.
     """
 
     beta: torch.Tensor
@@ -428,8 +428,10 @@ class _Laplace:
     g_theta: torch.Tensor
     g_V: torch.Tensor
     ainv: torch.Tensor
+    chol_a: torch.Tensor
     chol_s: torch.Tensor
     F: torch.Tensor
+    loss: torch.Tensor
 
 
 def _loss_grad(pool: _Pool, h_b, h_l, theta, V):
@@ -450,19 +452,28 @@ def _loss_grad(pool: _Pool, h_b, h_l, theta, V):
     return beta, lam2, dv, z, s, g_theta, g_V, loss
 
 
+def _chol_inverse(chol: torch.Tensor) -> torch.Tensor:
+    """A⁻¹ from the Cholesky factors of A, symmetric and row-major. The CPU kernel (LAPACK potri, its
+    triangle mirrored) returns an exactly symmetric matrix in column-major layout: its transpose is the
+    same matrix as a contiguous view (products with it run at BLAS speed, ~10× faster for matrix-vector
+    products than the strided layout); elsewhere the two triangles are averaged."""
+    inv = torch.cholesky_inverse(chol)
+    return inv.mT if inv.device.type == "cpu" else 0.5 * (inv + inv.mT)
+
+
 def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l) -> _Laplace:
     """Evidence and Hessian factors at ``theta [B,d]``, ``V [B,R,d]`` (the MAP) for ``h_b, h_l [B,R]``:
     R d×d factorisations of A_i and one of the Schur complement (no ((R+1)d)² matrix)."""
     beta, lam2, dv, z, s, g_theta, g_V, loss = _loss_grad(pool, h_b, h_l, theta, V)
-    w = pool.M * s * (1 - s)
-    K = ((w * beta.unsqueeze(-1) ** 2).unsqueeze(-1) * pool.D).mT @ pool.D
     d = theta.shape[-1]
-    eye = torch.eye(d, dtype=theta.dtype, device=theta.device)
-    chol_a = spd_cholesky(lam2[..., None, None] * eye + K)
-    ainv = torch.cholesky_inverse(chol_a)
-    ainv = 0.5 * (ainv + ainv.mT)
+    w = pool.M * s * (1 - s)
+    A = ((w * beta.unsqueeze(-1) ** 2).unsqueeze(-1) * pool.D).mT @ pool.D  # K_i
+    A.diagonal(dim1=-2, dim2=-1).add_(lam2.unsqueeze(-1))  # A_i = λ_i² I + K_i
+    chol_a = spd_cholesky(A)
+    ainv = _chol_inverse(chol_a)
     # λ²(I − λ² A⁻¹) = λ² A⁻¹ K: the θ Schur complement without forming A⁻¹K
-    S = pool.prec0 + (lam2[..., None, None] * (eye - lam2[..., None, None] * ainv)).sum(-3)
+    S = pool.prec0 - (lam2.square().unsqueeze(-2) @ ainv.flatten(-2)).reshape(ainv.shape[:-3] + (d, d))
+    S.diagonal(dim1=-2, dim2=-1).add_(lam2.sum(-1, keepdim=True))
     chol_s = spd_cholesky(0.5 * (S + S.mT))
     logdet = 2 * chol_a.diagonal(dim1=-2, dim2=-1).log().sum((-1, -2)) + 2 * chol_s.diagonal(
         dim1=-2, dim2=-1
@@ -470,12 +481,13 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l)
     ev = -loss + d * h_l.sum(-1) + 0.5 * pool.logdet_prec0 - 0.5 * logdet
     lp = -0.5 * (((h_b - prior.beta_loc) / prior.beta_scale) ** 2 * free_b).sum(-1)
     lp = lp - 0.5 * (((h_l - prior.lam_loc) / prior.lam_scale) ** 2 * free_l).sum(-1)
-    return _Laplace(beta, lam2, dv, z, s, w, g_theta, g_V, ainv, chol_s, ev + lp)
+    return _Laplace(beta, lam2, dv, z, s, w, g_theta, g_V, ainv, chol_a, chol_s, ev + lp, loss)
 
 
 _INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
-_CHORD_ITERS = 8  # inner steps with the previous evaluation's factors before refactoring
-_REFACTOR = 8  # refactorisations of the inner Newton system before a plain map_estimate
+_INNER_MAX = 100  # inner Newton steps before a plain map_estimate
+_CG_MAX = 20  # conjugate-gradient iterations of one inner Newton step before its factors are rebuilt
+_REFACTOR = 30  # refactorisations of the inner Newton system before a plain map_estimate
 _HESS_CHUNK = 5  # competence-Hessian columns evaluated per batch (at most)
 _HESS_BYTES = 2**29  # memory for one batch of competence-Hessian columns
 
@@ -484,12 +496,12 @@ def _block_solve(lp: _Laplace, r_theta, r_V):
     """H⁻¹ r for the block-arrow Hessian of ``lp``: ``r_theta [B,k,d]``, ``r_V [B,k,R,d]`` (k right-hand
     sides) → (x_θ, x_ϑ) of the same shapes, by eliminating the ϑ_i:
     S x_θ = r_θ + Σ_i λ_i² A_i⁻¹ r_i,   x_i = A_i⁻¹(r_i + λ_i² x_θ)."""
-    lam2 = lp.lam2[:, None, :, None]  # [B,1,R,1]
-    y = torch.einsum("brde,bkre->bkrd", lp.ainv, r_V)
-    rhs = r_theta + (lam2 * y).sum(-2)
-    x_theta = torch.cholesky_solve(rhs.mT, lp.chol_s).mT
-    x_V = y + lam2 * torch.einsum("brde,bke->bkrd", lp.ainv, x_theta)
-    return x_theta, x_V
+    lam2 = lp.lam2[:, :, None, None]  # [B,R,1,1]
+    y = lp.ainv @ r_V.permute(0, 2, 3, 1)  # [B,R,d,k] (A_i⁻¹ applied in place, no copy of it)
+    rhs = r_theta.mT + (lam2 * y).sum(1)  # [B,d,k]
+    x_theta = torch.cholesky_solve(rhs, lp.chol_s)
+    x_V = y + lam2 * (lp.ainv @ x_theta.unsqueeze(1))
+    return x_theta.mT, x_V.permute(0, 3, 1, 2)
 
 
 def _newton_direction(lp: _Laplace, R: int, d: int, g: torch.Tensor) -> torch.Tensor:
@@ -497,6 +509,83 @@ def _newton_direction(lp: _Laplace, R: int, d: int, g: torch.Tensor) -> torch.Te
     newton_solve` (its ``linear_solve`` hook), with the factors of ``lp``."""
     x_t, x_V = _block_solve(lp, g[:, :, :d], g[:, :, d:].reshape(1, 1, R, d))
     return -torch.cat([x_t, x_V.reshape(1, 1, R * d)], -1)
+
+
+def _hess_vec(pool: _Pool, wb2, lam2, v_t, v_V):
+    """H v for the block-arrow Hessian of the loss at curvature weights ``wb2 = M σ'(z) β² [R,U]``:
+    ``v_t [d]``, ``v_V [R,d]`` → ((H v)_θ, (H v)_ϑ), O(N d + R d) (no d×d block formed)."""
+    Kv = ((wb2 * (pool.D @ v_V.unsqueeze(-1)).squeeze(-1)).unsqueeze(-2) @ pool.D).squeeze(-2)
+    diff = lam2.unsqueeze(-1) * (v_t - v_V)
+    return v_t @ pool.prec0 + diff.sum(0), Kv - diff
+
+
+def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -> tuple[Any, Any, bool]:
+    """The MAP (θ̂, ϑ̂) of the loss L at log competences ``hb, hl [R]`` from ``theta [d]``, ``V [R,d]``.
+
+    Inexact Newton with the line search and convergence test of
+    :func:`~bayescrl.inference.bootstrap.newton_solve` (Armijo 1e-4 with halving; gradient 2-norm ≤
+    ``_INNER_TOL``), on the padded per-rater data: each Newton system H s = −g is solved by conjugate
+    gradients on exact Hessian-vector products (O(N d + R d)), preconditioned by the block-arrow factors of
+    ``lp`` (those of the previous evaluation, a nearby problem), to a relative residual min(0.1, ‖g‖)
+    (superlinear convergence; at least 0.1 ``_INNER_TOL``). Where ``_CG_MAX`` iterations do not reach it
+    (the factors are too far from the current Hessian) the factors are rebuilt at the current point
+    (:func:`_laplace`) and the step is solved again (with fresh factors, an unfinished CG step is taken as
+    it is: a descent direction all the same). Returns
+    ``(theta, V, converged)``."""
+    hb1, hl1 = hb[None], hl[None]
+    theta, V = theta[None], V[None]
+    out = _loss_grad(pool, hb1, hl1, theta, V)
+    gn = float(torch.sqrt(out[5].square().sum() + out[6].square().sum()))
+    fresh = False
+    for _ in range(_INNER_MAX):
+        if gn <= _INNER_TOL:
+            return theta[0], V[0], True
+        if lp is None:
+            if diag["refactor_left"] <= 0:
+                break
+            lp = _laplace(pool, prior, hb1, hl1, theta, V, free_b, free_l)
+            diag["factorisations"] += 1
+            diag["refactor_left"] -= 1
+            fresh = True
+        beta, lam2, loss, g_t, g_V = out[0][0], out[1][0], out[7], out[5][0], out[6][0]
+        wb2 = pool.M * out[4][0] * (1 - out[4][0]) * beta.unsqueeze(-1) ** 2
+        # PCG on H s = −g from s = 0 (its first iterate is the step −H̃⁻¹g, scaled)
+        r_t, r_V = -g_t, -g_V
+        x_t, x_V = torch.zeros_like(r_t), torch.zeros_like(r_V)
+        z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
+        p_t, p_V = z_t, z_V
+        rz = float((r_t * z_t).sum() + (r_V * z_V).sum())
+        eta = max(min(0.1, gn) * gn, 0.1 * _INNER_TOL)
+        solved = False
+        for _k in range(_CG_MAX):
+            q_t, q_V = _hess_vec(pool, wb2, lam2, p_t, p_V)
+            a = rz / float((p_t * q_t).sum() + (p_V * q_V).sum())
+            x_t, x_V = x_t + a * p_t, x_V + a * p_V
+            r_t, r_V = r_t - a * q_t, r_V - a * q_V
+            diag["cg_iters"] += 1
+            if float(torch.sqrt(r_t.square().sum() + r_V.square().sum())) <= eta:
+                solved = True
+                break
+            z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
+            rz_new = float((r_t * z_t).sum() + (r_V * z_V).sum())
+            p_t, p_V = z_t + (rz_new / rz) * p_t, z_V + (rz_new / rz) * p_V
+            rz = rz_new
+        if not solved and not fresh:  # the factors are too far from this Hessian: rebuild them here
+            lp = None
+            continue
+        fresh = False
+        slope = float((g_t * x_t).sum() + (g_V * x_V).sum())  # < 0: CG iterates of an SPD system
+        tiny = -slope <= 1e-12 * (1 + abs(float(loss)))
+        alpha = 1.0
+        for _ in range(30):
+            out = _loss_grad(pool, hb1, hl1, theta + alpha * x_t, V + alpha * x_V)
+            if float(out[7]) <= float(loss) + 1e-4 * alpha * slope or tiny:
+                break
+            alpha *= 0.5
+        theta, V = theta + alpha * x_t, V + alpha * x_V
+        gn = float(torch.sqrt(out[5].square().sum() + out[6].square().sum()))
+        diag["inner_steps"] += 1
+    return theta[0], V[0], gn <= _INNER_TOL
 
 
 def _dg_dh(pool: _Pool, lp: _Laplace):
@@ -522,20 +611,21 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
     (the MAP's response dẑ/dh = −H⁻¹ ∂g/∂h by implicit differentiation)."""
     B, R, d = lp.dv.shape
     beta, lam2, ainv = lp.beta, lp.lam2, lp.ainv
-    sinv = torch.cholesky_inverse(lp.chol_s)  # Σ_θθ = S⁻¹
+    sinv = _chol_inverse(lp.chol_s)  # Σ_θθ = S⁻¹
     eye = torch.eye(d, dtype=sinv.dtype, device=sinv.device)
     linv = torch.linalg.solve_triangular(lp.chol_s, eye, upper=False)  # L_S⁻¹
     Z = linv.unsqueeze(-3) @ ainv  # L_S⁻¹ A_i⁻¹: Σ_ii = A_i⁻¹ + λ_i⁴ Zᵀ Z
     # q_n = β_i² Δ_nᵀ Σ_ii Δ_n (the Laplace variance of the logit z_n)
     DA = pool.D @ ainv  # [B,R,U,d]
     DZ = pool.D @ Z.mT
-    q = beta.unsqueeze(-1) ** 2 * ((DA * pool.D).sum(-1) + lam2.unsqueeze(-1) ** 2 * (DZ**2).sum(-1))
-    # tr Cov(θ − ϑ_i) = tr Σ_θθ − 2 λ² tr(S⁻¹A⁻¹) + tr Σ_ii
+    q = beta.unsqueeze(-1) ** 2 * ((DA * pool.D).sum(-1) + lam2.unsqueeze(-1) ** 2 * DZ.square().sum(-1))
+    # tr Cov(θ − ϑ_i) = tr Σ_θθ − 2 λ² tr(S⁻¹A⁻¹) + tr Σ_ii (Frobenius products as flat dot products)
+    flat_a, flat_z = ainv.flatten(-2), Z.flatten(-2)
     tr_cov = (
         sinv.diagonal(dim1=-2, dim2=-1).sum(-1).unsqueeze(-1)
-        - 2 * lam2 * (sinv.unsqueeze(-3) * ainv).sum((-1, -2))
+        - 2 * lam2 * (flat_a @ sinv.flatten(-2).unsqueeze(-1)).squeeze(-1)
         + ainv.diagonal(dim1=-2, dim2=-1).sum(-1)
-        + lam2**2 * (Z**2).sum((-1, -2))
+        + lam2**2 * torch.linalg.vecdot(flat_z, flat_z)
     )
     w1 = lp.w * (1 - 2 * lp.s)  # dσ'(z)/dz (masked)
     # ∇_ϑ log det H (θ does not enter H), then u = H⁻¹ of it
@@ -570,39 +660,26 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         hb, hl = split(u)
         h = torch.cat([hb, hl])
         init = None
-        if state["h"] is not None:  # first-order prediction of the MAP at the new h
+        if state["h"] is not None:  # first-order prediction of the MAP at the new h, or the last MAP
             dh = h - state["h"]
-            init = (
-                state["theta"] + dh @ state["J_t"],
-                state["V"] + torch.einsum("j,jrd->rd", dh, state["J_V"]),
-            )
-        prob = replace(problem, beta=hb.exp(), lam=hl.exp())
+            th0 = torch.stack([state["theta"] + dh @ state["J_t"], state["theta"]])
+            V0 = torch.stack([state["V"] + torch.einsum("j,jrd->rd", dh, state["J_V"]), state["V"]])
+            k = int(_loss_grad(pool, hb.expand(2, R), hl.expand(2, R), th0, V0)[7].argmin())
+            init = (th0[k], V0[k])  # the lower loss: a long step of the outer optimiser extrapolates badly
         # tight: the evidence and its gradient are evaluated at this point (no further correction).
-        # Newton's steps (map_estimate's line search and convergence test) solve with the block factors of
-        # the previous evaluation (a nearby problem: cheap steps, linear convergence), refactored at the
-        # current point where a few such steps do not converge; a plain map_estimate as the last resort.
+        # Newton's steps solve with the block factors of the previous evaluation (a nearby problem: cheap
+        # steps, linear convergence), refactored at the current point where they converge slowly; a plain
+        # map_estimate as the last resort.
         if init is None:
             init = (pool.mu0, pool.mu0.expand(R, d))  # map_estimate's own cold start
-        lp_solve = state["lp"]
-        res = None
-        for _ in range(_REFACTOR):
-            if lp_solve is None:
-                lp_solve = _laplace(
-                    pool, prior, hb[None], hl[None], init[0][None], init[1][None], free_b, free_l
-                )
-                diag["factorisations"] += 1
-            res = map_estimate(
-                prob, tol=_INNER_TOL, max_iter=_CHORD_ITERS, return_hessian=False, init=init,
-                linear_solve=partial(_newton_direction, lp_solve, R, d),
-            )  # fmt: skip
+        diag["refactor_left"] = _REFACTOR
+        diag.setdefault("cg_iters", 0)
+        th, V, ok = _inner_map(pool, prior, hb, hl, *init, state["lp"], free_b, free_l, diag)
+        if not ok:
+            prob = replace(problem, beta=hb.exp(), lam=hl.exp())
+            res = map_estimate(prob, tol=_INNER_TOL, max_iter=200, return_hessian=False, init=(th, V))
             diag["inner_steps"] += int(res.iters)
-            init, lp_solve = (res.theta[0], res.vartheta[0]), None
-            if bool(res.converged.all()):
-                break
-        else:
-            res = map_estimate(prob, tol=_INNER_TOL, max_iter=200, return_hessian=False, init=init)
-            diag["inner_steps"] += int(res.iters)
-        th, V = res.theta[0], res.vartheta[0]
+            th, V, ok = res.theta[0], res.vartheta[0], bool(res.converged.all())
         lp = _laplace(pool, prior, hb[None], hl[None], th[None], V[None], free_b, free_l)
         g = _evidence_grad(pool, prior, lp, hb[None], hl[None], free_b, free_l)[0]
         x_t, x_V = _block_solve(lp, *_dg_dh(pool, lp))  # dẑ/dh = −H⁻¹ ∂g/∂h
@@ -616,10 +693,11 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
             F=float(lp.F[0]),
             g=g[free],
             lp=lp,
-            inner_ok=bool(res.converged.all()),  # judged at the last (returned) point
+            inner_ok=ok,  # judged at the last (returned) point
         )
         diag["objective_evals"] += 1
         diag["factorisations"] += 1
+        diag.pop("refactor_left")
 
     u0 = torch.cat([h_b0, h_l0])[free].clone()
     grad_norm = 0.0
@@ -692,9 +770,9 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     else:
         cov_h = Hh
     t2 = time.perf_counter()
-    # (θ, ϑ) | ĥ: Gaussian with precision H (block form) at the MAP
-    _, _, _, K, A = _blocks(pool, th_hat[None], V_hat[None], hb[None].exp(), hl[None].exp())
-    chol_a, chol_s = _schur(pool, K, A, hl[None].exp())
+    # (θ, ϑ) | ĥ: Gaussian with precision H (block form) at the MAP: the factors of the last evaluation
+    lp = state["lp"]
+    chol_a, chol_s = lp.chol_a, lp.chol_s
     n = num_draws
     if nf:
         ch = spd_cholesky(0.5 * (cov_h + cov_h.T))
@@ -703,13 +781,13 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         dh = torch.zeros(n, 0, dtype=dt, device=dev)
     e_t = torch.randn(n, d, generator=gen, dtype=dt).to(dev)
     e_V = torch.randn(n, R, d, generator=gen, dtype=dt).to(dev)
-    # θ − θ̂ = S^{-1/2} e ; ϑ_i − ϑ̂_i = A_i⁻¹ λ_i² (θ − θ̂) + A_i^{-1/2} e_i
+    # θ − θ̂ = S^{-1/2} e ; ϑ_i − ϑ̂_i = A_i⁻¹ λ_i² (θ − θ̂) + A_i^{-1/2} e_i = L_i⁻ᵀ(L_i⁻¹ λ_i² (θ − θ̂) + e_i)
     dtheta = torch.linalg.solve_triangular(chol_s[0].mT, e_t.T, upper=True).T  # [n,d]
-    lam2 = hl.exp() ** 2
-    cond = torch.cholesky_solve((lam2[:, None, None] * dtheta.T.unsqueeze(0)), chol_a[0])  # [R,d,n]
-    noise = torch.linalg.solve_triangular(chol_a[0].mT, e_V.permute(1, 2, 0), upper=True)  # [R,d,n]
+    lam2 = lp.lam2[0]
+    half = torch.linalg.solve_triangular(chol_a[0], lam2[:, None, None] * dtheta.T.unsqueeze(0), upper=False)
+    dV = torch.linalg.solve_triangular(chol_a[0].mT, half + e_V.permute(1, 2, 0), upper=True)  # [R,d,n]
     theta_d = th_hat + dtheta + dh @ J_t.T
-    V_d = V_hat + (cond + noise).permute(2, 0, 1) + torch.einsum("rdj,nj->nrd", J_V, dh)
+    V_d = V_hat + dV.permute(2, 0, 1) + torch.einsum("rdj,nj->nrd", J_V, dh)
     h_all = torch.cat([hb, hl]).expand(n, 2 * R).clone()
     if nf:
         h_all[:, free] = h_all[:, free] + dh
