@@ -304,3 +304,62 @@ def test_factorisations_survive_a_rater_with_fewer_comparisons_than_features():
     L = spd_cholesky(A)
     assert torch.isfinite(L).all()
     assert torch.allclose(L @ L.mT, A, atol=1e-5 * float(A[0].diagonal().mean()))
+
+
+def test_hessian_vector_product_matches_the_dense_hessian():
+    """The matrix-free H v of the inner solver's conjugate gradients equals the assembled Hessian of lemma
+    `mapestimatelemma` (bootstrap's dense assembly) times v."""
+    p, prob, h, th, V, lp, _ = _tiny_laplace()
+    R, d = 3, 3
+    Hd = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12).hessian
+    Hd = Hd.reshape((R + 1) * d, (R + 1) * d)
+    wb2 = p.M * lp.s[0] * (1 - lp.s[0]) * lp.beta[0].unsqueeze(-1) ** 2
+    gen = torch.Generator().manual_seed(1)
+    v_t = torch.randn(d, generator=gen, dtype=torch.float64)
+    v_V = torch.randn(R, d, generator=gen, dtype=torch.float64)
+    hv_t, hv_V = H._hess_vec(p, wb2, lp.lam2[0], v_t, v_V)
+    dense = Hd @ torch.cat([v_t, v_V.reshape(-1)])
+    assert torch.allclose(torch.cat([hv_t, hv_V.reshape(-1)]), dense, rtol=1e-12, atol=1e-12)
+
+
+def test_inner_solver_reaches_the_map_of_the_dense_newton_solver():
+    """laplace-eb's inner MAP (conjugate gradients preconditioned by the factors of another problem,
+    refactored where they are too far off) stops at the MAP of map_estimate's dense Newton solver, from a
+    near and from a far preconditioner, and from a cold start without one."""
+    p, prob, h, th, V, lp, ones = _tiny_laplace()
+    R = 3
+    for shift, pre in ((0.05, lp), (2.0, lp), (0.3, None)):
+        h2 = h + shift
+        ref = map_estimate(replace(prob, beta=h2[:R].exp(), lam=h2[R:].exp()), tol=1e-12)
+        diag = {"refactor_left": 30, "factorisations": 0, "inner_steps": 0, "cg_iters": 0}
+        th2, V2, ok = H._inner_map(p, RaterPrior(), h2[:R], h2[R:], th[0], V[0], pre, ones, ones, diag)
+        assert ok and diag["cg_iters"] > 0
+        assert torch.allclose(th2, ref.theta[0], atol=1e-9)
+        assert torch.allclose(V2, ref.vartheta[0], atol=1e-9)
+
+
+def test_cpu_inverse_from_cholesky_is_exactly_symmetric():
+    """laplace-eb uses the transpose of torch.cholesky_inverse's column-major result as a row-major view of
+    A⁻¹: that is only A⁻¹ itself if the kernel returns an exactly symmetric matrix."""
+    g = torch.Generator().manual_seed(2)
+    X = torch.randn(4, 40, 30, generator=g, dtype=torch.float64)
+    A = X.mT @ X + 0.1 * torch.eye(30, dtype=torch.float64)
+    inv = torch.cholesky_inverse(torch.linalg.cholesky(A))
+    assert torch.equal(inv, inv.mT)
+    ai = H._chol_inverse(torch.linalg.cholesky(A))
+    assert ai.is_contiguous()
+    assert torch.allclose(ai @ A, torch.eye(30, dtype=torch.float64).expand(4, 30, 30), atol=1e-9)
+
+
+def test_latent_draws_have_the_inverse_hessian_as_covariance():
+    """The draws of (θ, ϑ) given the competences map standard normals e to (θ − θ̂, ϑ − ϑ̂) = T e with
+    T Tᵀ = H⁻¹ (the dense Hessian): T is read off by feeding the unit vectors."""
+    p, prob, h, th, V, lp, _ = _tiny_laplace()
+    R, d = 3, 3
+    Hd = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12).hessian
+    Hd = Hd.reshape((R + 1) * d, (R + 1) * d)
+    n = (R + 1) * d
+    E = torch.eye(n, dtype=torch.float64)
+    dth, dV = H._latent_draws(lp, E[:, :d], E[:, d:].reshape(n, R, d))
+    T = torch.cat([dth, dV.reshape(n, R * d)], -1).T  # column k: the image of unit vector k
+    assert torch.allclose(T @ T.T, torch.linalg.inv(Hd), rtol=1e-9, atol=1e-12)

@@ -555,7 +555,7 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
         z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
         p_t, p_V = z_t, z_V
         rz = float((r_t * z_t).sum() + (r_V * z_V).sum())
-        eta = max(min(0.1, gn) * gn, 0.1 * _INNER_TOL)
+        eta = max(min(0.5, math.sqrt(gn)) * gn, 0.1 * _INNER_TOL)
         solved = False
         for _k in range(_CG_MAX):
             q_t, q_V = _hess_vec(pool, wb2, lam2, p_t, p_V)
@@ -586,6 +586,17 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
         gn = float(torch.sqrt(out[5].square().sum() + out[6].square().sum()))
         diag["inner_steps"] += 1
     return theta[0], V[0], gn <= _INNER_TOL
+
+
+def _latent_draws(lp: _Laplace, e_t, e_V):
+    """(θ − θ̂, ϑ − ϑ̂) ~ N(0, H⁻¹) from standard normals ``e_t [n,d]``, ``e_V [n,R,d]`` with the block
+    factors of ``lp`` (B = 1): θ − θ̂ = L_S⁻ᵀ e, ϑ_i − ϑ̂_i = A_i⁻¹ λ_i² (θ − θ̂) + L_i⁻ᵀ e_i
+    = L_i⁻ᵀ(L_i⁻¹ λ_i² (θ − θ̂) + e_i) (A_i = L_i L_iᵀ): two triangular solves per rater."""
+    chol_a, chol_s, lam2 = lp.chol_a[0], lp.chol_s[0], lp.lam2[0]
+    dtheta = torch.linalg.solve_triangular(chol_s.mT, e_t.T, upper=True).T  # [n,d]
+    half = torch.linalg.solve_triangular(chol_a, lam2[:, None, None] * dtheta.T.unsqueeze(0), upper=False)
+    dV = torch.linalg.solve_triangular(chol_a.mT, half + e_V.permute(1, 2, 0), upper=True)  # [R,d,n]
+    return dtheta, dV.permute(2, 0, 1)
 
 
 def _dg_dh(pool: _Pool, lp: _Laplace):
@@ -772,7 +783,6 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     t2 = time.perf_counter()
     # (θ, ϑ) | ĥ: Gaussian with precision H (block form) at the MAP: the factors of the last evaluation
     lp = state["lp"]
-    chol_a, chol_s = lp.chol_a, lp.chol_s
     n = num_draws
     if nf:
         ch = spd_cholesky(0.5 * (cov_h + cov_h.T))
@@ -781,13 +791,9 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         dh = torch.zeros(n, 0, dtype=dt, device=dev)
     e_t = torch.randn(n, d, generator=gen, dtype=dt).to(dev)
     e_V = torch.randn(n, R, d, generator=gen, dtype=dt).to(dev)
-    # θ − θ̂ = S^{-1/2} e ; ϑ_i − ϑ̂_i = A_i⁻¹ λ_i² (θ − θ̂) + A_i^{-1/2} e_i = L_i⁻ᵀ(L_i⁻¹ λ_i² (θ − θ̂) + e_i)
-    dtheta = torch.linalg.solve_triangular(chol_s[0].mT, e_t.T, upper=True).T  # [n,d]
-    lam2 = lp.lam2[0]
-    half = torch.linalg.solve_triangular(chol_a[0], lam2[:, None, None] * dtheta.T.unsqueeze(0), upper=False)
-    dV = torch.linalg.solve_triangular(chol_a[0].mT, half + e_V.permute(1, 2, 0), upper=True)  # [R,d,n]
+    dtheta, dV = _latent_draws(lp, e_t, e_V)
     theta_d = th_hat + dtheta + dh @ J_t.T
-    V_d = V_hat + dV.permute(2, 0, 1) + torch.einsum("rdj,nj->nrd", J_V, dh)
+    V_d = V_hat + dV + torch.einsum("rdj,nj->nrd", J_V, dh)
     h_all = torch.cat([hb, hl]).expand(n, 2 * R).clone()
     if nf:
         h_all[:, free] = h_all[:, free] + dh
