@@ -12,6 +12,9 @@
     .venv/bin/python benchmarks/rater_pool_speed.py --no-nuts  # part 1 and laplace-eb/svi only
     .venv/bin/python benchmarks/rater_pool_speed.py --large-only  # re-measure part 1 into the JSON
     .venv/bin/python benchmarks/rater_pool_speed.py --stored-nuts  # both parts, NUTS from the JSON
+    .venv/bin/python benchmarks/rater_pool_speed.py --large-only --vs-ref 8828b2b --repeat 3
+        # part 1 of this checkout and of the package at a git ref, alternately, in fresh processes:
+        # medians and the per-pair CPU-time ratio (this / ref) into large_vs_ref
 
 Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
 The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
@@ -22,6 +25,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -86,6 +93,47 @@ def large(seed: int = 0) -> dict:
         "lam_true": lams,
         "log_evidence_map": dg.get("log_evidence_map"),
         "target_seconds": 3.0,
+    }
+
+
+def _large_in_process(root: Path) -> dict:
+    """``large()`` of the package under ``root`` in a fresh Python process (one thread)."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); from bayescrl.utils import set_torch_threads; "
+        "set_torch_threads(1); from benchmarks.rater_pool_speed import large; print(json.dumps(large()))"
+    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, check=True, capture_output=True)
+    return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+
+def vs_ref(ref: str, repeat: int) -> dict:
+    """Part 1 of this checkout and of the package at git ``ref`` (``git archive`` of bayescrl/ and
+    benchmarks/ into a temporary directory), run alternately (this, ref, this, ref, ...) in fresh processes
+    so that both see the same machine load; per-pair ratios of CPU and wall time."""
+    here = Path(__file__).resolve().parents[1]
+    keys = ("cpu_seconds", "seconds", "objective_evals", "theta_cosine_to_truth", "log_evidence_map")
+    runs: dict[str, list[dict]] = {"this": [], "ref": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = ["git", "-C", str(here), "archive", ref, "bayescrl", "benchmarks"]
+        arc = subprocess.run(cmd, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=arc, check=True)
+        for _ in range(repeat):
+            for name, root in (("this", here), ("ref", Path(tmp))):
+                r = _large_in_process(root)
+                runs[name].append({k: r[k] for k in keys})
+                print(name, runs[name][-1], flush=True)
+    pairs = list(zip(runs["this"], runs["ref"], strict=True))
+    ratio = {k: [a[k] / b[k] for a, b in pairs] for k in ("cpu_seconds", "seconds")}
+    return {
+        "ref": ref,
+        "repeat": repeat,
+        "runs": runs,
+        "median_cpu_seconds": {n: statistics.median(r["cpu_seconds"] for r in v) for n, v in runs.items()},
+        "median_wall_seconds": {n: statistics.median(r["seconds"] for r in v) for n, v in runs.items()},
+        "ratio_cpu_per_pair": ratio["cpu_seconds"],
+        "ratio_cpu_median": statistics.median(ratio["cpu_seconds"]),
+        "ratio_wall_median": statistics.median(ratio["seconds"]),
     }
 
 
@@ -163,6 +211,8 @@ def main() -> None:
     ap.add_argument(
         "--stored-nuts", action="store_true", help="compare with the NUTS run stored in the JSON (no re-run)"
     )
+    ap.add_argument("--vs-ref", help="with --large-only: also time part 1 at this git ref, alternately")
+    ap.add_argument("--repeat", type=int, default=3, help="pairs of runs for --vs-ref")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
@@ -176,6 +226,12 @@ def main() -> None:
         old = json.loads((out / "rater_pool_speed.json").read_text())
         old.update({k: v for k, v in res.items() if k != "load_average_start"})
         old["load_average_start_large"] = load0
+        old["command_large"] = "python benchmarks/rater_pool_speed.py --large-only" + (
+            f" --vs-ref {args.vs_ref} --repeat {args.repeat}" if args.vs_ref else ""
+        )
+        if args.vs_ref:
+            old["large_vs_ref"] = vs_ref(args.vs_ref, args.repeat)
+            old["large_vs_ref"]["load_average_end"] = os.getloadavg()
         write_json(out / "rater_pool_speed.json", old)
         return
     stored = None
