@@ -322,18 +322,21 @@ def test_hessian_vector_product_matches_the_dense_hessian():
     assert torch.allclose(torch.cat([hv_t, hv_V.reshape(-1)]), dense, rtol=1e-12, atol=1e-12)
 
 
-def test_inner_solver_reaches_the_map_of_the_dense_newton_solver():
+def test_inner_solver_reaches_the_map_of_the_dense_newton_solver(monkeypatch):
     """laplace-eb's inner MAP (conjugate gradients preconditioned by the factors of another problem,
     refactored where they are too far off) stops at the MAP of map_estimate's dense Newton solver, from a
-    near and from a far preconditioner, and from a cold start without one."""
+    near and from a far preconditioner, from a cold start without one, and when CG is cut short (one
+    iteration) so that the factors are rebuilt."""
     p, prob, h, th, V, lp, ones = _tiny_laplace()
     R = 3
-    for shift, pre in ((0.05, lp), (2.0, lp), (0.3, None)):
+    for shift, pre, cg_max in ((0.05, lp, 20), (2.0, lp, 20), (0.3, None, 20), (2.0, lp, 1)):
+        monkeypatch.setattr(H, "_CG_MAX", cg_max)
         h2 = h + shift
         ref = map_estimate(replace(prob, beta=h2[:R].exp(), lam=h2[R:].exp()), tol=1e-12)
         diag = {"refactor_left": 30, "factorisations": 0, "inner_steps": 0, "cg_iters": 0}
         th2, V2, ok = H._inner_map(p, RaterPrior(), h2[:R], h2[R:], th[0], V[0], pre, ones, ones, diag)
         assert ok and diag["cg_iters"] > 0
+        assert (diag["factorisations"] > 0) == (pre is None or cg_max == 1)
         assert torch.allclose(th2, ref.theta[0], atol=1e-9)
         assert torch.allclose(V2, ref.vartheta[0], atol=1e-9)
 
