@@ -527,12 +527,12 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
     :func:`~bayescrl.inference.bootstrap.newton_solve` (Armijo 1e-4 with halving; gradient 2-norm ≤
     ``_INNER_TOL``), on the padded per-rater data: each Newton system H s = −g is solved by conjugate
     gradients on exact Hessian-vector products (O(N d + R d)), preconditioned by the block-arrow factors of
-    ``lp`` (those of the previous evaluation, a nearby problem), to a relative residual min(0.1, ‖g‖)
-    (superlinear convergence; at least 0.1 ``_INNER_TOL``). Where ``_CG_MAX`` iterations do not reach it
-    (the factors are too far from the current Hessian) the factors are rebuilt at the current point
-    (:func:`_laplace`) and the step is solved again (with fresh factors, an unfinished CG step is taken as
-    it is: a descent direction all the same). Returns
-    ``(theta, V, converged)``."""
+    ``lp`` (those of the previous evaluation, a nearby problem), to a relative residual min(0.5, ‖g‖^½)
+    (Eisenstat–Walker-type forcing, superlinear convergence; absolute residual at least 0.1
+    ``_INNER_TOL``). Where ``_CG_MAX`` iterations do not reach it (the factors are too far from the current
+    Hessian) the factors are rebuilt at the current point (:func:`_laplace`) and the step is solved again
+    (with fresh factors, an unfinished CG step is taken as it is: a descent direction all the same).
+    Returns ``(theta, V, converged)``."""
     hb1, hl1 = hb[None], hl[None]
     theta, V = theta[None], V[None]
     out = _loss_grad(pool, hb1, hl1, theta, V)
