@@ -546,7 +546,8 @@ def _run_cli(argv: list[str], dev: str, out: Path, timeout: float) -> dict:
     import sys
 
     argv = [a.replace("{out}", str(out)) for a in argv] + ["--device", dev]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "BAYESCRL_THREADS": "1"}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # keep a wheel dir
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "BAYESCRL_THREADS": "1"}
     env.setdefault("MPLBACKEND", "Agg")
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -76,10 +76,25 @@ def pointwise_log_lik(
     *,
     vectorize: bool = True,
 ) -> dict[str, torch.Tensor]:
-    """Per-observation log-likelihood ``{obs_site: [n, *obs_shape]}`` at each posterior sample."""
-    latent = {k: v for k, v in samples.items() if k in infos and not infos[k].observed}
-    n = next(iter(latent.values())).shape[0]
+    """Per-observation log-likelihood ``{obs_site: [n, *obs_shape]}`` at each posterior sample (on the
+    CPU; the draws meet the model's data on the data's device, e.g. draws made on CPU generators)."""
     obs = [k for k, i in infos.items() if i.observed]
+    dev = _data_device(model, obs)
+    latent = {k: v.to(dev) for k, v in samples.items() if k in infos and not infos[k].observed}
+    n = next(iter(latent.values())).shape[0]
+    return {k: v.cpu() for k, v in _log_lik(model, latent, infos, nesting, obs, n, vectorize).items()}
+
+
+def _data_device(model: Callable, obs: list[str]) -> torch.device:
+    """The device of the model's observed data (one trace from the prior)."""
+    if obs:
+        with torch.no_grad():
+            tr = poutine.trace(model).get_trace()
+        return getattr(tr.nodes[obs[0]]["value"], "device", torch.device("cpu"))
+    return torch.device("cpu")
+
+
+def _log_lik(model, latent, infos, nesting, obs, n, vectorize) -> dict[str, torch.Tensor]:
     if vectorize:
         try:
             cond = {k: to_particles(v, infos[k], nesting) for k, v in latent.items()}

@@ -616,7 +616,7 @@ def barrier_fixed_point(
 
 def total_variation(p: Tensor, q: Tensor) -> Tensor:
     """``TV(p, q) = 0.5 sum |p - q|`` over the last dimension."""
-    return 0.5 * (p - q).abs().sum(-1)
+    return 0.5 * (p - q.to(p.device)).abs().sum(-1)
 
 
 def apply_preference_model(

@@ -225,7 +225,7 @@ class OnPolicyAlgorithm:
     def policy_input(self, obs: np.ndarray | torch.Tensor, h) -> torch.Tensor:
         x = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         if self.policy_time:
-            tf = torch.as_tensor(np.asarray(h, np.float32) / self.horizon, device=self.device).reshape(-1, 1)
+            tf = (torch.as_tensor(h, dtype=torch.float32, device=self.device) / self.horizon).reshape(-1, 1)
             x = torch.cat([x, tf], 1)
         return x
 

@@ -472,7 +472,7 @@ def _z(x: torch.Tensor, prompts: torch.Tensor | None = None) -> torch.Tensor:
     """Standardise ``x [P, n]`` per policy; with ``prompts [P, n]``, centre within each prompt first
     (DDPO's per-prompt baseline: prompts differ in reward level, which is not the policy's doing)."""
     if prompts is not None:
-        oh = torch.nn.functional.one_hot(prompts, 10).to(x.dtype)  # [P, n, 10]
+        oh = torch.nn.functional.one_hot(prompts.to(x.device), 10).to(x.dtype)  # [P, n, 10]
         mean_c = (oh * x.unsqueeze(-1)).sum(1) / oh.sum(1).clamp_min(1)  # [P, 10]
         x = x - (oh * mean_c.unsqueeze(1)).sum(-1)
         return x / (x.std(-1, keepdim=True) + 1e-8)
