@@ -1840,10 +1840,20 @@ def _small_agree(d: dict, e: str) -> list[float]:
     return [g["theta_cosine_to_nuts"], g["theta_max_z_to_nuts"], *_sd_ratio(d, e), g["lam_spearman_to_nuts"]]
 
 
+def _vs_ref(d: dict, side: str) -> list[float]:
+    v = d["large_vs_ref"]
+    return [v["median_cpu_seconds"][side], v["median_wall_seconds"][side], v["repeat"]]
+
+
+def _ratios(d: dict) -> list[float]:
+    v = d["large_vs_ref"]
+    return [v["ratio_cpu_median"], min(v["ratio_cpu_per_pair"]), max(v["ratio_cpu_per_pair"])]
+
+
 TABLES.append(
     Table(
         CORE,
-        "implementation on the same case, timed just before):",
+        "`large_before`, an older implementation timed in an earlier session):",
         (),
         (
             Row(
@@ -1852,10 +1862,11 @@ TABLES.append(
                 (
                     lambda d, k: [d[k]["R"], d[k]["N"], d[k]["d"]],
                     None,
-                    lambda d, k: [d[k][f] for f in ("cpu_seconds", "seconds", "optimise_seconds", "hessian_seconds", "objective_evals")],
+                    lambda d, k: [*_vs_ref(d, "this"), d[k]["objective_evals"], None],
                     lambda d, k: [d[k]["theta_cosine_to_truth"], d[k]["lam_spearman_to_truth"], None, d[k]["beta_abs_log_error_median"]],
                 ),
             ),
+            Row(RPS, "large_vs_ref", (None, None, lambda d, k: [*_vs_ref(d, "ref"), *_ratios(d)], None)),
             Row(
                 RPS,
                 "large_before",
