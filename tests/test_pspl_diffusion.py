@@ -146,6 +146,10 @@ def test_one_pspl_and_one_dps_round(base):
         ({"prompts": [1, 12]}, "prompts[1] = 12: unknown prompt class"),
         ({"T": 50}, "T = 50: larger than the scheduler's 20 training steps"),
         ({"policy": {"update": "ppo"}}, "policy.update = 'ppo': choose one of ['reward_grad', 'ddpo']"),
+        (
+            {"pools": {"query_starts": "same"}},
+            "pools.query_starts = 'same': choose one of ['independent', 'shared']",
+        ),
     ],
 )
 def test_bad_config_one_line(override, message):
@@ -295,3 +299,44 @@ def test_runtime_table_shows_the_sample_sd_and_no_spread_for_one_seed():
     assert "| -15.600 ± 0.300 |" in runtime_table({"seeds": 5, "agents": {"pspl": m}})
     one = runtime_table({"seeds": 1, "agents": {"pspl": {**m, "final_reward_std": 0.0}}})
     assert "| -15.600 |" in one and "±" not in one
+
+
+def _query_starts(base, starts: str, **over):
+    """(prompts, z_T) of every query rollout of a 2-seed PSPL run (the rollouts that sample actions
+    without keeping their inputs: neither the policy epochs nor the deterministic evaluation)."""
+    from bayescrl.pbrl.diffusion.experiment import _Setup, run_agent
+
+    cfg = validate_config({**TINY, "K": 2, "pools": {"explore": 4, "query_starts": starts}, **over})
+    st, seen = _Setup(cfg, 2, base, "cpu"), []
+    inner = st.rollout
+
+    def spy(policy, prompts, z, generator, keep_inputs=True, deterministic=False, grad=False):
+        if not keep_inputs and not deterministic:
+            seen.append((prompts.clone(), z.clone()))
+        return inner(policy, prompts, z, generator, keep_inputs, deterministic, grad)
+
+    st.rollout = spy
+    res = run_agent(st, "pspl", progress=False)
+    return seen, res
+
+
+def test_query_pairs_start_from_their_own_noise_and_share_the_prompt(base):
+    """The two images of a query are two independent draws (each its own z_T, as D0's pairs): from one
+    shared z_T two nearly identical policies give nearly identical images, and the rater's labels are
+    coin flips."""
+    seen, _ = _query_starts(base, "independent")
+    assert len(seen) == 2  # K = 2 episodes
+    for p, z in seen:  # copy j of seed b is row j*B + b
+        assert torch.equal(p[:2], p[2:])
+        assert all(not torch.equal(z[b], z[2 + b]) for b in range(2))
+    shared, _ = _query_starts(base, "shared")
+    assert all(torch.equal(z[:2], z[2:]) for _, z in shared)
+    # the first image of a pair is the same start either way (one exploration pool)
+    assert all(torch.equal(a[1][:2], b[1][:2]) for a, b in zip(seen, shared, strict=True))
+
+
+def test_label_agreement_is_measured_against_the_hidden_reward(base):
+    """An expert rater (greedy on θ*: λ = inf) agrees with the hidden reward on every query pair: the
+    agreement reads the label's orientation (0 = the first image preferred) against ⟨θ*, ψ⟩."""
+    _, res = _query_starts(base, "independent", offline={"N": 12, "expert": "greedy", "lam": float("inf")})
+    assert torch.all(res["label_agreement"] == 1)

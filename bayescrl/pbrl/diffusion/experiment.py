@@ -9,14 +9,16 @@ Protocol, per config (``B`` seeds batched: one policy per seed in one batched ML
    (:class:`~bayescrl.raters.BeliefRater`); a validation pool of ``pools.val`` pairs (held-out ranking
    accuracy of the final reward estimate against θ*); an exploration pool of ``pools.explore`` unseen
    (prompt, z_T) starts for the online queries.
-3. K episodes: two posterior samples (θ̃_j, η̃_j), j = 0, 1; two copies of the current policy π_k each
-   take one policy epoch on the reward ``⟨θ̃_j, φ(τ)⟩`` plus ``κ·z(Σ_t log η̃_j(b_t | t))`` (κ =
+3. K episodes: two posterior samples (θ̃_j, η̃_j), j = 0, 1; two copies of the current policy π_k each take
+   one policy epoch on the reward ``⟨θ̃_j, φ(τ)⟩`` plus ``κ·z(Σ_t log η̃_j(b_t | t))`` (κ =
    ``policy.eta_weight``, z = standardised within prompts): ``policy.update: reward_grad`` (default) takes
    ``policy.updates`` Adam steps on the reward's gradient through reparameterised rollouts (the η term by
    its score function), ``ddpo`` takes ``policy.updates`` PPO-clip steps on standardised advantages; each
-   copy generates the query trajectory from the same exploration start; the rater labels the pair; both
-   posteriors are updated; π_{k+1} = copy 0 (π^{(0)}, as Algorithm `main_algo_empirical` outputs). Each
-   run keeps one Adam optimiser across episodes (its moments follow the copy that is kept).
+   copy generates one query trajectory for the exploration start's prompt, from its own z_T
+   (``pools.query_starts: independent``, like D0's pairs) or from the entry's one z_T (``shared``: the two
+   images then differ so little that the rater's labels are nearly coin flips); the rater labels the pair;
+   both posteriors are updated; π_{k+1} = copy 0 (π^{(0)}, as Algorithm `main_algo_empirical` outputs).
+   Each run keeps one Adam optimiser across episodes (its moments follow the copy that is kept).
 4. Output: ``final.epochs`` policy epochs on the point estimate (PSPL: MAP; DPS: posterior mean; η:
    posterior mean), then the final-episode reward: the hidden true reward ⟨θ*, ψ(τ)⟩ averaged over
    ``final.L`` rollouts per prompt from fixed starts shared by every agent. Simple regret per seed = best
@@ -26,13 +28,13 @@ Protocol, per config (``B`` seeds batched: one policy per seed in one batched ML
    other agents ran or in what order; without ``oracle: true`` no simple regret is reported.
 
 Random streams: pools, D0, the initial policy and evaluation starts from ``seed`` (independent of the
-number of seeds and of the agents); run b's rater from a stream keyed by (seed, b); starts and
-exploration noise of run b from a stream keyed by (seed, b), shared by the agents (paired comparison,
-and one agent's draws never move another's); run b's posterior samples and online labels from a stream
-keyed by (seed, agent name, b); run b's k-th query starts from exploration-pool entry ``b·K + k``. So run
-b's result does not depend on how many seeds share the batch (up to the rounding of batched UNet calls).
-Unlike the tabular runner, run b is not the single run with seed ``seed + b``: the seeds of a batch
-share the pools and the initial policy drawn from ``seed``.
+number of seeds and of the agents); run b's rater from a stream keyed by (seed, b); starts and exploration
+noise of run b from a stream keyed by (seed, b), shared by the agents (paired comparison, and one agent's
+draws never move another's); run b's posterior samples and online labels from a stream keyed by (seed,
+agent name, b); run b's k-th query starts from exploration-pool entry ``b·K + k`` (the second image's z_T
+from a stream keyed by (seed, "explore", 1)). So run b's result does not depend on how many seeds share the
+batch (up to the rounding of batched UNet calls). Unlike the tabular runner, run b is not the single run
+with seed ``seed + b``: the seeds of a batch share the pools and the initial policy drawn from ``seed``.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from bayescrl.utils.plotting import plot_mean_sd, plt
 log = logging.getLogger(__name__)
 AGENTS = ("pspl", "dps")
 UPDATES = ("reward_grad", "ddpo")
+QUERY_STARTS = ("independent", "shared")
 
 
 def _ints(cfg: Config, **minimum: int) -> None:
@@ -174,9 +177,13 @@ class Pools(Config):
     """validation pairs (held-out ranking accuracy)"""
     explore: int = 128
     """unseen (prompt, z_T) starts of the online queries"""
+    query_starts: str = "independent"
+    """the two query images of an episode: independent (same prompt, each its own z_T) or shared
+    (one z_T)"""
 
     def validate(self) -> None:
         _ints(self, val=1, explore=1)
+        choice(self.query_starts, "pools.query_starts", QUERY_STARTS, f"choose one of {list(QUERY_STARTS)}")
 
 
 @dataclass
@@ -365,6 +372,8 @@ class _Setup:
         # (drawn before anything that depends on the number of seeds)
         self.explore_p = self.prompts[torch.randint(len(self.prompts), (Ne,), generator=self.gen)]
         self.explore_z = torch.randn(Ne, 1, self.S, self.S, generator=self.gen)
+        # the second query image's own z_T (pools.query_starts: independent), from its own stream
+        self.explore_z1 = torch.randn(Ne, 1, self.S, self.S, generator=stream(cfg["seed"], "explore", 1))
         L = cfg["final"]["L"]
         self.eval_p = self.prompts.repeat_interleave(L)
         self.eval_z = torch.randn(len(self.eval_p), 1, self.S, self.S, generator=self.gen)
@@ -569,7 +578,8 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
         )["images"]
         j = (torch.arange(B, device="cpu") * K + k) % len(st.explore_p)  # run b's k-th start, whatever B is
         p = st.explore_p[j].repeat(2)[:, None]
-        z = st.explore_z[j].repeat(2, 1, 1, 1)[:, None]
+        z1 = st.explore_z1 if cfg["pools"]["query_starts"] == "independent" else st.explore_z
+        z = torch.cat([st.explore_z[j], z1[j]])[:, None]
         q = st.rollout(pol2, p, z, gens2, keep_inputs=False)
         images += 2 * B
         psi = q.psi()[:, 0].view(2, B, 4)
