@@ -2199,7 +2199,7 @@ def dd_row(agent: str, val: bool = True) -> tuple[Col, ...]:
 TABLES.append(
     Table(
         "docs/pspl.md",
-        "label streams and are not re-run (12 and 6 min wall); a re-run draws different labels and samples.",
+        "not re-run (12 and 6 min wall); a re-run draws different labels and samples.",
         (),
         (
             Row(DIFF, None, (None, lambda d, k: [d["base_reward"]], None, None, None, None, None)),
