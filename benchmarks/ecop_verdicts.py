@@ -104,16 +104,17 @@ def interval(ci: list[float]) -> str:
 def markdown(rows: dict[str, dict[str, dict]], verdicts: dict[str, dict]) -> str:
     lines = []
     for task, algos in rows.items():
-        head = "| algo | return (mean ± sd, n) | 95 % CI | cost 0 (mean ± sd) | seeds within limit |"
+        head = "| algo | return (mean ± sd, n) | 95 % CI | costs (mean ± sd; limits) | seeds within limits |"
         lines += [f"### {task}", "", head]
         lines.append("|---|---|---|---|---|")
         for algo, r in algos.items():
-            ret, c0 = r["return"], r["costs"][0]
+            ret = r["return"]
             ci = "–" if ret["ci95"] is None else interval(ret["ci95"])
+            costs = " / ".join(f"{fmt_num(c['mean'], 3)} ± {fmt_num(c['sd'], 3)}" for c in r["costs"])
+            limits = ", ".join(fmt_num(x, 3) for x in r["limits"])
             lines.append(
                 f"| {algo} | {fmt_num(ret['mean'], 3)} ± {fmt_num(ret['sd'], 3)} ({ret['n']}) | {ci} "
-                f"| {fmt_num(c0['mean'], 3)} ± {fmt_num(c0['sd'], 3)} (limit {fmt_num(r['limits'][0], 3)}) "
-                f"| {r['seeds_within_limit']}/{r['n']} |"
+                f"| {costs} ({limits}) | {r['seeds_within_limit']}/{r['n']} |"
             )
         v = verdicts[task]
         lines += ["", f"**Verdict:** {v['verdict']}."]
