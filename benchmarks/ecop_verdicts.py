@@ -97,6 +97,13 @@ def verdict(rows: dict[str, dict]) -> dict:
     return {**res, "best_other_within_limit": best, "ecop_minus_best": w, "verdict": text}
 
 
+def diff_text(w: dict) -> str:
+    """The difference to the precision of its interval (3 digits of the half-width), in fixed notation."""
+    half = (w["ci95"][1] - w["ci95"][0]) / 2
+    dec = max(0, 2 - math.floor(math.log10(half))) if half > 0 else 3
+    return f"{w['diff']:.{dec}f}"
+
+
 def interval(ci: list[float]) -> str:
     return f"[{fmt_num(ci[0], 3)}, {fmt_num(ci[1], 3)}]"
 
@@ -121,7 +128,7 @@ def markdown(rows: dict[str, dict[str, dict]], verdicts: dict[str, dict]) -> str
         if "ecop_minus_best" in v:
             w = v["ecop_minus_best"]
             lines.append(
-                f"e-COP − {v['best_other_within_limit']}: {fmt_num(w['diff'], 3)}, 95 % Welch interval "
+                f"e-COP − {v['best_other_within_limit']}: {diff_text(w)}, 95 % Welch interval "
                 f"{interval(w['ci95'])}, Welch p = {fmt_num(w['p_welch'], 2)}, "
                 f"Mann–Whitney p = {fmt_num(w['p_mannwhitney'], 2)}."
             )

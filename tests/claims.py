@@ -879,13 +879,6 @@ CLAIMS: list[Claim] = [
         _ecop("Bottleneck", "ecop"),
         "| {:.1f} ± {:.1f} / {:.1f} ± {:.1f} |",
     ),
-    Claim(
-        README,
-        "e-COP table's below (tuned 36.2 at episodic cost 13.1,",
-        ECOP,
-        lambda r: _ecop("PointCircle", "ecop")(r)[::2],
-        "e-COP table's below (tuned {:.1f} at episodic cost {:.1f},",
-    ),
     # --- ACPO verdicts ---
     Claim(
         README,
@@ -1103,7 +1096,11 @@ ALLOWED: list[tuple[str, str, str]] = [
     (REPRO, "non-overlapping 95 % intervals", "the interval's level; the intervals are pinned on the README"),
     (REPRO, "the thesis' 25–50 % at N = 5", "the thesis' number (chapter 4, the warmTS ablation)"),
     (PREFRL, "keeps the apple weight at its prior (0 ± 1)", "the prior's mean and sd, not a result"),
-    (PSPL, "simple regret 0.0030 ± 0.0011", "an exploratory SVI run whose results are not committed (the page says so)"),
+    (
+        PSPL,
+        "simple regret 0.0030 ± 0.0011",
+        "an exploratory SVI run whose results are not committed (the page says so)",
+    ),
 ]
 
 # (page, first line of the section, the line that ends it): where every "a ± b" must be registered
@@ -1123,15 +1120,35 @@ SCANNED: list[tuple[str, str, str]] = [
     (REPRO, "#### Text-generation table", "    --out runs/textgen_smollm2_table"),
     ("docs/core.md", "# Bayesian core: models, inference engines, diagnostics", "BibTeX: [references.bib]"),
     (PREFRL, "# Safe RL from rater preferences (`bayescrl.prefrl`)", "BibTeX: [references.bib]"),
-    (PSPL, "# PSPL: preference-based RL with offline and online trajectory preferences", "BibTeX: [references.bib]"),
+    (
+        PSPL,
+        "# PSPL: preference-based RL with offline and online trajectory preferences",
+        "BibTeX: [references.bib]",
+    ),
     # the other pages that quote runs, whole
     ("docs/sweep.md", "# Sweeps: grids of runs on Ray", "time), so the efficiency measures the machine"),
-    ("docs/mopo.md", "# MOPO: multi-objective constrained preference optimisation", "BibTeX: [references.bib]"),
-    ("docs/warmpref.md", "# warmPref-PS: linear bandits warm-started with offline preferences", "BibTeX: [references.bib]"),
+    (
+        "docs/mopo.md",
+        "# MOPO: multi-objective constrained preference optimisation",
+        "BibTeX: [references.bib]",
+    ),
+    (
+        "docs/warmpref.md",
+        "# warmPref-PS: linear bandits warm-started with offline preferences",
+        "BibTeX: [references.bib]",
+    ),
     ("docs/raters.md", "# Raters", "API reference: [Raters](api/raters.md)."),
     ("docs/envs.md", "# Task suite (`bayescrl.envs`)", "BibTeX: [references.bib]"),
     ("docs/gpu.md", "# GPU check", "## Device bugs fixed"),
-    ("docs/ecop.md", "# Constrained RL: e-COP, its baselines and the shared core (`bayescrl.constrained`)", "BibTeX: [references.bib]"),
+    (
+        "docs/ecop.md",
+        "# Constrained RL: e-COP, its baselines and the shared core (`bayescrl.constrained`)",
+        "BibTeX: [references.bib]",
+    ),
     ("docs/acpo.md", "# ACPO: Average-Constrained Policy Optimization", "BibTeX: [references.bib]"),
-    ("benchmarks/README.md", "# Benchmarks and their committed results", "After a run, `.venv/bin/python benchmarks/slim_res"),
+    (
+        "benchmarks/README.md",
+        "# Benchmarks and their committed results",
+        "After a run, `.venv/bin/python benchmarks/slim_res",
+    ),
 ]

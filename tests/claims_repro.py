@@ -2918,3 +2918,81 @@ QUOTES += [
         ],
     ),
 ]
+
+
+# ---- README + docs/reproduction.md: the e-COP table rows with 10 seeds (sweeps/ecop_table_10seeds) ---------
+E10 = R + "sweeps/ecop_table_10seeds/verdicts.json"
+E10_TASKS = ("PointCircle", "PointReach", "PointNavigation", "HumanoidRun")
+
+
+def _e10_costs(r: dict) -> list[float]:
+    return [x for c in r["costs"] for x in (c["mean"], c["sd"])] + list(r["limits"])
+
+
+def _e10_table(task: str) -> Table:
+    algos = tuple(load(E10)["tasks"][task])
+    row = lambda d, k: d["tasks"][task][k]  # noqa: E731
+    return Table(
+        REPRO,
+        f"##### {task}, 10 seeds",
+        (
+            None,
+            lambda d, k: [row(d, k)["return"]["mean"], row(d, k)["return"]["sd"], row(d, k)["return"]["n"]],
+            lambda d, k: list(row(d, k)["return"]["ci95"]),
+            lambda d, k: _e10_costs(row(d, k)),
+            lambda d, k: [row(d, k)["seeds_within_limit"], row(d, k)["n"]],
+        ),
+        tuple(Row(E10, a) for a in algos),
+    )
+
+
+def _e10_verdict(task: str) -> Quote:
+    v = load(E10)["verdicts"][task]
+    b = v["best_other_within_limit"]
+    page = open(REPRO, encoding="utf-8").read().split(f"##### {task}, 10 seeds", 1)[1]
+    text = page.split(f"e-COP − {b}: ", 1)[1].split("\n", 1)[0]
+    return Quote(
+        REPRO,
+        f"e-COP − {b}: " + text,
+        E10,
+        lambda d: (
+            [d["verdicts"][task]["ecop_minus_best"][k] for k in ("diff",)]
+            + [
+                95,
+                *d["verdicts"][task]["ecop_minus_best"]["ci95"],
+                d["verdicts"][task]["ecop_minus_best"]["p_welch"],
+                d["verdicts"][task]["ecop_minus_best"]["p_mannwhitney"],
+            ]
+        ),
+    )
+
+
+def _e10_readme(task: str) -> Row:
+    def ecop(d: dict, k) -> list[float]:
+        e = d["tasks"][task]["ecop"]
+        return [e["return"]["mean"], *[c["mean"] for c in e["costs"]], e["seeds_within_limit"], e["n"]]
+
+    def best(d: dict, k) -> list[float]:
+        v = d["verdicts"][task]
+        r = d["tasks"][task][v["best_other_within_limit"]]
+        return [r["return"]["mean"], *[c["mean"] for c in r["costs"]]]
+
+    def diff(d: dict, k) -> list[float]:
+        w = d["verdicts"][task]["ecop_minus_best"]
+        return [w["diff"], *w["ci95"]]
+
+    limits = lambda d, k: list(d["tasks"][task]["ecop"]["limits"])  # noqa: E731
+    at10 = lambda d, k: [10] if "not distinguishable" in d["verdicts"][task]["verdict"] else []  # noqa: E731
+    return Row(E10, task, (limits, ecop, best, diff, at10))
+
+
+TABLES += [_e10_table(t) for t in E10_TASKS]
+TABLES.append(
+    Table(
+        README,
+        "limit, the difference of mean returns with its 95 % Welch interval:",
+        (),
+        tuple(_e10_readme(t) for t in E10_TASKS),
+    )
+)
+QUOTES += [_e10_verdict(t) for t in E10_TASKS]
