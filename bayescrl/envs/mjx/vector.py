@@ -11,7 +11,9 @@ Precision: float32 unless JAX runs with ``jax_enable_x64`` (then float64, the CP
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 from typing import NamedTuple
 
 import gymnasium as gym
@@ -20,12 +22,15 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 import torch
-from mujoco import mjx
 
 from bayescrl.envs.mjx import MJX_ENV_IDS
 from bayescrl.envs.mjx.jax_tasks import jax_task
 from bayescrl.envs.registration import register_envs
 from bayescrl.utils.errors import ConfigError
+
+# MuJoCo's optional Warp backend prints "Failed to import warp" when it is not installed
+with contextlib.redirect_stdout(io.StringIO()):
+    from mujoco import mjx
 
 _COMPILED: dict[tuple, tuple] = {}
 
