@@ -569,3 +569,49 @@ def test_acpo_sweep_job_is_validated_before_any_run(bad, words):
     check(good)
     with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
         check({**good, **bad})
+
+
+def test_sweep_dry_run_refuses_more_constraints_than_the_algorithm_supports(tmp_path, capsys):
+    """CPO/PCPO take one constraint: a grid point with two limits is refused before any run starts;
+    ``exclude`` leaves such points out."""
+    body = (
+        "command: train\ngrid:\n  algo: [ecop, cpo]\n  seed: [0, 1]\n"
+        "args: {env: bayescrl/PointNavigation-v0, cost-limit: [10, 25], total-steps: 1000}\n"
+    )
+    path = _write(tmp_path, body)
+    code, cap = _run(["sweep", str(path), "--out", str(tmp_path / "o"), "--dry-run"], capsys)
+    assert code == 2 and "cost_limits" in cap.err and "cpo supports at most 1 constraint" in cap.err, cap.err
+    assert len(cap.err.strip().splitlines()) == 1
+    path = _write(tmp_path, body + "exclude:\n  - {algo: cpo}\n")
+    assert main(["sweep", str(path), "--out", str(tmp_path / "o2"), "--dry-run"]) is None
+    out = capsys.readouterr().out
+    assert "2 runs valid" in out and "ecop_s1" in out and "cpo_s0" not in out, out
+
+
+@pytest.mark.parametrize(
+    "exclude, field",
+    [
+        ("[{learner: cpo}]", "exclude[0]"),  # not an axis
+        ("[{algo: trpo}]", "exclude[0].algo"),  # not a value of the axis
+        ("{algo: cpo}", "exclude"),  # not a list
+    ],
+)
+def test_sweep_exclude_bad_input_is_one_line(tmp_path, capsys, exclude, field):
+    body = (
+        "command: train\ngrid:\n  algo: [ecop, cpo]\n  seed: [0]\n"
+        f"args: {{env: bayescrl/PointCircle-v0, total-steps: 1000}}\nexclude: {exclude}\n"
+    )
+    code, cap = _run(
+        ["sweep", str(_write(tmp_path, body)), "--out", str(tmp_path / "o"), "--dry-run"], capsys
+    )
+    assert code == 2 and field in cap.err and len(cap.err.strip().splitlines()) == 1, cap.err
+
+
+def test_sweep_exclude_leaves_the_hash_of_sweeps_without_it_unchanged():
+    spec = parse_sweep({"command": "train", "grid": {"algo": ["ecop"], "seed": [0]}})
+    with_empty = parse_sweep({"command": "train", "grid": {"algo": ["ecop"], "seed": [0]}, "exclude": None})
+    assert spec.hash == with_empty.hash
+    excl = parse_sweep(
+        {"command": "train", "grid": {"algo": ["ecop", "cpo"], "seed": [0]}, "exclude": [{"algo": "cpo"}]}
+    )
+    assert [p["algo"] for p in excl.points()] == ["ecop"]

@@ -249,6 +249,14 @@ def sweep_check(p: dict) -> None:
     steps = p.get("total_steps") if p.get("total_steps") is not None else spec.get("total_steps")
     positive_int(steps, "total_steps")
     cls = get_algorithm(algo)
+    limits = p.get("cost_limits") or spec.get("cost_limits")
+    limits = [limits] if isinstance(limits, int | float) else list(limits or [])
+    if cls.max_constraints is not None and len(limits) > cls.max_constraints:
+        raise ConfigError(
+            "cost_limits",
+            limits,
+            f"{algo} supports at most {cls.max_constraints} constraint(s), as in its paper",
+        )
     resolve_env_factory(env, spec.get("env_kwargs"))
     check_size(env, spec.get("env_kwargs"), spec.get("config"), cls)
     if p.get("preferences_file") or spec.get("preferences") is not None:

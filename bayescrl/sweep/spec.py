@@ -48,6 +48,7 @@ SWEEP_KEYS = (
     "description",
     "seed_key",
     "target",
+    "exclude",
 )
 #: options the sweep sets itself (per run) and a sweep file may not give
 RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help", "force")
@@ -164,6 +165,8 @@ class SweepSpec:
     target: str | None = None  #: ``command: call``: FILE.py:FUNCTION or MODULE:FUNCTION
     #: grid axes whose values are mappings (linked options): axis -> {case name: its options}
     cases: dict[str, dict[str, dict]] = field(default_factory=dict)
+    #: grid points left out: a point matching every axis of one entry (axis -> allowed values) is not run
+    exclude: list[dict[str, list]] = field(default_factory=list)
 
     @property
     def adapter(self) -> Adapter:
@@ -172,9 +175,12 @@ class SweepSpec:
     @property
     def hash(self) -> str:
         """Hash of what the runs depend on (``reference``/``report``/``name`` may change)."""
-        keep = {k: self.raw.get(k) for k in ("command", "grid", "args", "set", "seed_key", "target")}
-        if keep["target"] is None:
-            del keep["target"]  # the hash of sweeps written before ``target`` existed is unchanged
+        keep = {
+            k: self.raw.get(k) for k in ("command", "grid", "args", "set", "seed_key", "target", "exclude")
+        }
+        for key in ("target", "exclude"):
+            if keep[key] is None:
+                del keep[key]  # the hash of sweeps written before ``target``/``exclude`` existed is unchanged
         return hashlib.sha256(json.dumps(keep, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
@@ -184,8 +190,10 @@ class SweepSpec:
         return {**grid, **self.set_grid, **({"seed": self.grid["seed"]} if "seed" in self.grid else {})}
 
     def points(self) -> list[dict[str, Any]]:
+        """Every grid point (axis -> value; a case axis by its case name), less the excluded ones."""
         axes = self.axes
-        return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+        points = [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+        return [p for p in points if not any(all(p[k] in v for k, v in e.items()) for e in self.exclude)]
 
 
 #: sweep-file keys (in ``args``, ``grid`` and cases) whose values are files the runs read: resolved
@@ -311,9 +319,32 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
         target=target,
         cases=cases,
     )
+    spec.exclude = _exclude(data.get("exclude"), spec.axes)
     _check_reference(spec)
     _check_report(spec)
     return spec
+
+
+def _exclude(value: Any, axes: dict[str, list]) -> list[dict[str, list]]:
+    """``exclude: [{task: PointNavigation, algo: [cpo, pcpo]}, ...]``: each entry maps grid axes to a value
+    or a list of values (a case axis by its case names); a point matching every axis of an entry is left
+    out. Unknown axes and values are refused by name."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(e, Mapping) and e for e in value):
+        raise ConfigError("exclude", value, "must be a list of mappings {axis: value or [values]}")
+    out = []
+    for i, entry in enumerate(value):
+        check_keys(entry, tuple(axes), f"exclude[{i}]")
+        rule = {}
+        for axis, vals in entry.items():
+            vals = vals if isinstance(vals, list) else [vals]
+            for v in vals:
+                if v not in axes[axis]:
+                    raise ConfigError(f"exclude[{i}].{axis}", v, f"is not a value of grid axis {axis}")
+            rule[str(axis)] = vals
+        out.append(rule)
+    return out
 
 
 def _cases(axis: str, values: list, grid: dict, sections: dict) -> dict[str, dict]:
