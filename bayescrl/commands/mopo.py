@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option, log_options, set_option
+from bayescrl.commands.options import device_option, force_option, log_options, set_option
 from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo import tabular
 from bayescrl.mopo.config import check_config
@@ -100,11 +100,7 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
     help="Output folder (must be empty unless --force, or --resume in lm mode).",
 )
 @set_option("Override a config value (repeatable), e.g. --set tau=0.1 --set mopo.steps=2000.")
-@click.option(
-    "--device",
-    default=None,
-    help="torch device (default: cpu; lm mode: the config's `device`, else cuda if available).",
-)
+@device_option(help="torch device (default: cpu; lm mode: the config's `device`, else cuda if available).")
 @click.option(
     "--model",
     "model_path",

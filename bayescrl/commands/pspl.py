@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option, log_options, set_option
+from bayescrl.commands.options import device_option, force_option, log_options, set_option
 from bayescrl.commands.pspl_diffusion import run_diffusion
 from bayescrl.pbrl import experiment
 from bayescrl.pbrl.diffusion.experiment import validate_config as validate_diffusion
@@ -32,7 +32,7 @@ PATH_KEYS = ("base.cache",)
     help="Output folder for results.json and the plots (must be empty unless --force).",
 )
 @set_option("Override a config value (repeatable), e.g. --set K=50 --set offline.N=100.")
-@click.option("--device", default="cpu", show_default=True)
+@device_option(default="cpu")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
 @click.option("--no-plots", is_flag=True, help="Write results.json only.")
 @click.option(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from bayescrl.commands.options import force_option, log_options, progress_option, set_option
+from bayescrl.commands.options import device_option, force_option, log_options, progress_option, set_option
 from bayescrl.constrained.core.base import CHECKPOINT
 from bayescrl.constrained.core.envs import resolve_env_factory
 from bayescrl.constrained.registry import get_algorithm
@@ -80,7 +80,7 @@ EVAL_STEPS_REFUSE, EVAL_STEPS_WARN = 10**9, 10**7
     type=click.Path(dir_okay=False),
     help="Preference spec (YAML): learn the reward from raters' preferences instead of the env reward.",
 )
-@click.option("--device", default="cpu", show_default=True)
+@device_option(default="cpu")
 @click.option(
     "--threads", default=None, type=int, help="torch intra-op threads (default 1 or $BAYESCRL_THREADS)."
 )
@@ -170,7 +170,7 @@ def train(
     "--seed", default=None, type=int, help="First evaluation seed (default: training seed + 10000)."
 )
 @click.option("--stochastic", is_flag=True, help="Sample actions instead of the deterministic mean/argmax.")
-@click.option("--device", default="cpu", show_default=True)
+@device_option(default="cpu")
 @click.option(
     "--video",
     "video",
