@@ -45,7 +45,7 @@ def test_dequantize_q8_0_and_f32():
 
 def test_unpermute_inverts_llama_cpp_permute():
     # llama.cpp's convert_hf_to_gguf permute: (h, 2, dim/2, ...) -> swap -> rows interleaved per head
-    heads, rows, cols = 3, 12, 5
+    heads, rows, cols = 3, 18, 5  # 6 rows per head: the permutation is not its own inverse
     w = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
     permuted = w.reshape(heads, 2, rows // heads // 2, cols).swapaxes(1, 2).reshape(rows, cols)
     assert not np.array_equal(permuted, w)
