@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -252,6 +253,120 @@ class CompiledStep:
             return None
 
 
+@dataclass
+class _UpdateInputs:
+    """What every epoch of :func:`first_order_policy_update` reads: the policy and critic inputs of the
+    whole batch, the trainable parameters of each network, their Adam steps and clipping norms."""
+
+    x: torch.Tensor  # policy input of the batch
+    xc: torch.Tensor  # critic input of the batch
+    same_input: bool  # xc equals x: one permuted copy serves both
+    pi_params: list[torch.Tensor]
+    vf_params: list[torch.Tensor]
+    pi_step: Callable[[], None]
+    vf_step: Callable[[], None]
+    pi_clip: float | None  # max gradient norm of the policy (None or 0: no clipping)
+    vf_clip: float | None  # max gradient norm of the critics, ``max_grad_norm * (1 + m)``
+    compiled: CompiledStep | None  # ``config.compile_update``'s step (None: eager only)
+
+
+def _update_inputs(algo, batch: Batch, uses_dist: bool) -> _UpdateInputs:
+    """Network inputs, parameters, optimiser steps and clipping norms of one update."""
+    cfg = algo.config
+    x = algo.policy_input(batch.obs, batch.h)
+    xc = algo.critic_input(batch.obs, batch.h)
+    vf_clip = cfg.max_grad_norm * (1 + algo.m) if cfg.max_grad_norm else None
+    pi_params = [p for p in algo.policy.parameters() if p.requires_grad]
+    pi_step, vf_step = AdamSteps(algo.pi_optim).step, AdamSteps(algo.vf_optim).step
+    vf_params = [p for p in algo.critic.parameters() if p.requires_grad]
+    same_input = xc is x or (xc.shape == x.shape and torch.equal(xc, x))
+    compiled = None
+    if cfg.compile_update and not uses_dist:  # a loss reading the distribution object stays eager
+        compiled = CompiledStep(algo, pi_params, vf_params, cfg.max_grad_norm or None, vf_clip)
+    return _UpdateInputs(
+        x, xc, same_input, pi_params, vf_params, pi_step, vf_step, cfg.max_grad_norm, vf_clip, compiled
+    )
+
+
+_Losses = tuple[torch.Tensor | None, torch.Tensor | None]
+
+
+def _eager_step(
+    algo, inp: _UpdateInputs, rows: tuple, loss_fn: Callable, uses_dist: bool, active: tuple[bool, bool]
+) -> _Losses:
+    """One minibatch step without ``torch.compile``: policy loss ``loss_fn(idx, ratio, dist)`` and/or the
+    critics' squared error (summed over reward and costs), one backward, per-network clipping, Adam.
+
+    ``rows``: the minibatch's ``(x, xc, actions, logp_old, target, idx)``; ``active``: ``(policy,
+    critics)``. Returns ``(policy loss, value loss)``, ``None`` for an inactive one."""
+    x, xc, acts, logp_old, target, idx = rows
+    policy_active, critic_active = active
+    loss = vloss = total = None
+    if policy_active:
+        if uses_dist:
+            dist = algo.policy.distribution(x)
+            logp = algo.policy.log_prob_from(dist, acts)
+        else:
+            dist, logp = None, algo.policy.log_prob(x, acts)
+        ratio = torch.exp(logp - logp_old)
+        loss = loss_fn(idx, ratio, dist)
+        total = loss
+    if critic_active:
+        vloss = ((algo.critic(xc) - target) ** 2).mean(0).sum()
+        total = vloss if total is None else total + vloss
+    for p in (inp.pi_params if policy_active else []) + (inp.vf_params if critic_active else []):
+        p.grad = None
+    total.backward()
+    clip_groups = []
+    if policy_active and inp.pi_clip:
+        clip_groups.append((inp.pi_params, inp.pi_clip))
+    if critic_active and inp.vf_clip:
+        clip_groups.append((inp.vf_params, inp.vf_clip))
+    if clip_groups:
+        _clip_grads(clip_groups)
+    if policy_active:
+        inp.pi_step()
+    if critic_active:
+        inp.vf_step()
+    return loss, vloss
+
+
+def _run_epoch(
+    algo, batch: Batch, inp: _UpdateInputs, loss_fn: Callable, uses_dist: bool, active: tuple[bool, bool]
+) -> _Losses:
+    """One pass over a fresh permutation of the batch in minibatch steps (compiled where it applies).
+
+    ``active``: ``(policy, critics)``. Returns the last step's ``(policy loss, value loss)``, ``None``
+    where no step updated that network.
+
+    Speed (the update's work is hundreds of tiny minibatch steps, so per-call overhead is the cost):
+    the batch is permuted once per epoch and minibatches are slices of it (the same samples as indexing
+    with each minibatch's indices), gradients are reset by ``grad = None`` and both networks' gradient
+    norms are clipped in one pass (:func:`_clip_grads`, torch's arithmetic), and the Adam steps skip
+    ``Optimizer.step``'s per-call bookkeeping (:class:`~bayescrl.constrained.core.optim.AdamSteps`, the
+    same kernel call and result). ``config.compile_update``: each step is one compiled function
+    (:class:`CompiledStep`), equal up to float rounding.
+    """
+    policy_active, critic_active = active
+    perm, mb = algo.minibatch_permutation(batch.size)
+    x_p = inp.x[perm]
+    xc_p = x_p if inp.same_input else inp.xc[perm]
+    cols = (x_p, xc_p, batch.actions[perm], batch.logp[perm], batch.returns[perm], perm)
+    loss = vloss = None
+    for start in range(0, batch.size, mb):
+        end = start + mb
+        rows = tuple(col[start:end] for col in cols)
+        if inp.compiled is not None and policy_active and critic_active and end <= batch.size:
+            out = inp.compiled(*rows, loss_fn)
+            if out is not None:
+                loss, vloss = out
+                continue
+        step_loss, step_vloss = _eager_step(algo, inp, rows, loss_fn, uses_dist, active)
+        loss = step_loss if policy_active else loss
+        vloss = step_vloss if critic_active else vloss
+    return loss, vloss
+
+
 def first_order_policy_update(
     algo,
     batch: Batch,
@@ -270,87 +385,27 @@ def first_order_policy_update(
     ``1.5 * target_kl`` (safety-starter-agents' rule; ``target_kl=None`` disables it); the critics then
     finish their ``vf_epochs`` alone.
 
-    Speed (the update's work is hundreds of tiny minibatch steps, so per-call overhead is the cost):
-    the batch is permuted once per epoch and minibatches are slices of it (the same samples as indexing
-    with each minibatch's indices), gradients are reset by ``grad = None`` and both networks' gradient
-    norms are clipped in one pass (:func:`_clip_grads`, torch's arithmetic), and the Adam steps skip
-    ``Optimizer.step``'s per-call bookkeeping (:class:`~bayescrl.constrained.core.optim.AdamSteps`, the
-    same kernel call and result). ``config.compile_update``: each step is one compiled function
-    (:class:`CompiledStep`), equal up to float rounding.
+    The minibatch steps are :func:`_run_epoch`'s (its docstring says how they are kept fast).
     """
     cfg = algo.config
-    x = algo.policy_input(batch.obs, batch.h)
-    xc = algo.critic_input(batch.obs, batch.h)
-    acts, target, logp_old = batch.actions, batch.returns, batch.logp
+    inp = _update_inputs(algo, batch, uses_dist)
     vf_epochs = cfg.vf_epochs or cfg.update_epochs
-    vf_clip = cfg.max_grad_norm * (1 + algo.m) if cfg.max_grad_norm else None
-    pi_params = [p for p in algo.policy.parameters() if p.requires_grad]
-    pi_step, vf_step = AdamSteps(algo.pi_optim).step, AdamSteps(algo.vf_optim).step
-    vf_params = [p for p in algo.critic.parameters() if p.requires_grad]
     kl = torch.zeros((), device=algo.device)
     epochs_done = 0
     loss = vloss = torch.zeros((), device=algo.device)
     policy_active = True
-    same_input = xc is x or (xc.shape == x.shape and torch.equal(xc, x))
-    compiled = None
-    if cfg.compile_update and not uses_dist:  # a loss reading the distribution object stays eager
-        compiled = CompiledStep(algo, pi_params, vf_params, cfg.max_grad_norm or None, vf_clip)
     for epoch in range(max(cfg.update_epochs, vf_epochs)):
         policy_active = policy_active and epoch < cfg.update_epochs
         critic_active = epoch < vf_epochs
         if not (policy_active or critic_active):
             break
-        perm, mb = algo.minibatch_permutation(batch.size)
-        x_p = x[perm]
-        xc_p = x_p if same_input else xc[perm]
-        acts_p, logp_p, target_p = acts[perm], logp_old[perm], target[perm]
-        params = (pi_params if policy_active else []) + (vf_params if critic_active else [])
-        clip_groups = []
-        if policy_active and cfg.max_grad_norm:
-            clip_groups.append((pi_params, cfg.max_grad_norm))
-        if critic_active and vf_clip:
-            clip_groups.append((vf_params, vf_clip))
-        for start in range(0, batch.size, mb):
-            end = start + mb
-            if compiled is not None and policy_active and critic_active and end <= batch.size:
-                out = compiled(
-                    x_p[start:end],
-                    xc_p[start:end],
-                    acts_p[start:end],
-                    logp_p[start:end],
-                    target_p[start:end],
-                    perm[start:end],
-                    loss_fn,
-                )
-                if out is not None:
-                    loss, vloss = out
-                    continue
-            total = None
-            if policy_active:
-                if uses_dist:
-                    dist = algo.policy.distribution(x_p[start:end])
-                    logp = algo.policy.log_prob_from(dist, acts_p[start:end])
-                else:
-                    dist, logp = None, algo.policy.log_prob(x_p[start:end], acts_p[start:end])
-                ratio = torch.exp(logp - logp_p[start:end])
-                loss = loss_fn(perm[start:end], ratio, dist)
-                total = loss
-            if critic_active:
-                vloss = ((algo.critic(xc_p[start:end]) - target_p[start:end]) ** 2).mean(0).sum()
-                total = vloss if total is None else total + vloss
-            for p in params:
-                p.grad = None
-            total.backward()
-            if clip_groups:
-                _clip_grads(clip_groups)
-            if policy_active:
-                pi_step()
-            if critic_active:
-                vf_step()
+        ep_loss, ep_vloss = _run_epoch(algo, batch, inp, loss_fn, uses_dist, (policy_active, critic_active))
+        loss = loss if ep_loss is None else ep_loss
+        vloss = vloss if ep_vloss is None else ep_vloss
         if policy_active:
             epochs_done += 1
             with torch.no_grad():
-                kl = algo.approx_kl(algo.policy.log_prob(x, acts), batch.logp)
+                kl = algo.approx_kl(algo.policy.log_prob(inp.x, batch.actions), batch.logp)
             if cfg.target_kl is not None and kl > 1.5 * cfg.target_kl:
                 policy_active = False
     algo._critics_updated = True
