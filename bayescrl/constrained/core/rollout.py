@@ -9,7 +9,7 @@ truncated episodes (normalised with the same statistics).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gymnasium as gym
 import numpy as np
@@ -99,6 +99,63 @@ class Batch:
         return self.obs.shape[0]
 
 
+@dataclass
+class _RolloutBuffers:
+    """The arrays of one rollout while :meth:`RolloutCollector.collect` fills them (``(T, n, ...)``, as in
+    :class:`RolloutBatch`), the truncations still waiting for ``V(final_obs)`` and the ended episodes."""
+
+    obs: np.ndarray
+    raw: np.ndarray
+    h: np.ndarray
+    logp: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    ended: np.ndarray
+    at_horizon: np.ndarray
+    actions: list[np.ndarray] = field(default_factory=list)  # one (n, *action_shape) array per step
+    info: list[np.ndarray] = field(default_factory=list)  # the recorded info values per step
+    trunc_idx: list[tuple[int, int]] = field(default_factory=list)  # (t, env) of each truncation
+    trunc_obs: list[np.ndarray] = field(default_factory=list)  # its encoded final observation
+    trunc_h: list[int] = field(default_factory=list)  # its time index
+    ep_returns: list[float] = field(default_factory=list)
+    ep_costs: list[np.ndarray] = field(default_factory=list)
+    ep_lengths: list[int] = field(default_factory=list)
+
+    @classmethod
+    def allocate(cls, T: int, n: int, D: int, m: int) -> _RolloutBuffers:
+        """Zeroed arrays for ``T`` steps of ``n`` envs, ``D``-dim observations and ``m`` costs."""
+        return cls(
+            obs=np.zeros((T, n, D), np.float32),
+            raw=np.zeros((T, n, D), np.float64),
+            h=np.zeros((T, n), np.int64),
+            logp=np.zeros((T, n), np.float32),
+            rewards=np.zeros((T, n, 1 + m), np.float64),
+            terminated=np.zeros((T, n), bool),
+            ended=np.zeros((T, n), bool),
+            at_horizon=np.zeros((T, n), bool),
+        )
+
+    def batch(self, values: torch.Tensor, next_values: torch.Tensor, m: int, with_info: bool) -> RolloutBatch:
+        """The finished rollout as a :class:`RolloutBatch`."""
+        return RolloutBatch(
+            obs=self.obs,
+            raw=self.raw,
+            h=self.h,
+            actions=np.stack(self.actions),
+            logp=self.logp,
+            rewards=self.rewards,
+            terminated=self.terminated,
+            ended=self.ended,
+            at_horizon=self.at_horizon,
+            values=values,
+            next_values=next_values,
+            ep_returns=np.asarray(self.ep_returns, np.float64),
+            ep_costs=np.asarray(self.ep_costs, np.float64).reshape(len(self.ep_costs), m),
+            ep_lengths=np.asarray(self.ep_lengths, np.int64),
+            info=np.stack(self.info) if with_info else None,
+        )
+
+
 class RolloutCollector:
     """Steps a vector env with a policy; tracks per-env time index and running episode statistics."""
 
@@ -159,101 +216,90 @@ class RolloutCollector:
         ``critic_value(obs_norm, h)`` returns ``(B, 1 + m)`` values. Actions are sampled by a numpy copy
         of the policy (:class:`~bayescrl.constrained.core.networks.NumpyActor`) with ``rng``."""
         actor = policy.numpy_actor()
-        n, m, T = self.n, self.m, steps
-        D = self.encoder.dim
-        obs_buf = np.zeros((T, n, D), np.float32)
-        raw_buf = np.zeros((T, n, D), np.float64)
-        h_buf = np.zeros((T, n), np.int64)
-        act_buf: list[np.ndarray] = []
-        logp_buf = np.zeros((T, n), np.float32)
-        rew_buf = np.zeros((T, n, 1 + m), np.float64)
-        term_buf = np.zeros((T, n), bool)
-        end_buf = np.zeros((T, n), bool)
-        horizon_buf = np.zeros((T, n), bool)
-        trunc_idx: list[tuple[int, int]] = []
-        trunc_obs: list[np.ndarray] = []
-        trunc_h: list[int] = []
-        ep_returns, ep_costs, ep_lengths = [], [], []
-        info_buf: list[np.ndarray] = []
-        for t in range(T):
-            obs_n = self.normalize(self.obs)
-            obs_buf[t], raw_buf[t], h_buf[t] = obs_n, self.obs, self.h
-            x = np.concatenate([obs_n, self.time_feature(self.h)], 1) if self.policy_time else obs_n
-            a_np, logp = actor.act(x, rng)
-            act_buf.append(a_np)
-            logp_buf[t] = logp
-            env_a = np.clip(a_np, self.low, self.high) if self.box_actions else a_np
-            next_obs, rew, term, trunc, infos = self.envs.step(env_a)
-            self.global_step += n
-            ended = np.logical_or(term, trunc)
-            costs = self._costs(infos, ended)
-            if self.record_info is not None:
-                info_buf.append(self._info_values(infos, ended, self.record_info))
-            rew = np.asarray(rew, np.float64)
-            if not np.all(np.isfinite(rew)):
-                bad = int(np.argwhere(~np.isfinite(rew))[0][0])
-                raise DataError(
-                    "env.reward",
-                    float(rew[bad]),
-                    f"non-finite reward from env {bad} at env step {self.global_step}",
-                    index=self.global_step,
-                )
-            rew_buf[t, :, 0] = rew
-            rew_buf[t, :, 1:] = costs
-            term_buf[t], end_buf[t] = term, ended
-            horizon_buf[t] = self.h + 1 >= self.horizon
-            self.ep_ret += rew
-            self.ep_cost += costs
-            self.ep_len += 1
-            self.h += 1
-            if ended.any():
-                final = infos.get("final_obs")
-                for i in np.flatnonzero(ended):
-                    if trunc[i] and not term[i]:
-                        trunc_idx.append((t, i))
-                        trunc_obs.append(self._encode(np.asarray([final[i]]), "final_obs")[0])
-                        trunc_h.append(int(self.h[i]))
-                    ep_returns.append(self.ep_ret[i])
-                    ep_costs.append(self.ep_cost[i].copy())
-                    ep_lengths.append(self.ep_len[i])
-                    self.ep_ret[i] = 0.0
-                    self.ep_cost[i] = 0.0
-                    self.ep_len[i] = 0
-                    self.h[i] = 0
-            self.obs = self._encode(next_obs, "step")
-        # ---- batched values: V(s_t), V(s_T) for the last step, V(final_obs) for truncations
+        buf = _RolloutBuffers.allocate(steps, self.n, self.encoder.dim, self.m)
+        for t in range(steps):
+            self._step(t, buf, actor, rng)
+        values, next_values = self._values(buf, critic_value)
+        return buf.batch(values, next_values, self.m, self.record_info is not None)
+
+    def _step(self, t: int, buf: _RolloutBuffers, actor, rng: np.random.Generator) -> None:
+        """Vector step ``t``: act on the normalised observations, step the envs, record the step in
+        ``buf`` and end the episodes that terminated or were truncated."""
+        obs_n = self.normalize(self.obs)
+        buf.obs[t], buf.raw[t], buf.h[t] = obs_n, self.obs, self.h
+        x = np.concatenate([obs_n, self.time_feature(self.h)], 1) if self.policy_time else obs_n
+        a_np, logp = actor.act(x, rng)
+        buf.actions.append(a_np)
+        buf.logp[t] = logp
+        env_a = np.clip(a_np, self.low, self.high) if self.box_actions else a_np
+        next_obs, rew, term, trunc, infos = self.envs.step(env_a)
+        self.global_step += self.n
+        ended = np.logical_or(term, trunc)
+        costs = self._costs(infos, ended)
+        if self.record_info is not None:
+            buf.info.append(self._info_values(infos, ended, self.record_info))
+        rew = self._rewards(rew)
+        buf.rewards[t, :, 0] = rew
+        buf.rewards[t, :, 1:] = costs
+        buf.terminated[t], buf.ended[t] = term, ended
+        buf.at_horizon[t] = self.h + 1 >= self.horizon
+        self.ep_ret += rew
+        self.ep_cost += costs
+        self.ep_len += 1
+        self.h += 1
+        if ended.any():
+            self._end_episodes(t, buf, term, trunc, ended, infos.get("final_obs"))
+        self.obs = self._encode(next_obs, "step")
+
+    def _rewards(self, rew) -> np.ndarray:
+        """The step's rewards as float64; a non-finite one is a :class:`DataError` naming the env."""
+        rew = np.asarray(rew, np.float64)
+        if not np.all(np.isfinite(rew)):
+            bad = int(np.argwhere(~np.isfinite(rew))[0][0])
+            raise DataError(
+                "env.reward",
+                float(rew[bad]),
+                f"non-finite reward from env {bad} at env step {self.global_step}",
+                index=self.global_step,
+            )
+        return rew
+
+    def _end_episodes(self, t: int, buf: _RolloutBuffers, term, trunc, ended: np.ndarray, final) -> None:
+        """Record the episodes that ended at step ``t`` and reset their running statistics; a truncated
+        (not terminated) one keeps its encoded ``final_obs`` for the bootstrap value ``V(final_obs)``."""
+        for i in np.flatnonzero(ended):
+            if trunc[i] and not term[i]:
+                buf.trunc_idx.append((t, i))
+                buf.trunc_obs.append(self._encode(np.asarray([final[i]]), "final_obs")[0])
+                buf.trunc_h.append(int(self.h[i]))
+            buf.ep_returns.append(self.ep_ret[i])
+            buf.ep_costs.append(self.ep_cost[i].copy())
+            buf.ep_lengths.append(self.ep_len[i])
+            self.ep_ret[i] = 0.0
+            self.ep_cost[i] = 0.0
+            self.ep_len[i] = 0
+            self.h[i] = 0
+
+    def _values(self, buf: _RolloutBuffers, critic_value) -> tuple[torch.Tensor, torch.Tensor]:
+        """Batched critic values ``V(s_t)`` and ``V(s_{t+1})`` (``(T, n, 1 + m)`` float64): the next
+        step's value, ``V(s_T)`` after the last step, ``V(final_obs)`` after a truncation."""
+        T, n, D = buf.obs.shape
         with torch.no_grad():
-            flat_obs = torch.as_tensor(obs_buf.reshape(T * n, D), device=self.device)
-            values = critic_value(flat_obs, h_buf.reshape(-1)).reshape(T, n, 1 + m).double()
+            flat_obs = torch.as_tensor(buf.obs.reshape(T * n, D), device=self.device)
+            values = critic_value(flat_obs, buf.h.reshape(-1)).reshape(T, n, 1 + self.m).double()
             last_obs = self.normalize(self.obs)
             last_v = critic_value(torch.as_tensor(last_obs, device=self.device), self.h.copy()).double()
             next_values = torch.zeros_like(values)
             next_values[:-1] = values[1:]
             next_values[-1] = last_v
-            if trunc_idx:
+            if buf.trunc_idx:
                 tv = critic_value(
-                    torch.as_tensor(self.normalize(np.stack(trunc_obs)), device=self.device),
-                    np.asarray(trunc_h),
+                    torch.as_tensor(self.normalize(np.stack(buf.trunc_obs)), device=self.device),
+                    np.asarray(buf.trunc_h),
                 ).double()
-                for k, (t, i) in enumerate(trunc_idx):
+                for k, (t, i) in enumerate(buf.trunc_idx):
                     next_values[t, i] = tv[k]
-        return RolloutBatch(
-            obs=obs_buf,
-            raw=raw_buf,
-            h=h_buf,
-            actions=np.stack(act_buf),
-            logp=logp_buf,
-            rewards=rew_buf,
-            terminated=term_buf,
-            ended=end_buf,
-            at_horizon=horizon_buf,
-            values=values,
-            next_values=next_values,
-            ep_returns=np.asarray(ep_returns, np.float64),
-            ep_costs=np.asarray(ep_costs, np.float64).reshape(len(ep_costs), m),
-            ep_lengths=np.asarray(ep_lengths, np.int64),
-            info=np.stack(info_buf) if self.record_info is not None else None,
-        )
+        return values, next_values
 
     def _info_values(self, infos: dict, ended: np.ndarray, key: str) -> np.ndarray:
         """``info[key]`` of this step for every env (``final_info`` for the envs whose episode ended)."""
