@@ -97,12 +97,7 @@ class OnPolicyAlgorithm:
     ):
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
             raise ConfigError("seed", seed, "must be an integer >= 0")
-        self.config = config if isinstance(config, TrainConfig) else self.config_class.from_dict(config)
-        if not isinstance(self.config, self.config_class):
-            raise ConfigError(
-                "config", type(self.config).__name__, f"{self.name} needs {self.config_class.__name__}"
-            )
-        cfg = self.config
+        self.config = self._check_config(config)
         self.env_id, self.env_kwargs, self.seed = env, dict(env_kwargs or {}), seed
         self.device = torch.device(device)
         self.reward_fn, self.cost_fn = reward_fn, cost_fn
@@ -116,31 +111,66 @@ class OnPolicyAlgorithm:
         self.rng = np.random.default_rng(seed)  # action sampling during rollouts
         self.factory = resolve_env_factory(env, env_kwargs)
         self.m = probe_num_costs(self.factory, cost_fn, seed)
-        horizon = cfg.horizon or env_horizon(self.factory)
+        self.horizon = self._resolve_horizon()
+        self.cost_limits = self._resolve_limits(cost_limits)
+        self._make_envs()
+        self._make_networks()
+        self.iteration = 0
+        self.cum_cost = np.zeros(self.m)
+        self.history: list[dict] = []
+        self.last_eval: dict | None = None
+        self._started = False
+        self.setup()
+
+    def _check_config(self, config: TrainConfig | dict | None) -> TrainConfig:
+        """``config`` as this algorithm's :attr:`config_class` (a mapping is parsed and validated)."""
+        config = config if isinstance(config, TrainConfig) else self.config_class.from_dict(config)
+        if not isinstance(config, self.config_class):
+            raise ConfigError(
+                "config", type(config).__name__, f"{self.name} needs {self.config_class.__name__}"
+            )
+        return config
+
+    def _resolve_horizon(self) -> int:
+        """The episode horizon ``H``: ``config.horizon``, else the env spec's, else 1000 (refused for
+        ``finite_horizon`` advantages, which need the true ``H``)."""
+        horizon = self.config.horizon or env_horizon(self.factory)
         if horizon is None:
-            if cfg.advantage == "finite_horizon":
+            if self.config.advantage == "finite_horizon":
                 raise ConfigError(
                     "horizon", None, "finite_horizon advantages need a horizon H (set config.horizon)"
                 )
             horizon = 1000
-        self.horizon = int(horizon)
+        return int(horizon)
+
+    def _resolve_limits(self, cost_limits) -> torch.Tensor:
+        """The checked limits ``d_1..d_m``; without any, the env's own (per episode, or divided by ``H``
+        where :attr:`limits_per_step`). More than :attr:`max_constraints` is refused."""
         if cost_limits is None and self.m > 0:
             cost_limits = env_default_limits(self.factory)  # budgets per episode
             if cost_limits is not None and self.limits_per_step:
                 cost_limits = [d / self.horizon for d in cost_limits]  # the same budget as a rate per step
-        self.cost_limits = self._check_limits(cost_limits)
+        limits = self._check_limits(cost_limits)
         if self.max_constraints is not None and self.m > self.max_constraints:
             raise ConfigError(
                 "cost_limits",
-                self.cost_limits.tolist(),
+                limits.tolist(),
                 f"{self.name} supports at most {self.max_constraints} constraint(s), as in its paper",
             )
+        return limits
+
+    def _make_envs(self) -> None:
+        """The vector env (gym on the CPU, or MJX on the device), the observation encoder, the running
+        observation statistics (``normalize_obs``) and the rollout collector."""
+        cfg, env, seed = self.config, self.env_id, self.seed
         if cfg.env_backend == "mjx":  # batched physics on the accelerator, rollouts as torch tensors
-            if reward_fn is not None or cost_fn is not None:
+            if self.reward_fn is not None or self.cost_fn is not None:
                 raise ConfigError("env_backend", "mjx", "reward_fn/cost_fn need the gym backend")
-            self.envs = make_mjx_vector_env(env, cfg.n_envs, seed, self.device, env_kwargs, self.horizon)
+            self.envs = make_mjx_vector_env(env, cfg.n_envs, seed, self.device, self.env_kwargs, self.horizon)
         else:
-            self.envs = make_vector_env(self.factory, cfg.n_envs, self.m, cfg.async_envs, reward_fn, cost_fn)
+            self.envs = make_vector_env(
+                self.factory, cfg.n_envs, self.m, cfg.async_envs, self.reward_fn, self.cost_fn
+            )
         self.encoder = ObsEncoder(self.envs.single_observation_space)
         self.rms = (
             RunningMeanStd((self.encoder.dim,), cfg.obs_clip)
@@ -156,6 +186,11 @@ class OnPolicyAlgorithm:
         self.policy_time = cfg.time_feature
         self.collector.policy_time = self.policy_time
         self.critic_time = cfg.advantage == "finite_horizon"
+
+    def _make_networks(self) -> None:
+        """Policy (Gaussian for Box actions, categorical for Discrete), the ``1 + m`` critics, their Adam
+        optimisers and the discount of each channel."""
+        cfg = self.config
         act_space = self.envs.single_action_space
         pdim = self.encoder.dim + int(self.policy_time)
         if isinstance(act_space, gym.spaces.Box):
@@ -177,12 +212,6 @@ class OnPolicyAlgorithm:
         self.vf_optim = make_adam(self.critic.parameters(), lr=cfg.vf_lr)
         gam_c = cfg.gamma if cfg.cost_gamma is None else cfg.cost_gamma
         self.gammas = torch.tensor([cfg.gamma] + [gam_c] * self.m, dtype=torch.float64, device="cpu")
-        self.iteration = 0
-        self.cum_cost = np.zeros(self.m)
-        self.history: list[dict] = []
-        self.last_eval: dict | None = None
-        self._started = False
-        self.setup()
 
     # ------------------------------------------------------------------ hooks for subclasses
     def setup(self) -> None:
@@ -260,39 +289,13 @@ class OnPolicyAlgorithm:
     # ------------------------------------------------------------------ advantages
     def compute_advantages(self, roll: RolloutBatch) -> Batch:
         """Advantages and critic targets of every channel; the flat :class:`Batch` of the update."""
-        cfg = self.config
         dev = self.device  # the rollout's arrays go to the device once per iteration, here
         rewards = torch.as_tensor(roll.rewards, device=dev)
-        term, end = torch.as_tensor(roll.terminated, device=dev), torch.as_tensor(roll.ended, device=dev)
-        values, next_values = roll.values.to(dev), roll.next_values.to(dev)
-        gammas = self.gammas.to(dev)
-        avg = None
-        if cfg.advantage == "discounted":
-            adv, ret = discounted_gae(rewards, values, next_values, term, end, gammas, cfg.gae_lambda)
-        elif cfg.advantage == "average":
-            rates = self.average_rates(rewards, roll.h)
-            adv, ret, avg = average_gae(rewards, values, next_values, term, end, cfg.gae_lambda, rates)
-        else:
-            adv, ret = finite_horizon_advantages(
-                rewards,
-                values,
-                next_values,
-                torch.as_tensor(roll.at_horizon, device=dev),
-                term,
-                end,
-                cfg.gae_lambda,
-                gammas,
-            )
+        values = roll.values.to(dev)
+        adv, ret, avg = self._channel_advantages(roll, rewards, values)
         T, n = roll.h.shape
         B = T * n
-        ep_ret, ep_costs = roll.ep_returns, roll.ep_costs
-        if len(ep_ret):
-            j_r, j_c = float(ep_ret.mean()), torch.as_tensor(ep_costs.mean(0), device="cpu")
-        else:  # no episode finished in this rollout: per-step rate x horizon
-            j_r = float(roll.rewards[..., 0].mean() * self.horizon)
-            j_c = torch.as_tensor(
-                roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon, device="cpu"
-            )
+        j_r, j_c = self._episode_estimates(roll)
         return Batch(
             obs=torch.as_tensor(roll.obs.reshape(B, -1), device=dev),
             h=torch.as_tensor(roll.h.reshape(B), device=dev),
@@ -302,8 +305,8 @@ class OnPolicyAlgorithm:
             values=values.reshape(B, -1).float(),
             advantages=adv.reshape(B, -1).float(),
             returns=ret.reshape(B, -1).float(),
-            ep_returns=ep_ret,
-            ep_costs=ep_costs,
+            ep_returns=roll.ep_returns,
+            ep_costs=roll.ep_costs,
             ep_lengths=roll.ep_lengths,
             ep_return_est=j_r,
             ep_cost_est=j_c.double(),
@@ -311,6 +314,38 @@ class OnPolicyAlgorithm:
             horizon=self.horizon,
             avg_rates=avg,
         )
+
+    def _channel_advantages(
+        self, roll: RolloutBatch, rewards: torch.Tensor, values: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(advantages, critic targets, Ĵ)`` of every channel, ``(T, n, 1 + m)``, by ``config.advantage``:
+        discounted GAE, average-reward GAE (Eq. `avg_GAE`; ``Ĵ`` per channel, else ``None``) or the
+        finite-horizon advantages (:mod:`~bayescrl.constrained.core.advantages`)."""
+        cfg, dev = self.config, self.device
+        term, end = torch.as_tensor(roll.terminated, device=dev), torch.as_tensor(roll.ended, device=dev)
+        next_values = roll.next_values.to(dev)
+        gammas = self.gammas.to(dev)
+        if cfg.advantage == "discounted":
+            adv, ret = discounted_gae(rewards, values, next_values, term, end, gammas, cfg.gae_lambda)
+            return adv, ret, None
+        if cfg.advantage == "average":
+            rates = self.average_rates(rewards, roll.h)
+            return average_gae(rewards, values, next_values, term, end, cfg.gae_lambda, rates)
+        at_horizon = torch.as_tensor(roll.at_horizon, device=dev)
+        adv, ret = finite_horizon_advantages(
+            rewards, values, next_values, at_horizon, term, end, cfg.gae_lambda, gammas
+        )
+        return adv, ret, None
+
+    def _episode_estimates(self, roll: RolloutBatch) -> tuple[float, torch.Tensor]:
+        """``(Ĵ_r, Ĵ_C)``: the mean return and costs of the episodes that ended in the rollout, or, when
+        none did, the per-step rates times the horizon ``H``."""
+        ep_ret, ep_costs = roll.ep_returns, roll.ep_costs
+        if len(ep_ret):
+            return float(ep_ret.mean()), torch.as_tensor(ep_costs.mean(0), device="cpu")
+        j_r = float(roll.rewards[..., 0].mean() * self.horizon)
+        j_c = torch.as_tensor(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon, device="cpu")
+        return j_r, j_c
 
     def average_rates(self, rewards: torch.Tensor, h) -> torch.Tensor | None:
         """``Ĵ`` per channel for the average-reward GAE (``None``: the batch mean, Eq. `avg_GAE`)."""
@@ -679,23 +714,28 @@ class OnPolicyAlgorithm:
             "train_final_costs": np.mean([r["ep_costs"] for r in tail], 0).tolist() if tail else None,
             "env_steps": self.collector.global_step,
             "iterations": self.iteration,
-            "env_steps_per_s": (
-                float(
-                    sum(
-                        r["env_steps"] - p["env_steps"]
-                        for p, r in zip([{"env_steps": 0}, *hist[:-1]], hist, strict=True)
-                    )
-                    / max(sum(r["iter_s"] for r in hist), 1e-9)
-                )
-                if hist
-                else None
-            ),
+            "env_steps_per_s": self._env_steps_per_s(),
             "cost_rate": (self.cum_cost / max(self.collector.global_step, 1)).tolist(),
             "eval": ev,
             "config": self.config.to_dict(),
         }
         write_json(out / "metrics.json", metrics)
         write_json(out / "curves.json", curves)
+        self._plot_curves(curves, out / "curves.png")
+        return metrics
+
+    def _env_steps_per_s(self) -> float | None:
+        """Training throughput: env steps over the iterations' wall-clock seconds (``None`` before any)."""
+        hist = self.history
+        if not hist:
+            return None
+        steps = sum(
+            r["env_steps"] - p["env_steps"] for p, r in zip([{"env_steps": 0}, *hist[:-1]], hist, strict=True)
+        )
+        return float(steps / max(sum(r["iter_s"] for r in hist), 1e-9))
+
+    def _plot_curves(self, curves: dict, path: Path) -> None:
+        """``curves.png``: episodic return and each episodic cost against env steps, limits dashed."""
         p = plt()
         ncol = 1 + max(self.m, 1)
         fig, axes = p.subplots(1, ncol, figsize=(4 * ncol, 3.2))
@@ -714,9 +754,8 @@ class OnPolicyAlgorithm:
             ax.set_xlabel("env steps")
             ax.grid(alpha=0.3)
         fig.tight_layout()
-        fig.savefig(out / "curves.png", dpi=90)
+        fig.savefig(path, dpi=90)
         p.close(fig)
-        return metrics
 
     def episode_cost_limits(self) -> list[float]:
         """The limits on the scale of the episodic costs ``ep_costs`` (sums over an episode): ``l_i`` itself,

@@ -76,25 +76,36 @@ class TrainConfig(Config):
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
-        def positive_int(name: str) -> None:
+        """Check every field (a :class:`~bayescrl.utils.errors.ConfigError` names the first bad one)."""
+        self._validate_counts()
+        self._validate_modes()
+        self._validate_numbers()
+        self._validate_networks()
+
+    def _validate_counts(self) -> None:
+        """Sizes (``>= 1``), bookkeeping intervals (``>= 0``) and the optional horizon."""
+        for name in ("n_envs", "rollout_steps", "update_epochs", "minibatch_size"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(name, v, "must be an integer >= 1")
-
-        for name in ("n_envs", "rollout_steps", "update_epochs", "minibatch_size"):
-            positive_int(name)
         for name in ("eval_episodes", "eval_every", "checkpoint_every"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ConfigError(name, v, "must be an integer >= 0")
         if self.horizon is not None and (not isinstance(self.horizon, int) or self.horizon < 1):
             raise ConfigError("horizon", self.horizon, "must be an integer >= 1 (or null)")
+
+    def _validate_modes(self) -> None:
+        """The env backend and the advantage estimator."""
         if self.env_backend not in ENV_BACKENDS:
             raise ConfigError("env_backend", self.env_backend, f"must be one of {ENV_BACKENDS}")
         if self.env_backend == "mjx" and self.async_envs is True:
             raise ConfigError("async_envs", True, "the mjx backend steps every copy in one process")
         if self.advantage not in ADVANTAGE_MODES:
             raise ConfigError("advantage", self.advantage, f"must be one of {ADVANTAGE_MODES}")
+
+    def _validate_numbers(self) -> None:
+        """Discounts, learning rates, clipping and KL targets, multipliers and the boolean switches."""
         for name in ("gamma", "gae_lambda"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
@@ -118,6 +129,9 @@ class TrainConfig(Config):
         if not isinstance(self.compile_update, bool):
             raise ConfigError("compile_update", self.compile_update, "must be true or false")
         finite_float(self.lagrange_init, "lagrange_init", low=0.0)
+
+    def _validate_networks(self) -> None:
+        """The activation and the hidden layer sizes (stored as tuples of ints)."""
         if self.activation not in ("tanh", "relu", "elu"):
             raise ConfigError("activation", self.activation, "must be tanh, relu or elu")
         for name in ("actor_hidden", "critic_hidden"):
