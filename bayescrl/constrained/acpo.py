@@ -196,6 +196,34 @@ def _detach(dist):
     return torch.distributions.Categorical(logits=dist.logits.detach())
 
 
+def _trust_region_advantages(
+    algo: OnPolicyAlgorithm, batch: Batch, normalize_costs: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reward advantages normalised (or centred, without ``normalize_advantages``) and cost advantages
+    centred, or normalised with ``normalize_costs`` (see :func:`trust_region_terms`)."""
+    adv_r = batch.advantages[:, 0]
+    adv_r = algo.normalize(adv_r) if algo.config.normalize_advantages else adv_r - adv_r.mean()
+    adv_c = batch.advantages[:, 1:]
+    if normalize_costs:
+        adv_c = algo.normalize_cost_advantages(adv_c, batch.rewards[:, 1:])
+    else:
+        adv_c = algo.normalize(adv_c, center_only=True)
+    return adv_r, adv_c
+
+
+def _surrogate_gradients(
+    ratio: torch.Tensor, adv_r: torch.Tensor, adv_c: torch.Tensor, params: list
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``g = ∇E[ρ Â]`` ``(d,)`` and ``A = [∇E[ρ Â_{C_i}]]_i`` ``(d, m)`` at ``θ_k`` (float64)."""
+    m = adv_c.shape[1]
+    g = flat_grad((ratio * adv_r).mean(), params, retain_graph=True).double()
+    cols = []
+    for i in range(m):
+        cols.append(flat_grad((ratio * adv_c[:, i]).mean(), params, retain_graph=i < m - 1).double())
+    A = torch.stack(cols, 1) if cols else torch.zeros(g.shape[0], 0, dtype=g.dtype, device=g.device)
+    return g, A
+
+
 def trust_region_terms(
     algo: OnPolicyAlgorithm, batch: Batch, cg_iters: int, damping: float, normalize_costs: bool = False
 ) -> TrustRegionTerms:
@@ -209,32 +237,20 @@ def trust_region_terms(
     """
     policy = algo.policy
     x = algo.policy_input(batch.obs, batch.h)
-    adv_r = batch.advantages[:, 0]
-    adv_r = algo.normalize(adv_r) if algo.config.normalize_advantages else adv_r - adv_r.mean()
-    adv_c = batch.advantages[:, 1:]
-    if normalize_costs:
-        adv_c = algo.normalize_cost_advantages(adv_c, batch.rewards[:, 1:])
-    else:
-        adv_c = algo.normalize(adv_c, center_only=True)
+    adv_r, adv_c = _trust_region_advantages(algo, batch, normalize_costs)
     with torch.no_grad():
         old_dist = policy.distribution(x)
         old_logp = policy.log_prob_from(old_dist, batch.actions)
     params = [p for p in policy.parameters() if p.requires_grad]
-    logp = policy.log_prob(x, batch.actions)
-    ratio = torch.exp(logp - old_logp)
-    surr_r = (ratio * adv_r).mean()
-    g = flat_grad(surr_r, params, retain_graph=True).double()
-    cols = []
-    for i in range(algo.m):
-        cols.append(flat_grad((ratio * adv_c[:, i]).mean(), params, retain_graph=i < algo.m - 1).double())
-    A = torch.stack(cols, 1) if cols else torch.zeros(g.shape[0], 0, dtype=g.dtype, device=g.device)
+    ratio = torch.exp(policy.log_prob(x, batch.actions) - old_logp)
+    g, A = _surrogate_gradients(ratio, adv_r, adv_c, params)
     fvp32 = fisher_vector_product(policy, x, damping, params)
 
     def fvp(v: torch.Tensor) -> torch.Tensor:
         return fvp32(v.float()).double()
 
     v = conjugate_gradient(fvp, g, cg_iters)
-    W = torch.stack([conjugate_gradient(fvp, A[:, i], cg_iters) for i in range(algo.m)], 1) if cols else A
+    W = torch.stack([conjugate_gradient(fvp, A[:, i], cg_iters) for i in range(algo.m)], 1) if algo.m else A
     return TrustRegionTerms(
         g=g,
         A=A,
@@ -310,30 +326,14 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
         return rate.to(rewards.dtype)
 
     def update_policy(self, batch: Batch) -> dict[str, float]:
+        """One ACPO policy step (Algorithm `practical_acpo`, steps 2-4): trust-region terms, the dual
+        step Eq. `acpo_dual_update` or the recovery step Eq. `acpo_recovery`, backtracking line search."""
         cfg: ACPOConfig = self.config  # type: ignore[assignment]
         tr = trust_region_terms(self, batch, cfg.cg_iters, cfg.cg_damping)
-        if cfg.cost_estimate == "phase":  # the Ĵ_C of the advantages (:meth:`average_rates`)
-            j_c = phase_stratified_rate(batch.rewards[:, 1:], batch.h)
-        else:
-            j_c = (
-                batch.avg_rates[1:].double()
-                if batch.avg_rates is not None
-                else batch.rewards[:, 1:].double().mean(0)
-            )
-        j_c = j_c.cpu()  # the constraint values are small CPU vectors (numpy below)
+        j_c = self._cost_rates(batch)
         corr = self._corrected(j_c.numpy())
         c = (j_c - self.cost_limits).numpy() + corr
-        logs: dict = {
-            "c": c.tolist(),
-            "model_error": self._bias.tolist(),
-            "q": tr.q,
-            "avg_reward": float(batch.rewards[:, 0].mean()),
-            "avg_costs": j_c.tolist(),
-            "batch_mean_costs": batch.rewards[:, 1:].double().mean(0).tolist(),
-            "ep_cost_sd": (
-                np.std(batch.ep_costs, 0) if len(batch.ep_costs) > 1 else np.zeros(self.m)
-            ).tolist(),
-        }
+        logs = self._batch_logs(batch, tr, c, j_c)
         feasible = self.m == 0 or acpo_feasible(tr.S, c, cfg.delta)
         if feasible and tr.q <= Q_MIN:
             # no reward ascent direction (q = gᵀH⁻¹g ≈ 0, the dual Eq. `acpo_dual` is undefined) and x = 0
@@ -344,15 +344,7 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
             self._prev_pred = np.zeros(self.m)
             return logs
         if feasible:
-            if self.m == 0:
-                step, lam, mu = (
-                    tr.v / math.sqrt(tr.q / (2 * cfg.delta)),
-                    math.sqrt(tr.q / (2 * cfg.delta)),
-                    [],
-                )
-            else:
-                sol = acpo_dual(tr.q, tr.r, tr.S, c, cfg.delta)
-                step, lam, mu = acpo_dual_update(tr.v, tr.W, sol), sol.lam, sol.mu.tolist()
+            step, lam, mu = self._dual_step(tr, c)
             branch, check = "dual", cfg.dual_check
             logs.update(lam=lam)
         else:
@@ -360,19 +352,7 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
             w, a = tr.W[:, viol].sum(1), tr.A[:, viol].sum(1)
             step = acpo_recovery(tr.v, w, tr.q, float(a @ w), cfg.delta, t=cfg.recovery_t)
             branch, check, mu = "recovery", "full", [0.0] * self.m
-
-        def accept() -> bool:
-            kl, d_c, d_r = surrogate_changes(self, batch, tr)
-            if check == "kl":
-                return acpo_accept(kl, np.zeros(self.m), np.zeros(self.m), cfg.delta)
-            return acpo_accept(kl, d_c, c, cfg.delta, reward_change=d_r if branch == "dual" else None)
-
-        if check == "none":
-            ok, j = backtracking_line_search(self.policy, step.float(), lambda: True, 1, cfg.backtrack_coef)
-        else:
-            ok, j = backtracking_line_search(
-                self.policy, step.float(), accept, cfg.backtrack_iters + 1, cfg.backtrack_coef
-            )
+        ok, j = self._line_search(batch, tr, step, c, branch, check)
         kl, d_c, _ = surrogate_changes(self, batch, tr)
         self._last = {"mu": mu}
         frac = cfg.backtrack_coef**j if ok else 0.0
@@ -386,3 +366,58 @@ class ACPO(AverageProtocolMixin, OnPolicyAlgorithm):
             surr_dc=d_c.tolist() if ok else [0.0] * self.m,  # importance-weighted cost surrogate change
         )
         return logs
+
+    def _cost_rates(self, batch: Batch) -> torch.Tensor:
+        """``Ĵ_{C_i}`` on the CPU: the phase-stratified rate (``cost_estimate="phase"``, the ``Ĵ_C`` of the
+        advantages, :meth:`average_rates`) or the batch mean (``"batch"``, the text)."""
+        if self.config.cost_estimate == "phase":  # type: ignore[attr-defined]
+            j_c = phase_stratified_rate(batch.rewards[:, 1:], batch.h)
+        else:
+            j_c = (
+                batch.avg_rates[1:].double()
+                if batch.avg_rates is not None
+                else batch.rewards[:, 1:].double().mean(0)
+            )
+        return j_c.cpu()  # the constraint values are small CPU vectors (numpy below)
+
+    def _batch_logs(self, batch: Batch, tr: TrustRegionTerms, c: np.ndarray, j_c: torch.Tensor) -> dict:
+        """The iteration's record before the step: ``c``, model error, ``q`` and the batch's averages."""
+        return {
+            "c": c.tolist(),
+            "model_error": self._bias.tolist(),
+            "q": tr.q,
+            "avg_reward": float(batch.rewards[:, 0].mean()),
+            "avg_costs": j_c.tolist(),
+            "batch_mean_costs": batch.rewards[:, 1:].double().mean(0).tolist(),
+            "ep_cost_sd": (
+                np.std(batch.ep_costs, 0) if len(batch.ep_costs) > 1 else np.zeros(self.m)
+            ).tolist(),
+        }
+
+    def _dual_step(self, tr: TrustRegionTerms, c: np.ndarray) -> tuple[torch.Tensor, float, list[float]]:
+        """``(x, λ*, μ*)``: the step Eq. `acpo_dual_update` from the dual Eq. `acpo_dual` (without
+        constraints the TRPO step ``v / sqrt(q / 2δ)``)."""
+        delta = self.config.delta  # type: ignore[attr-defined]
+        if self.m == 0:
+            return tr.v / math.sqrt(tr.q / (2 * delta)), math.sqrt(tr.q / (2 * delta)), []
+        sol = acpo_dual(tr.q, tr.r, tr.S, c, delta)
+        return acpo_dual_update(tr.v, tr.W, sol), sol.lam, sol.mu.tolist()
+
+    def _line_search(
+        self, batch: Batch, tr: TrustRegionTerms, step: torch.Tensor, c: np.ndarray, branch: str, check: str
+    ) -> tuple[bool, int]:
+        """Backtracking ``θ_k + s^j x`` until the acceptance test (Eq. `acpo_trust`, ``check``: ``"kl"``
+        trust region only, ``"full"`` also the cost surrogates, ``"none"`` the full step) holds."""
+        cfg: ACPOConfig = self.config  # type: ignore[assignment]
+
+        def accept() -> bool:
+            kl, d_c, d_r = surrogate_changes(self, batch, tr)
+            if check == "kl":
+                return acpo_accept(kl, np.zeros(self.m), np.zeros(self.m), cfg.delta)
+            return acpo_accept(kl, d_c, c, cfg.delta, reward_change=d_r if branch == "dual" else None)
+
+        if check == "none":
+            return backtracking_line_search(self.policy, step.float(), lambda: True, 1, cfg.backtrack_coef)
+        return backtracking_line_search(
+            self.policy, step.float(), accept, cfg.backtrack_iters + 1, cfg.backtrack_coef
+        )
