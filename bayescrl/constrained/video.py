@@ -65,6 +65,48 @@ def _check_frame(frame, path: Path, env_id) -> np.ndarray:
     return arr[..., :3]
 
 
+def _rendering_env(env_id, env_kwargs: dict | None, path: Path):
+    """The run's env rebuilt with ``render_mode="rgb_array"``; an env that cannot render is refused."""
+    kwargs = {**(env_kwargs or {}), "render_mode": "rgb_array"}
+    try:
+        env = resolve_env_factory(env_id, kwargs)()
+    except TypeError as exc:
+        if "render_mode" not in str(exc):
+            raise
+        raise ConfigError(
+            "--video", str(path), f"env {env_id} does not render (no render_mode argument)"
+        ) from None
+    if getattr(env, "render_mode", None) != "rgb_array":
+        env.close()
+        raise ConfigError("--video", str(path), f"env {env_id} does not render rgb_array frames")
+    return env
+
+
+def _first_frame(env, path: Path, env_id) -> np.ndarray:
+    """The frame after ``reset``; a renderer failure (no OpenGL context, ...) names the GL backends."""
+    try:
+        first = env.render()
+    except Exception as exc:  # no OpenGL context, missing libraries, ...
+        why = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
+        raise DataError("--video", str(path), f"rendering failed ({why}); {GL_HINT}") from None
+    return _check_frame(first, path, env_id)
+
+
+def _play_episode(env, obs, policy, deterministic: bool, writer, path: Path, env_id) -> tuple[float, int]:
+    """Drive ``env`` from ``obs`` with ``policy.predict`` to the episode's end (at most ``100 H`` steps),
+    writing one frame per step; returns ``(return, steps)``."""
+    done, ret, h = False, 0.0, 0
+    while not done:
+        step = h if policy.time_feature else None
+        action = policy.predict(obs, deterministic=deterministic, step=step)
+        obs, r, term, trunc, _ = env.step(action)
+        ret += float(r)
+        h += 1
+        writer.append_data(_check_frame(env.render(), path, env_id))
+        done = term or trunc or h >= 100 * policy.horizon
+    return ret, h
+
+
 def record_video(
     run_dir: str | Path,
     path: str | Path,
@@ -84,18 +126,7 @@ def record_video(
         raise ConfigError("--video-episodes", episodes, "must be an integer >= 1")
     policy = load(run_dir, device=device)
     env_id = policy.info["env"]
-    kwargs = {**(policy.info.get("env_kwargs") or {}), "render_mode": "rgb_array"}
-    try:
-        env = resolve_env_factory(env_id, kwargs)()
-    except TypeError as exc:
-        if "render_mode" not in str(exc):
-            raise
-        raise ConfigError(
-            "--video", str(path), f"env {env_id} does not render (no render_mode argument)"
-        ) from None
-    if getattr(env, "render_mode", None) != "rgb_array":
-        env.close()
-        raise ConfigError("--video", str(path), f"env {env_id} does not render rgb_array frames")
+    env = _rendering_env(env_id, policy.info.get("env_kwargs"), path)
     fps = int(fps or (env.metadata or {}).get("render_fps") or 30)
     base = int(policy.info.get("seed", 0)) + 10_000 if seed is None else int(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,27 +135,13 @@ def record_video(
     try:
         for j in range(episodes):
             obs, _ = env.reset(seed=base + j)
-            try:
-                first = env.render()
-            except Exception as exc:  # no OpenGL context, missing libraries, ...
-                why = f"{type(exc).__name__}: {exc}".splitlines()[0][:160]
-                raise DataError("--video", str(path), f"rendering failed ({why}); {GL_HINT}") from None
-            frame = _check_frame(first, path, env_id)
+            frame = _first_frame(env, path, env_id)
             if writer is None:
                 kw = {"fps": fps} if path.suffix.lower() != ".gif" else {"duration": 1000 / fps, "loop": 0}
                 writer = imageio.get_writer(str(path), **kw)
             writer.append_data(frame)
-            frames += 1
-            done, ret, h = False, 0.0, 0
-            while not done:
-                step = h if policy.time_feature else None
-                action = policy.predict(obs, deterministic=deterministic, step=step)
-                obs, r, term, trunc, _ = env.step(action)
-                ret += float(r)
-                h += 1
-                writer.append_data(_check_frame(env.render(), path, env_id))
-                frames += 1
-                done = term or trunc or h >= 100 * policy.horizon
+            ret, h = _play_episode(env, obs, policy, deterministic, writer, path, env_id)
+            frames += 1 + h
             returns.append(ret)
             lengths.append(h)
             log.info("video episode %d: return %.2f over %d steps", j, ret, h)
