@@ -626,8 +626,8 @@ MUTATIONS: list[Mutation] = [
         "65-reward-model-prior-scale",
         "preference-RL reward prior covariance s I instead of s² I",
         "bayescrl/prefrl/reward_model.py",
-        "prior_scale**2 * torch.eye(dim, dtype=torch.float64) if prior_cov is None",
-        "prior_scale * torch.eye(dim, dtype=torch.float64) if prior_cov is None",
+        'prior_scale**2 * torch.eye(dim, dtype=torch.float64, device="cpu")',
+        'prior_scale * torch.eye(dim, dtype=torch.float64, device="cpu")',
         f"{T_PREF}::test_linear_reward_posterior_draws_have_its_moments",
     ),
     _one(

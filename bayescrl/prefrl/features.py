@@ -66,65 +66,89 @@ def make_feature_map(
 ) -> FeatureMap:
     """The feature map called ``name`` for these spaces (errors name the field and the reason)."""
     if name == "onehot":
-        if not (isinstance(obs_space, gym.spaces.Discrete) and isinstance(act_space, gym.spaces.Discrete)):
-            raise ConfigError(
-                "preferences.features",
-                "onehot",
-                f"needs Discrete observations and actions (got {obs_space} and {act_space}); use rff or env",
-            )
-        S, A = int(obs_space.n), int(act_space.n)
-
-        def onehot(obs, actions, _):
-            a = torch.nn.functional.one_hot(actions.long().reshape(-1), A).double()
-            return (obs.double()[:, :, None] * a[:, None, :]).reshape(obs.shape[0], S * A)
-
-        return FeatureMap(S * A, onehot, "onehot")
+        return _onehot_map(obs_space, act_space)
     if name == "env":
-        if env_feature_dim is None:
-            raise ConfigError("preferences.features", "env", "the env does not report info['features']")
-
-        def env(_obs, _actions, feats):
-            if feats is None:
-                raise ConfigError("preferences.features", "env", "no info['features'] in this rollout")
-            return feats
-
-        return FeatureMap(env_feature_dim, env, "env")
+        return _env_map(env_feature_dim)
     if name == "rff":
-        width = int(rff_width)
-        D = _space_dim(obs_space) + _space_dim(act_space)
-        gen = torch.Generator().manual_seed(int(seed) + 7919)
-        omega = torch.randn(D, width, generator=gen, dtype=torch.float64) / float(rff_lengthscale)
-        phase = 2 * math.pi * torch.rand(width, generator=gen, dtype=torch.float64)
-        scale = math.sqrt(2.0 / width)
-
-        def rff(obs, actions, _):
-            z = torch.cat([obs.double().reshape(obs.shape[0], -1), _action_matrix(actions, act_space)], 1)
-            return scale * torch.cos(z @ omega.to(z.device) + phase.to(z.device))
-
-        return FeatureMap(width, rff, "rff")
+        return _rff_map(obs_space, act_space, int(rff_width), float(rff_lengthscale), int(seed))
     if ":" in name:
-        fn = import_object(name, "preferences.features")
-        n = 2
-        obs = torch.zeros(n, _space_dim(obs_space), dtype=torch.float64, device="cpu")
-        if isinstance(act_space, gym.spaces.Discrete):
-            acts = torch.zeros(n, dtype=torch.long, device="cpu")
-        else:
-            acts = torch.zeros(n, *act_space.shape, dtype=torch.float64, device="cpu")
-        envf = (
-            None
-            if env_feature_dim is None
-            else torch.zeros(n, env_feature_dim, dtype=torch.float64, device="cpu")
-        )
-        try:
-            probe = torch.as_tensor(fn(obs, acts, envf), device="cpu")
-        except Exception as exc:  # the user's function: report it as a config error, one line
-            raise ConfigError("preferences.features", name, f"calling it failed: {exc}") from None
-        if probe.dim() != 2 or probe.shape[0] != n:
-            raise ConfigError(
-                "preferences.features", name, f"must return an (N, d) array, got shape {tuple(probe.shape)}"
-            )
-        return FeatureMap(int(probe.shape[1]), fn, name)
+        return _user_map(name, obs_space, act_space, env_feature_dim)
     raise ConfigError("preferences.features", name, "must be onehot, env, rff or module:function")
+
+
+def _onehot_map(obs_space: gym.Space, act_space: gym.Space) -> FeatureMap:
+    """``φ(s, a) = e_s ⊗ e_a`` (d = S·A): the linear reward is the tabular one."""
+    if not (isinstance(obs_space, gym.spaces.Discrete) and isinstance(act_space, gym.spaces.Discrete)):
+        raise ConfigError(
+            "preferences.features",
+            "onehot",
+            f"needs Discrete observations and actions (got {obs_space} and {act_space}); use rff or env",
+        )
+    S, A = int(obs_space.n), int(act_space.n)
+
+    def onehot(obs, actions, _):
+        a = torch.nn.functional.one_hot(actions.long().reshape(-1), A).double()
+        return (obs.double()[:, :, None] * a[:, None, :]).reshape(obs.shape[0], S * A)
+
+    return FeatureMap(S * A, onehot, "onehot")
+
+
+def _env_map(env_feature_dim: int | None) -> FeatureMap:
+    """The env's own ``info["features"]`` (refused where the env reports none)."""
+    if env_feature_dim is None:
+        raise ConfigError("preferences.features", "env", "the env does not report info['features']")
+
+    def env(_obs, _actions, feats):
+        if feats is None:
+            raise ConfigError("preferences.features", "env", "no info['features'] in this rollout")
+        return feats
+
+    return FeatureMap(env_feature_dim, env, "env")
+
+
+def _rff_map(
+    obs_space: gym.Space, act_space: gym.Space, width: int, lengthscale: float, seed: int
+) -> FeatureMap:
+    """Random Fourier features ``√(2/W) cos(Ω z / ℓ + b)`` of ``z = (obs, action)``, ``Ω`` and ``b`` drawn
+    from a generator seeded with ``seed + 7919``."""
+    D = _space_dim(obs_space) + _space_dim(act_space)
+    gen = torch.Generator().manual_seed(seed + 7919)
+    omega = torch.randn(D, width, generator=gen, dtype=torch.float64) / lengthscale
+    phase = 2 * math.pi * torch.rand(width, generator=gen, dtype=torch.float64)
+    scale = math.sqrt(2.0 / width)
+
+    def rff(obs, actions, _):
+        z = torch.cat([obs.double().reshape(obs.shape[0], -1), _action_matrix(actions, act_space)], 1)
+        return scale * torch.cos(z @ omega.to(z.device) + phase.to(z.device))
+
+    return FeatureMap(width, rff, "rff")
+
+
+def _user_map(
+    name: str, obs_space: gym.Space, act_space: gym.Space, env_feature_dim: int | None
+) -> FeatureMap:
+    """A user's ``module:function``, probed once on two zero rows to learn ``d`` (and to fail early)."""
+    fn = import_object(name, "preferences.features")
+    n = 2
+    obs = torch.zeros(n, _space_dim(obs_space), dtype=torch.float64, device="cpu")
+    if isinstance(act_space, gym.spaces.Discrete):
+        acts = torch.zeros(n, dtype=torch.long, device="cpu")
+    else:
+        acts = torch.zeros(n, *act_space.shape, dtype=torch.float64, device="cpu")
+    envf = (
+        None
+        if env_feature_dim is None
+        else torch.zeros(n, env_feature_dim, dtype=torch.float64, device="cpu")
+    )
+    try:
+        probe = torch.as_tensor(fn(obs, acts, envf), device="cpu")
+    except Exception as exc:  # the user's function: report it as a config error, one line
+        raise ConfigError("preferences.features", name, f"calling it failed: {exc}") from None
+    if probe.dim() != 2 or probe.shape[0] != n:
+        raise ConfigError(
+            "preferences.features", name, f"must return an (N, d) array, got shape {tuple(probe.shape)}"
+        )
+    return FeatureMap(int(probe.shape[1]), fn, name)
 
 
 def reward_linearity(env_id: str, steps: int = 1000, seed: int = 0, env_kwargs: dict | None = None) -> dict:

@@ -38,6 +38,31 @@ from bayescrl.raters.competence import beta_mle
 from bayescrl.utils.errors import ConfigError
 
 
+def _prior(
+    dim: int, prior_scale: float, prior_mean: torch.Tensor | None, prior_cov: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(μ0, Σ0)`` of θ (float64, CPU): ``N(0, s²I)`` of Eq. `informed_prior` unless given."""
+    mu0 = torch.zeros(dim, dtype=torch.float64, device="cpu") if prior_mean is None else prior_mean.double()
+    if prior_cov is not None:
+        return mu0, prior_cov.double()
+    return mu0, prior_scale**2 * torch.eye(dim, dtype=torch.float64, device="cpu")
+
+
+def _learner_competence(
+    competence: str, R: int, beta: list[float], lam: list[float], learner_lam: float
+) -> tuple[list[float], list[float]]:
+    """The ``(β, λ)`` per rater the likelihood starts from: the given ones (``known``), ``(1, learner_lam)``
+    (``infer-beta``: β is estimated later), placeholders ``(1, 1)`` (``infer``: the pool fit infers them)
+    or one anonymous rater ``(1, learner_lam)`` (``ignore``)."""
+    if competence == "known":
+        return list(beta), list(lam)
+    if competence == "infer-beta":
+        return [1.0] * R, [learner_lam] * R
+    if competence == "infer":  # placeholders: the pool fit infers them (known_raters keep theirs)
+        return [1.0] * R, [1.0] * R
+    return [1.0], [learner_lam]  # one anonymous rater
+
+
 class LinearRewardPosterior:
     """Posterior over θ from segment preferences; batched sampling, warm-started refits.
 
@@ -73,26 +98,11 @@ class LinearRewardPosterior:
         if competence == "infer" and engine not in POOL_ENGINE:
             raise ConfigError("engine", engine, f"competence: infer runs one of {', '.join(POOL_ENGINE)}")
         self.dim, self.competence, self.engine = int(dim), competence, engine
-        mu0 = (
-            torch.zeros(dim, dtype=torch.float64, device="cpu") if prior_mean is None else prior_mean.double()
-        )
-        cov0 = (
-            prior_scale**2 * torch.eye(dim, dtype=torch.float64, device="cpu")
-            if prior_cov is None
-            else prior_cov.double()
-        )
+        mu0, cov0 = _prior(dim, prior_scale, prior_mean, prior_cov)
         self.engine_options = dict(engine_options or {})
         self.num_samples, self.device = int(num_samples), torch.device(device)
         self.rater_ids = list(rater_ids)
-        R = len(rater_ids)
-        if competence == "known":
-            b, lm = list(beta), list(lam)
-        elif competence == "infer-beta":
-            b, lm = [1.0] * R, [learner_lam] * R
-        elif competence == "infer":  # placeholders: the pool fit infers them (known_raters keep theirs)
-            b, lm = [1.0] * R, [1.0] * R
-        else:  # one anonymous rater
-            b, lm = [1.0], [learner_lam]
+        b, lm = _learner_competence(competence, len(rater_ids), beta, lam, learner_lam)
         self.learner_lam = float(learner_lam)
         self.problem = BTLinearProblem.empty(
             mu0,

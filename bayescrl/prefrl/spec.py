@@ -134,7 +134,23 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
             "preferences.features", feats, f"must be one of {list(FEATURES)} or module:function"
         )
     out["features"] = feats
-    out["queries"] = qs = _queries(spec.get("queries", {}), "queries")
+    out["queries"] = _queries(spec.get("queries", {}), "queries")
+    out.update(_numbers(spec, out["queries"]))
+    out.update(_model(spec))
+    out.update(_cost(spec, out["buffer_size"]))
+    out["labels"] = choice(spec.get("labels", "simulated"), "preferences.labels", ("simulated", "external"))
+    off = spec.get("offline")
+    if off is not None:
+        if not isinstance(off, (str, Path)) or not Path(off).is_file():
+            raise ConfigError("preferences.offline", off, "must be the path of an existing preference file")
+        out["offline"] = str(off)
+    return PreferenceSpec(**out)
+
+
+def _numbers(spec: dict, qs: QuerySpec) -> dict[str, Any]:
+    """The integer sizes (features, ensemble, segments, samples, buffer: at least ``per_round``), the
+    positive scales and the ensemble's hidden widths that ``spec`` sets."""
+    out: dict[str, Any] = {}
     for key, lo in (
         ("rff_width", 1),
         ("ensemble_size", 1),
@@ -161,6 +177,13 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         if not isinstance(h, (list, tuple)) or not h:
             raise ConfigError("preferences.hidden", h, "must be a non-empty list of layer widths")
         out["hidden"] = tuple(positive_int(w, "preferences.hidden") for w in h)
+    return out
+
+
+def _model(spec: dict) -> dict[str, Any]:
+    """Reward model, competence, inference engine (``competence: infer`` needs a rater-pool engine) and
+    its options, and the reward the agent optimises."""
+    out: dict[str, Any] = {}
     out["reward_model"] = choice(
         spec.get("reward_model", "linear"), "preferences.reward_model", ("linear", "ensemble")
     )
@@ -179,29 +202,29 @@ def parse_preference_spec(spec: dict | str | Path) -> PreferenceSpec:
         raise ConfigError("preferences.engine_options", opts, "must be a mapping")
     out["engine_options"] = dict(opts)
     out["reward"] = choice(spec.get("reward", "thompson"), "preferences.reward", ("thompson", "mean", "lcb"))
-    out["cost"] = choice(spec.get("cost", "env"), "preferences.cost", ("env", "learned"))
-    if out["cost"] == "learned":
-        out["cost_raters"] = _raters(spec.get("cost_raters"), "cost_raters")
-        out["cost_queries"] = _queries(spec.get("cost_queries", {}), "cost_queries")
-        if out["cost_queries"].per_round > out["buffer_size"]:
-            raise ConfigError(
-                "preferences.cost_queries.per_round",
-                out["cost_queries"].per_round,
-                f"larger than the segment buffer (buffer_size = {out['buffer_size']})",
-            )
-        if spec.get("cost_threshold") is not None:
-            threshold = spec["cost_threshold"]
-            out["cost_threshold"] = number(threshold, "preferences.cost_threshold", 0.0, math.inf)
-        if "cost_quantile" in spec:
-            out["cost_quantile"] = number(spec["cost_quantile"], "preferences.cost_quantile", 0.5, 1.0)
-    else:
+    return out
+
+
+def _cost(spec: dict, buffer_size: int) -> dict[str, Any]:
+    """``cost: env`` (the ``cost_*`` keys refused) or ``learned`` with its raters, queries, threshold and
+    quantile."""
+    out: dict[str, Any] = {"cost": choice(spec.get("cost", "env"), "preferences.cost", ("env", "learned"))}
+    if out["cost"] != "learned":
         for key in ("cost_raters", "cost_queries", "cost_quantile", "cost_threshold"):
             if spec.get(key) is not None:
                 raise ConfigError(f"preferences.{key}", spec[key], "only used with cost: learned")
-    out["labels"] = choice(spec.get("labels", "simulated"), "preferences.labels", ("simulated", "external"))
-    off = spec.get("offline")
-    if off is not None:
-        if not isinstance(off, (str, Path)) or not Path(off).is_file():
-            raise ConfigError("preferences.offline", off, "must be the path of an existing preference file")
-        out["offline"] = str(off)
-    return PreferenceSpec(**out)
+        return out
+    out["cost_raters"] = _raters(spec.get("cost_raters"), "cost_raters")
+    out["cost_queries"] = _queries(spec.get("cost_queries", {}), "cost_queries")
+    if out["cost_queries"].per_round > buffer_size:
+        raise ConfigError(
+            "preferences.cost_queries.per_round",
+            out["cost_queries"].per_round,
+            f"larger than the segment buffer (buffer_size = {buffer_size})",
+        )
+    if spec.get("cost_threshold") is not None:
+        threshold = spec["cost_threshold"]
+        out["cost_threshold"] = number(threshold, "preferences.cost_threshold", 0.0, math.inf)
+    if "cost_quantile" in spec:
+        out["cost_quantile"] = number(spec["cost_quantile"], "preferences.cost_quantile", 0.5, 1.0)
+    return out
