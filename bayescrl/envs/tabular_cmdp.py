@@ -106,44 +106,26 @@ class TabularCMDP:
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        P = _float_array("transitions", self.transitions, ndim=(3,))
-        S, A, S2 = P.shape
-        if S2 != S or S < 1 or A < 1:
-            raise ConfigError("transitions", P.shape, "must have shape (S, A, S) with S, A >= 1")
-        if (P < -_TOL).any():
-            idx = np.argwhere(P < -_TOL)[0]
-            raise ConfigError("transitions", float(P[tuple(idx)]), f"negative probability at {tuple(idx)}")
-        sums = P.sum(-1)
-        bad = np.argwhere(np.abs(sums - 1.0) > 1e-6)
-        if len(bad):
-            s, a = bad[0]
-            raise ConfigError("transitions", float(sums[s, a]), f"P[{s}, {a}, :] must sum to 1")
-        P = np.clip(P, 0.0, None)
-        P = P / P.sum(-1, keepdims=True)
-
+        P = _checked_transitions(self.transitions)
+        S, A, _ = P.shape
         r = _float_array("rewards", self.rewards, ndim=(2, 3))
         if r.shape not in ((S, A), (S, A, S)):
             raise ConfigError("rewards", r.shape, f"must have shape (S, A)=({S}, {A}) or (S, A, S)")
-
-        c = _float_array("costs", self.costs, ndim=(2, 3, 4))
-        if c.ndim == 2:
-            c = c[None]
-        if c.shape[1:] not in ((S, A), (S, A, S)):
-            raise ConfigError("costs", c.shape, f"must have shape (m, {S}, {A}) or (m, {S}, {A}, {S})")
+        c = _checked_costs(self.costs, S, A)
         m = c.shape[0]
-
         d = _float_array("limits", np.atleast_1d(np.asarray(self.limits, dtype=float)), ndim=(1,))
         if d.shape != (m,):
             raise ConfigError("limits", d.tolist(), f"must give one limit per cost function (m = {m})")
+        rho = _checked_initial(self.initial, S)
+        self._check_criterion()
+        for name, arr in (("transitions", P), ("rewards", r), ("costs", c), ("limits", d), ("initial", rho)):
+            arr = arr.copy()
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
 
-        rho = _float_array("initial", self.initial, ndim=(1,))
-        if rho.shape != (S,):
-            raise ConfigError("initial", rho.shape, f"must have shape ({S},)")
-        if (rho < -_TOL).any() or abs(rho.sum() - 1.0) > 1e-6:
-            raise ConfigError("initial", rho.tolist(), "must be a probability vector (>= 0, sums to 1)")
-        rho = np.clip(rho, 0.0, None)
-        rho = rho / rho.sum()
-
+    def _check_criterion(self) -> None:
+        """A known criterion, with an integer horizon ``H >= 1`` (finite) or ``0 < gamma < 1``
+        (discounted)."""
         if self.criterion not in CRITERIA:
             raise ConfigError("criterion", self.criterion, f"must be one of {list(CRITERIA)}")
         if self.criterion == "finite":
@@ -154,11 +136,6 @@ class TabularCMDP:
         if self.criterion == "discounted":
             if self.gamma is None or not (0.0 < float(self.gamma) < 1.0):
                 raise ConfigError("gamma", self.gamma, "discounted criterion needs 0 < gamma < 1")
-
-        for name, arr in (("transitions", P), ("rewards", r), ("costs", c), ("limits", d), ("initial", rho)):
-            arr = arr.copy()
-            arr.flags.writeable = False
-            object.__setattr__(self, name, arr)
 
     # ------------------------------------------------------------------ basic quantities
     @property
@@ -341,6 +318,45 @@ def _expect(x: np.ndarray, P: np.ndarray) -> np.ndarray:
     return x if x.ndim == 2 else np.einsum("sat,sat->sa", P, x)
 
 
+def _checked_transitions(value: Any) -> np.ndarray:
+    """``P (S, A, S)``: non-negative rows summing to 1 (to 1e-6), clipped at 0 and renormalised."""
+    P = _float_array("transitions", value, ndim=(3,))
+    S, A, S2 = P.shape
+    if S2 != S or S < 1 or A < 1:
+        raise ConfigError("transitions", P.shape, "must have shape (S, A, S) with S, A >= 1")
+    if (P < -_TOL).any():
+        idx = np.argwhere(P < -_TOL)[0]
+        raise ConfigError("transitions", float(P[tuple(idx)]), f"negative probability at {tuple(idx)}")
+    sums = P.sum(-1)
+    bad = np.argwhere(np.abs(sums - 1.0) > 1e-6)
+    if len(bad):
+        s, a = bad[0]
+        raise ConfigError("transitions", float(sums[s, a]), f"P[{s}, {a}, :] must sum to 1")
+    P = np.clip(P, 0.0, None)
+    return P / P.sum(-1, keepdims=True)
+
+
+def _checked_costs(value: Any, S: int, A: int) -> np.ndarray:
+    """``c (m, S, A)`` or ``(m, S, A, S)``; a 2-D ``(S, A)`` array is one cost (``m = 1``)."""
+    c = _float_array("costs", value, ndim=(2, 3, 4))
+    if c.ndim == 2:
+        c = c[None]
+    if c.shape[1:] not in ((S, A), (S, A, S)):
+        raise ConfigError("costs", c.shape, f"must have shape (m, {S}, {A}) or (m, {S}, {A}, {S})")
+    return c
+
+
+def _checked_initial(value: Any, S: int) -> np.ndarray:
+    """``rho (S,)``: a probability vector (to 1e-6), clipped at 0 and renormalised."""
+    rho = _float_array("initial", value, ndim=(1,))
+    if rho.shape != (S,):
+        raise ConfigError("initial", rho.shape, f"must have shape ({S},)")
+    if (rho < -_TOL).any() or abs(rho.sum() - 1.0) > 1e-6:
+        raise ConfigError("initial", rho.tolist(), "must be a probability vector (>= 0, sums to 1)")
+    rho = np.clip(rho, 0.0, None)
+    return rho / rho.sum()
+
+
 def _float_array(name: str, value: Any, ndim: tuple[int, ...]) -> np.ndarray:
     try:
         arr = np.array(value, dtype=float)
@@ -521,14 +537,7 @@ def make_ergodic_cmdp(
     generator until the constrained optimum is strictly below the unconstrained one). Deterministic in
     ``seed``.
     """
-    if int(num_states) < 1 or int(num_actions) < 2:
-        raise ConfigError("num_states/num_actions", (num_states, num_actions), "need S >= 1 and A >= 2")
-    if int(num_costs) < 1:
-        raise ConfigError("num_costs", num_costs, "must be >= 1")
-    if not 0.0 <= tightness < 1.0:
-        raise ConfigError("tightness", tightness, "must be in [0, 1)")
-    if not 0.0 < min_prob <= 1.0 / num_states:
-        raise ConfigError("min_prob", min_prob, f"must be in (0, 1/S] = (0, {1.0 / num_states}]")
+    _check_ergodic_args(num_states, num_actions, num_costs, tightness, min_prob)
     S, A, m = int(num_states), int(num_actions), int(num_costs)
     rng = np.random.default_rng(seed)
     for _ in range(100):
@@ -548,10 +557,31 @@ def make_ergodic_cmdp(
             gamma=gamma,
             name=f"ergodic-S{S}-A{A}-m{m}-seed{seed}",
         )
-        opt = base.solve(constrained=False)
-        safe = dataclasses.replace(base, rewards=-c.sum(0)).solve(constrained=False)
-        limits = (1.0 - tightness) * safe.costs + tightness * opt.costs
-        cmdp = dataclasses.replace(base, limits=limits, meta={"seed": seed, "tightness": tightness})
-        if cmdp.solve().value < opt.value - 1e-6 * max(1.0, abs(opt.value)):
+        cmdp, binding = _with_mixed_limits(base, tightness, {"seed": seed, "tightness": tightness})
+        if binding:
             return cmdp
     raise BayesCRLError(f"could not draw a CMDP with a binding constraint (seed={seed})")  # pragma: no cover
+
+
+def _check_ergodic_args(num_states, num_actions, num_costs, tightness: float, min_prob: float) -> None:
+    """The arguments of :func:`make_ergodic_cmdp`: ``S >= 1``, ``A >= 2``, ``m >= 1``, ``tightness`` in
+    ``[0, 1)`` and ``min_prob`` in ``(0, 1/S]``."""
+    if int(num_states) < 1 or int(num_actions) < 2:
+        raise ConfigError("num_states/num_actions", (num_states, num_actions), "need S >= 1 and A >= 2")
+    if int(num_costs) < 1:
+        raise ConfigError("num_costs", num_costs, "must be >= 1")
+    if not 0.0 <= tightness < 1.0:
+        raise ConfigError("tightness", tightness, "must be in [0, 1)")
+    if not 0.0 < min_prob <= 1.0 / num_states:
+        raise ConfigError("min_prob", min_prob, f"must be in (0, 1/S] = (0, {1.0 / num_states}]")
+
+
+def _with_mixed_limits(base: TabularCMDP, tightness: float, meta: dict) -> tuple[TabularCMDP, bool]:
+    """``base`` with limits ``(1 - tightness) C(q_safe) + tightness C(q_opt)`` (``q_opt``: the unconstrained
+    optimum, ``q_safe``: the minimiser of the summed costs), and whether the constraint binds (the
+    constrained optimum strictly below the unconstrained one)."""
+    opt = base.solve(constrained=False)
+    safe = dataclasses.replace(base, rewards=-base.costs.sum(0)).solve(constrained=False)
+    limits = (1.0 - tightness) * safe.costs + tightness * opt.costs
+    cmdp = dataclasses.replace(base, limits=limits, meta=meta)
+    return cmdp, cmdp.solve().value < opt.value - 1e-6 * max(1.0, abs(opt.value))
