@@ -209,3 +209,12 @@ def test_constraint_wrapper_rejects_wrong_cost_length():
     env.reset(seed=0)
     with pytest.raises(ConfigError, match="expected 1 cost"):
         env.step(0)
+
+
+def test_an_env_without_costs_trains_when_no_episode_ends():
+    """No cost channel (m = 0) and no finished episode: Ĵ_C is the empty vector, not a reshape error."""
+    a = get_algorithm("acpo")("Pendulum-v1", [], seed=0, config=dict(n_envs=2, rollout_steps=50))
+    a.learn(100, progress=False)
+    rec = a.history[-1]
+    assert rec["episodes"] == 0 and rec["ep_costs"] == [] and np.isfinite(rec["ep_return"])
+    a.close()

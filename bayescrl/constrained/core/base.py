@@ -344,6 +344,8 @@ class OnPolicyAlgorithm:
         if len(ep_ret):
             return float(ep_ret.mean()), torch.as_tensor(ep_costs.mean(0), device="cpu")
         j_r = float(roll.rewards[..., 0].mean() * self.horizon)
+        if self.m == 0:  # no cost channels: reshape(-1, 0) is ambiguous
+            return j_r, torch.zeros(0, dtype=torch.float64, device="cpu")
         j_c = torch.as_tensor(roll.rewards[..., 1:].reshape(-1, self.m).mean(0) * self.horizon, device="cpu")
         return j_r, j_c
 
