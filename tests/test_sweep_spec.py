@@ -324,20 +324,28 @@ def test_sweep_attempts_in_all_are_one_plus_retries_also_across_ray_retries(tmp_
     assert runner._task(run, tmp_path / "sw", spec, retries=1)["max_attempts"] == 5
 
 
-def test_sweep_cold_launch_runs_the_entry_point_into_the_log(tmp_path, monkeypatch):
-    """``BAYESCRL_SWEEP_WARM=0``: a run is ``python -m bayescrl.sweep.child`` (exit status and output kept);
-    the warm fork-server path is what tests/test_sweep_run.py runs."""
+def test_sweep_cold_launch_runs_the_run_into_the_log(tmp_path, monkeypatch):
+    """``BAYESCRL_SWEEP_WARM=0``: a run is ``python -m bayescrl.sweep.child`` (exit status and output kept):
+    a command's run (a user error: one line, status 2) and a function call; the warm fork-server path is
+    what tests/test_sweep_run.py runs."""
     from bayescrl.sweep import warm
+    from bayescrl.sweep.target import CALL, RUN
 
     monkeypatch.setenv("BAYESCRL_SWEEP_WARM", "0")
     assert not warm.enabled()
     log = tmp_path / "run.log"
     log.write_text("# header\n")
     env = {**__import__("os").environ}
-    assert warm.launch(["sweep", "--help"], str(log), str(tmp_path), env).wait() == 0
-    assert warm.launch(["sweep", "--no-such-option"], str(log), str(tmp_path), env).wait() == 2
+    spec = parse_sweep({"command": "bandit", "grid": {"seed": [0]}, "args": {"device": "tpu"}})
+    [run] = build_runs(spec, tmp_path)
+    bad = [RUN, "bandit", json.dumps(run.params)]
+    assert warm.launch(bad, str(log), str(tmp_path), env).wait() == 2
+    result = tmp_path / "r" / "result.json"
+    call = [CALL, "json:dumps", '{"a": 1}', str(result)]
+    assert warm.launch(call, str(log), str(tmp_path), env).wait() == 0
     text = log.read_text()
-    assert text.startswith("# header\n") and "SWEEP.yaml" in text and "No such option" in text
+    assert text.startswith("# header\n") and "error: --device = 'tpu'" in text
+    assert json.loads(result.read_text()) == '{"a": 1}'
 
 
 def test_map_calls_runs_each_job_in_its_own_process_in_job_order(tmp_path):

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from bayescrl.commands.options import device_option, force_option, log_options, set_option
+from bayescrl.commands.sweepable import SweepAdapter
 from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo import tabular
 from bayescrl.mopo.config import check_config
@@ -234,3 +235,17 @@ def sweep_check(p: dict) -> None:
             hint = " (mode lm seeds by the top-level key: give 'seed_key: seed' in the sweep file)"
             raise ConfigError(exc.field, exc.value, exc.reason + hint) from None
     check_config(cfg)
+
+
+#: how ``bayescrl sweep`` runs ``mopo`` (``--set mopo.seed=S``, or the sweep's ``seed_key``): the command's
+#: function without click parsing; lm runs with a checkpoint resume with ``--resume``
+sweep_adapter = SweepAdapter(
+    command=mopo,
+    call=lambda p: mopo.callback(**p),
+    check=sweep_check,
+    result="results.json",
+    seed=lambda s, key: ["--set", f"{key or 'mopo.seed'}={s}"],
+    metrics=("hypervolume.*", "lambda.*", "G.*"),
+    checkpoint="checkpoint/state.pt",  # lm mode with --model (checkpoints every N steps)
+    resume="flag",
+)

@@ -11,18 +11,21 @@ Examples::
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from bayescrl.commands.options import device_option, force_option, log_options, progress_option, set_option
+from bayescrl.commands.sweepable import SweepAdapter
 from bayescrl.constrained.core.base import CHECKPOINT
 from bayescrl.constrained.core.envs import resolve_env_factory
 from bayescrl.constrained.registry import get_algorithm
 from bayescrl.constrained.run import RUN_FILES, check_size, load_agent, load_run_spec, positive_steps
 from bayescrl.constrained.video import check_video_path, default_gl_backend, record_video
 from bayescrl.inference.rater_report import format_table
-from bayescrl.prefrl.run import prepare_train, run_train
+from bayescrl.prefrl.run import PreparedTrain, prepare_train, run_train
 from bayescrl.prefrl.spec import parse_preference_spec
 from bayescrl.utils.checks import check_device, check_no_nan, positive_int, prepare_out
 from bayescrl.utils.errors import ConfigError
@@ -87,50 +90,50 @@ EVAL_STEPS_REFUSE, EVAL_STEPS_WARN = 10**9, 10**7
 @progress_option()
 @force_option
 @log_options
-def train(
-    algo,
-    env_id,
-    total_steps,
-    seed,
-    out_dir,
-    cost_limits,
-    resume_dir,
-    config_file,
-    overrides,
-    preferences_file,
-    device,
-    threads,
-    progress,
-    force,
-    log_dir,
-    wandb,
-) -> None:
+def train(**options) -> None:
     """Train a constrained RL agent; writes metrics.json, curves.json/.png, metrics.jsonl, checkpoint.pt.
 
     With --preferences SPEC.yaml the reward is learned from (simulated) raters' preferences; the env's
     reward reaches only the raters and the reports (see docs/prefrl.md). --log-dir DIR also writes each
     iteration's record (return, costs, multipliers, losses; x = env steps) as TensorBoard scalars."""
+    run(options)
+
+
+def run(p: Mapping[str, Any]) -> dict:
+    """``bayescrl train`` without click: ``p`` holds the command's parameters by name (``algo``,
+    ``env_id``, ``total_steps``, ``seed``, ``out_dir``, ``cost_limits``, ``resume_dir``, ``config_file``,
+    ``overrides``, ``preferences_file``, ``device``, ``threads``, ``progress``, ``force``, ``log_dir``,
+    ``wandb``). Checks them, trains through the library (:func:`~bayescrl.prefrl.run.prepare_train`,
+    :func:`~bayescrl.prefrl.run.run_train`; a Python user calls :func:`bayescrl.prefrl.run.train`), prints
+    the summary and returns the final metrics. A sweep's run calls it in its own process."""
+    threads, total_steps = p["threads"], p["total_steps"]
     set_torch_threads(None if threads is None else positive_int(threads, "--threads"))
-    device = check_device(device, "--device")
+    device = check_device(p["device"], "--device")
     if total_steps is not None:
         total_steps = positive_steps(total_steps)
     prepared = prepare_train(
-        algo=algo,
-        env=env_id,
+        algo=p["algo"],
+        env=p["env_id"],
         total_steps=total_steps,
-        seed=seed,
-        cost_limits=cost_limits,
-        config_file=config_file,
-        overrides=overrides,
-        preferences=preferences_file,
-        resume_dir=resume_dir,
-        out_dir=out_dir,
+        seed=p["seed"],
+        cost_limits=p["cost_limits"],
+        config_file=p["config_file"],
+        overrides=p["overrides"],
+        preferences=p["preferences_file"],
+        resume_dir=p["resume_dir"],
+        out_dir=p["out_dir"],
         device=device,
-        force=force,
+        force=p["force"],
     )
-    metrics = run_train(prepared, progress=progress, log_dir=log_dir, wandb=wandb)
+    metrics = run_train(prepared, progress=p["progress"], log_dir=p["log_dir"], wandb=p["wandb"])
+    check_no_nan(metrics, str(prepared.run.out / "metrics.json"))
+    _print_summary(prepared, metrics)
+    return metrics
+
+
+def _print_summary(prepared: PreparedTrain, metrics: dict) -> None:
+    """What ``train`` prints: the final numbers, the raters' table, a pause for labels, the files."""
     agent, out, learner = prepared.run.agent, prepared.run.out, prepared.learner
-    check_no_nan(metrics, str(out / "metrics.json"))
     if "final_avg_costs" in metrics:  # average-reward algorithms: per-step averages against per-step limits
         avg = metrics["final_avg_costs"]
         costs = ", ".join(f"{fmt_num(c)}/{d:g}" for c, d in zip(avg, metrics["cost_limits"], strict=True))
@@ -159,7 +162,7 @@ def train(
             f"bayescrl prefs export {out}; bayescrl prefs import {out} labels.json; "
             f"bayescrl train --resume {out}"
         )
-    extra = sorted(p.name for p in out.iterdir() if p.name not in RUN_FILES)
+    extra = sorted(f.name for f in out.iterdir() if f.name not in RUN_FILES)
     click.echo(written(out, [*RUN_FILES, *extra]))
 
 
@@ -236,9 +239,7 @@ def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes,
 
 
 def sweep_check(p: dict) -> None:
-    """Check one ``train`` run of a sweep before any run starts (``p``: the command's parsed options).
-
-    ``bayescrl sweep`` finds it through its registry of commands (``bayescrl.sweep.spec.ADAPTERS``)."""
+    """Check one ``train`` run of a sweep before any run starts (``p``: the command's parsed options)."""
     check_device(p.get("device", "cpu"), "--device")
     spec = load_run_spec(p.get("config_file"), p.get("overrides") or ())
     algo, env = p.get("algo") or spec.get("algo"), p.get("env_id") or spec.get("env")
@@ -261,3 +262,28 @@ def sweep_check(p: dict) -> None:
     check_size(env, spec.get("env_kwargs"), spec.get("config"), cls)
     if p.get("preferences_file") or spec.get("preferences") is not None:
         parse_preference_spec(p.get("preferences_file") or spec["preferences"])
+
+
+#: how ``bayescrl sweep`` runs ``train``: ``--seed S``; resumed from checkpoint.pt with ``--resume``
+sweep_adapter = SweepAdapter(
+    command=train,
+    call=run,
+    check=sweep_check,
+    result="metrics.json",
+    seed=lambda s, _key: ["--seed", str(s)],
+    metrics=(
+        "train_final_return",
+        "train_final_costs.*",
+        "final_return",
+        "final_costs.*",
+        "final_avg_reward",
+        "final_avg_costs.*",
+        "reward_correlation",
+    ),
+    curve_file="curves.json",
+    curve_x="env_steps",
+    curves=("ep_return", "ep_costs.*"),
+    checkpoint=CHECKPOINT,
+    resume="option",
+    resume_options=("total_steps", "device", "threads", "log_dir", "wandb"),
+)

@@ -29,10 +29,13 @@ def _task(target: str, rid: str, job: dict, work: Path, retries: int) -> dict:
     job_path, out = work / "jobs" / f"{rid}.json", work / rid
     write_json(job_path, job)
     status = work / "status" / f"{rid}.json"
+    argv = [CALL, target, str(job_path), str(out / RESULT)]
     return {
         "id": rid,
-        "argv": [CALL, target, str(job_path), str(out / RESULT)],
+        "argv": argv,
         "resume_argv": None,
+        "call": argv,
+        "resume_call": None,
         "out": str(out),
         "result": RESULT,
         "checkpoint": None,

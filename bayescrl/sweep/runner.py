@@ -1,8 +1,9 @@
 """Running a sweep's runs: on Ray (a local instance or a cluster) or, without Ray, on a local process pool.
 
-Every run is the single command in its own process (forked from a warm fork server, or
-``python -m bayescrl.sweep.child``: :mod:`bayescrl.sweep.warm`), so its ``DIR/<run-id>/`` holds exactly
-what the command writes alone; the sweep adds ``DIR/sweep.json`` (the
+Every run is its command's library call (the command's sweep adapter, with the parameters of the run's
+command line) in its own process (forked from a warm fork server, or ``python -m bayescrl.sweep.child``:
+:mod:`bayescrl.sweep.warm`), so its ``DIR/<run-id>/`` holds exactly what that command line writes; the
+sweep adds ``DIR/sweep.json`` (the
 manifest: the file's hash and the runs), ``DIR/status/<run-id>.json`` (state, attempts, wall time) and
 ``DIR/logs/<run-id>.log`` (the run's stdout/stderr). A run is finished when its status says ``done`` and
 its result file exists; anything else is started again -- ``train`` from its last checkpoint
@@ -13,6 +14,7 @@ process is killed is retried, and a lost Ray worker's task is retried by Ray and
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
@@ -27,6 +29,7 @@ from urllib.parse import urlparse
 
 from bayescrl.sweep.report import MANIFEST, run_done
 from bayescrl.sweep.spec import Run, SweepSpec
+from bayescrl.sweep.target import RUN
 from bayescrl.sweep.warm import launch
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import load_json, write_json
@@ -57,17 +60,17 @@ def execute_run(task: dict[str, Any]) -> dict[str, Any]:
         if _STOP.is_set():
             break
         attempts += 1
-        resumed = bool(task["resume_argv"]) and (out / str(task["checkpoint"])).exists()
+        resumed = bool(task["resume_call"]) and (out / str(task["checkpoint"])).exists()
         if resumed:
-            argv = task["resume_argv"]
+            argv, call = task["resume_argv"], task["resume_call"]
         else:
             if out.exists():
                 shutil.rmtree(out)  # a partial run that cannot resume: start it again
-            argv = task["argv"]
+            argv, call = task["argv"], task["call"]
         with open(log_path, "a") as fh:
             how = "resume from checkpoint" if resumed else "start"
             fh.write(f"# attempt {attempts} on {socket.gethostname()} ({how}): bayescrl {shlex.join(argv)}\n")
-        proc = launch(argv, str(log_path), task["cwd"], env)
+        proc = launch(call, str(log_path), task["cwd"], env)
         state = {"status": "running", "pid": proc.pid, "worker_pid": os.getpid(), "attempts": attempts}
         write_json(status_path, {**state, "host": socket.gethostname(), "resumed": resumed})
         rc = proc.wait()
@@ -139,11 +142,20 @@ def check_dir(out: Path, spec: SweepSpec) -> None:
 
 
 def _task(run: Run, out: Path, spec: SweepSpec, retries: int) -> dict[str, Any]:
+    """The runner's task of one run: ``call`` (``resume_call``) is what its process executes, the command's
+    adapter with the run's parameters; ``argv`` (``resume_argv``) the equivalent command line, for its log."""
     status = (out / "status" / f"{run.id}.json").resolve()
+    if spec.command == "call":  # the run's argv is what its process executes: __call__ TARGET JOB RESULT
+        call, resume = run.argv, None
+    else:
+        call = [RUN, spec.command, json.dumps(run.params)]
+        resume = None if run.resume_params is None else [RUN, spec.command, json.dumps(run.resume_params)]
     return {
         "id": run.id,
         "argv": run.argv,
         "resume_argv": run.resume_argv,
+        "call": call,
+        "resume_call": resume,
         "out": str(run.out),
         "result": spec.adapter.result,
         "checkpoint": spec.adapter.checkpoint,

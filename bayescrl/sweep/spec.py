@@ -1,4 +1,5 @@
-"""The sweep file: parsing, the grid's expansion into runs (ids and argv) and up-front validation.
+"""The sweep file: parsing, the grid's expansion into runs (ids, command lines, the commands' parameters)
+and up-front validation.
 
 ::
 
@@ -14,7 +15,9 @@ key is an option of the command (``total-steps`` or ``total_steps``), its positi
 ``seed``, which each command receives in its own way (``train --seed S``; ``bandit``/``pspl`` ``--seeds 1
 --set seed=S``, so every seed is its own run and its result does not depend on which other seeds share a
 batch; ``mopo --set mopo.seed=S``, or ``seed_key``). ``bandit``/``pspl`` also take ``algo`` (one agent,
-``--set agents=[ALGO]``) and ``pspl`` ``env`` (``--set env.name=ENV``).
+``--set agents=[ALGO]``) and ``pspl`` ``env`` (``--set env.name=ENV``). How a command is seeded, aliased,
+checked, resumed and called is its own business: its module's ``sweep_adapter``
+(:class:`~bayescrl.commands.sweepable.SweepAdapter`), found through :data:`ADAPTERS`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from typing import Any
 
 import click
 
+from bayescrl.cli import COMMANDS as CLI_COMMANDS
+from bayescrl.commands.sweepable import SweepAdapter
 from bayescrl.sweep.target import CALL, RESULT, resolve
 from bayescrl.utils.configpaths import config_relative
 from bayescrl.utils.errors import BayesCRLError, ConfigError
@@ -52,102 +57,73 @@ SWEEP_KEYS = (
 )
 #: options the sweep sets itself (per run) and a sweep file may not give
 RESERVED = ("out", "resume", "set", "overrides", "progress", "no-progress", "help", "force")
-#: options a resumed ``train`` run accepts besides --resume/--out (see ``bayescrl.commands.train``)
-RESUME_OPTIONS = ("total_steps", "device", "threads", "log_dir", "wandb")
+#: the commands a sweep file may name: ``call`` (:data:`CALL_ADAPTER`) and commands whose module (in
+#: ``bayescrl.cli.COMMANDS``) exports a ``sweep_adapter`` (a :class:`~.commands.sweepable.SweepAdapter`)
+SWEEPABLE = ("train", "bandit", "pspl", "call", "mopo")
 
 
 @dataclass(frozen=True)
-class Adapter:
-    """How the sweep drives one command: seeding, aliases, the file that marks a finished run, report
-    defaults (metric patterns over the flattened result file; curves as ``(x, y)`` keys of ``curve_file``)."""
+class CallAdapter:
+    """``command: call``: what the runner and the report need of a command's adapter (a run writes
+    ``result.json``; the report tabulates the sweep file's ``report.metrics``; no curves, no resume)."""
 
-    module: str  #: "module:attr" of the click command
-    seed: Callable[[int, str | None], list[str]]
-    result: str
-    metrics: tuple[str, ...]
+    result: str = RESULT
+    metrics: tuple[str, ...] = ()
     curve_file: str | None = None
     curve_x: str | None = None
     curves: tuple[str, ...] = ()
-    aliases: Mapping[str, Callable[[Any], str]] = field(default_factory=dict)  # grid key -> --set item
-    #: file whose presence in the run folder means "resume": ``train --resume DIR`` (``train``) or the
-    #: run's own argv plus ``--resume`` (``flag``: ``mopo`` in lm mode); None: restart from scratch
     checkpoint: str | None = None
     resume: str | None = None
 
 
-def _seed_set(seed: int, key: str | None) -> list[str]:
-    return ["--seeds", "1", "--set", f"{key or 'seed'}={seed}"]
+CALL_ADAPTER = CallAdapter()
 
 
-ADAPTERS: dict[str, Adapter] = {
-    "train": Adapter(
-        "bayescrl.commands.train:train",
-        lambda s, _k: ["--seed", str(s)],
-        "metrics.json",
-        (
-            "train_final_return",
-            "train_final_costs.*",
-            "final_return",
-            "final_costs.*",
-            "final_avg_reward",
-            "final_avg_costs.*",
-            "reward_correlation",
-        ),
-        "curves.json",
-        "env_steps",
-        ("ep_return", "ep_costs.*"),
-        checkpoint="checkpoint.pt",
-        resume="train",
-    ),
-    "bandit": Adapter(
-        "bayescrl.commands.bandit:bandit",
-        _seed_set,
-        "results.json",
-        ("agents.*.final_regret_mean",),
-        "results.json",
-        None,
-        ("agents.*.regret_curve_mean",),
-        {"algo": lambda v: f"agents=[{v}]"},
-    ),
-    "pspl": Adapter(
-        "bayescrl.commands.pspl:pspl",
-        _seed_set,
-        "results.json",
-        ("agents.*.final_simple_regret_mean",),
-        "results.json",
-        None,
-        ("agents.*.simple_regret_curve_mean",),
-        {"algo": lambda v: f"agents=[{v}]", "env": lambda v: f"env.name={v}"},
-    ),
-    # a Python function called with one JSON job per run (a benchmark script's run): ``target:
-    # FILE.py:FUNCTION``; the job is ``args`` + the grid point + its cases, ``set`` entries as dotted keys
-    "call": Adapter("", lambda s, k: [], "result.json", ()),
-    "mopo": Adapter(
-        "bayescrl.commands.mopo:mopo",
-        lambda s, k: ["--set", f"{k or 'mopo.seed'}={s}"],
-        "results.json",
-        ("hypervolume.*", "lambda.*", "G.*"),
-        checkpoint="checkpoint/state.pt",  # lm mode with --model (checkpoints every N steps)
-        resume="flag",
-    ),
-}
+class _Adapters(Mapping[str, Any]):
+    """Command name -> its ``sweep_adapter``, imported from the command's module when first asked for
+    (so that ``bayescrl report`` on a ``bandit`` sweep never imports ``train``'s dependencies)."""
+
+    def __getitem__(self, name: str) -> SweepAdapter | CallAdapter:
+        if name not in SWEEPABLE:
+            raise KeyError(name)
+        if name == "call":
+            return CALL_ADAPTER
+        module = CLI_COMMANDS[name][0].split(":")[0]
+        return importlib.import_module(module).sweep_adapter
+
+    def __contains__(self, name: object) -> bool:
+        return name in SWEEPABLE
+
+    def __iter__(self):
+        return iter(SWEEPABLE)
+
+    def __len__(self) -> int:
+        return len(SWEEPABLE)
 
 
-def get_command(name: str):
-    """The click command behind ``name`` (imported lazily, like the CLI does)."""
-    module, attr = ADAPTERS[name].module.split(":")
-    return getattr(importlib.import_module(module), attr)
+#: every command's sweep adapter, by command name
+ADAPTERS = _Adapters()
+
+
+def get_command(name: str) -> click.Command:
+    """The click command behind ``name`` (its options are what a sweep file's keys may name)."""
+    return ADAPTERS[name].command
 
 
 @dataclass
 class Run:
-    """One grid point: its id, values, and the argv of the command (without the program name)."""
+    """One grid point: its id, values, the command line a user would type for it (without the program
+    name; shown by ``--dry-run``, in ``sweep.json`` and the logs) and what its process calls with:
+    the command's parameters as that command line gives them (JSON values). ``resume_*``: the same for a
+    run that continues from its checkpoint (None: it restarts from scratch)."""
 
     id: str
     point: dict[str, Any]
     argv: list[str]
     resume_argv: list[str] | None
     out: Path
+    params: dict[str, Any] = field(default_factory=dict)
+    resume_params: dict[str, Any] | None = None
 
 
 @dataclass
@@ -169,7 +145,8 @@ class SweepSpec:
     exclude: list[dict[str, list]] = field(default_factory=list)
 
     @property
-    def adapter(self) -> Adapter:
+    def adapter(self) -> SweepAdapter | CallAdapter:
+        """The command's sweep adapter (``call``: :data:`CALL_ADAPTER`)."""
         return ADAPTERS[self.command]
 
     @property
@@ -468,7 +445,7 @@ def _options(cmd) -> dict[str, Any]:
     return names
 
 
-def _user_keys(cmd, adapter: Adapter) -> list[str]:
+def _user_keys(cmd, adapter: SweepAdapter) -> list[str]:
     """The keys a sweep file may give for ``cmd``, each once, by the name the user knows: the long option
     (``env``, ``cost-limit``, not the parameter names ``env_id``, ``cost_limits``), ``config`` for the
     positional file, ``seed`` and the adapter's aliases; options the sweep sets itself are left out."""
@@ -571,12 +548,14 @@ def _call_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
 
 
 def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
-    """Every run's argv (``[command, ...options, --out DIR/<id>]``); unknown keys refused by name."""
+    """Every run's command line (``[command, ...options, --out DIR/<id>]``) and the parameters its process
+    calls the command with (parsed from that line by the command's own options, here, once); unknown keys
+    refused by name."""
     if spec.command == "call":
         return _call_runs(spec, out_dir)
-    cmd = get_command(spec.command)
-    opts = _options(cmd)
     adapter = spec.adapter
+    cmd = adapter.command
+    opts = _options(cmd)
     runs = []
     for rid, point in run_ids(spec):
         out = (out_dir / rid).resolve()
@@ -596,8 +575,8 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
             if key == "seed":
                 argv += adapter.seed(value, spec.seed_key)
                 continue
-            if key == "seeds" and adapter.seed is _seed_set:
-                raise ConfigError(where, value, "each seed is its own run: list the seeds in grid.seed")
+            if key in adapter.refused:
+                raise ConfigError(where, value, adapter.refused[key])
             if key in adapter.aliases:
                 sets.append(adapter.aliases[key](value))
                 continue
@@ -608,7 +587,7 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
                 raise ConfigError(where, value, "is set by the sweep for every run")
             piece = _option_argv(param, where, value)
             argv += piece
-            if param.name in RESUME_OPTIONS:
+            if param.name in adapter.resume_options:
                 resume += piece
         sets += [f"{k}={_yaml_value(point[k])}" for k in spec.set_grid]
         for item in sets:
@@ -620,8 +599,22 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
         resume += ["--out", str(out)]
         if adapter.resume == "flag":
             resume = [*argv, "--resume"]
-        runs.append(Run(rid, point, argv, resume if adapter.resume else None, out))
+        resume = resume if adapter.resume else None
+        run = Run(rid, point, argv, resume, out, _params(cmd, rid, argv))
+        run.resume_params = None if resume is None else _params(cmd, rid, resume)
+        runs.append(run)
     return runs
+
+
+def _params(cmd: click.Command, rid: str, argv: list[str]) -> dict[str, Any]:
+    """The command's parameters for ``argv`` (``[command, ...]``) as its options parse them, in JSON
+    values (what a run's process receives: lists for tuples, text for paths); a value the option refuses
+    is one line naming the run."""
+    try:
+        ctx = cmd.make_context(argv[0], list(argv[1:]), resilient_parsing=False)
+    except click.ClickException as exc:
+        raise ConfigError(f"run {rid}", " ".join(argv[1:]), exc.format_message()) from None
+    return json.loads(json.dumps(ctx.params, default=str))
 
 
 class _NoOpt:
@@ -630,20 +623,15 @@ class _NoOpt:
 
 # ------------------------------------------------------------------------------------------ validation
 def validate_runs(spec: SweepSpec, runs: list[Run]) -> None:
-    """Check every run with the command's own validators before any run starts (one line on error)."""
+    """Check every run with the command's own validator (its adapter's ``check``) before any run starts
+    (one line on error, naming the grid point)."""
     if spec.command == "call":
         _validate_calls(spec, runs)
         return
-
-    cmd = get_command(spec.command)
     check = validator(spec.command)
     seen: set[str] = set()
     for run in runs:
-        try:
-            ctx = cmd.make_context(spec.command, list(run.argv[1:]), resilient_parsing=False)
-        except click.ClickException as exc:
-            raise ConfigError(f"run {run.id}", " ".join(run.argv[1:]), exc.format_message()) from None
-        params = {k: v for k, v in ctx.params.items() if k not in ("out", "out_dir")}
+        params = {k: v for k, v in run.params.items() if k not in ("out", "out_dir")}
         key = json.dumps(params, sort_keys=True, default=str)
         if key in seen:
             continue
@@ -674,5 +662,5 @@ def _validate_calls(spec: SweepSpec, runs: list[Run]) -> None:
 
 
 def validator(command: str) -> Callable[[dict], None]:
-    """The command's own ``sweep_check(params)``, found through :data:`ADAPTERS` (the command's module)."""
-    return importlib.import_module(ADAPTERS[command].module.split(":")[0]).sweep_check
+    """The command's own validator: its sweep adapter's ``check(params)``."""
+    return ADAPTERS[command].check

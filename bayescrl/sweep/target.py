@@ -18,7 +18,8 @@ from typing import Any
 from bayescrl.utils.io import write_json
 from bayescrl.utils.seeding import set_torch_threads
 
-CALL = "__call__"  #: first argv item of a run that is a function call, not a ``bayescrl`` command
+CALL = "__call__"  #: first argv item of a run that is a function call (``command: call``)
+RUN = "__run__"  #: first argv item of a run of a command: ``__run__ COMMAND PARAMS`` (its sweep adapter)
 RESULT = "result.json"
 
 

@@ -1,11 +1,11 @@
 """Warm start of a sweep's run processes: a fork server with the heavy imports done once.
 
-A run is ``bayescrl COMMAND ...`` in its own process. Started from scratch, each such process spends
-seconds importing torch, gymnasium and matplotlib, and building its first optimiser (torch imports its
-compiler stack, ``torch._dynamo``, on the first ``torch.optim`` construction) -- more than a short run's
-training. :func:`launch` instead forks the run from a ``multiprocessing`` fork server whose process has
-imported those modules once (:data:`PRELOAD`); the run then executes the same entry point
-(:func:`bayescrl.cli.main`) with the same argv in a fresh child, so its outputs are the single command's.
+A run is a command's library call (:func:`bayescrl.sweep.child.dispatch`) in its own process. Started
+from scratch, each such process spends seconds importing torch, gymnasium and matplotlib, and building its
+first optimiser (torch imports its compiler stack, ``torch._dynamo``, on the first ``torch.optim``
+construction) -- more than a short run's training. :func:`launch` instead forks the run from a
+``multiprocessing`` fork server whose process has imported those modules once (:data:`PRELOAD`); the run
+then makes the same call in a fresh child, so its outputs are those of a fresh process.
 The fork server dies with the process that started it (the sweep, or a Ray worker), and each run with
 the fork server (``PR_SET_PDEATHSIG``), so a killed sweep or lost worker leaves no run behind.
 Off Linux (no fork server), or with ``BAYESCRL_SWEEP_WARM=0``, runs are plain subprocesses.
@@ -29,7 +29,7 @@ PRELOAD = (
     "numpy",
     "gymnasium",
     "matplotlib.pyplot",
-    "bayescrl.cli",
+    "bayescrl.sweep.spec",
     "bayescrl.commands.train",
     "bayescrl.envs",
 )
@@ -88,7 +88,7 @@ def _release_fork_server() -> None:
 
 
 def _child(argv: list[str], log: str, cwd: str, env: dict[str, str]) -> None:
-    """In the forked run process: die with the fork server, append output to the log, run the command."""
+    """In the forked run process: die with the fork server, append output to the log, make the run."""
     die_with_parent(os.getppid())
     _release_fork_server()
     os.environ.clear()
@@ -131,8 +131,9 @@ class _Run:
 
 
 def launch(argv: list[str], log: str, cwd: str, env: dict[str, str]):
-    """Start ``bayescrl ARGV`` appending its output to the file ``log``; returns an object with ``pid``
-    and ``wait()`` (the exit status; negative: killed by that signal)."""
+    """Start the run ``ARGV`` (:func:`bayescrl.sweep.child.dispatch`: ``__run__ COMMAND PARAMS`` or
+    ``__call__ TARGET JOB RESULT``) appending its output to the file ``log``; returns an object with
+    ``pid`` and ``wait()`` (the exit status; negative: killed by that signal)."""
     if not enabled():
         with open(log, "a") as fh:
             return subprocess.Popen(
