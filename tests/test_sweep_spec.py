@@ -289,6 +289,7 @@ def test_sweep_attempts_in_all_are_one_plus_retries_also_across_ray_retries(tmp_
     """``--retries 2`` means 3 attempts per run in all: the restarts of a dying run and Ray's re-execution
     of a lost worker's task draw on one budget (kept in the run's status file), they do not multiply."""
     from bayescrl.sweep import runner
+    from bayescrl.sweep.target import RUN
 
     launched = []
 
@@ -311,6 +312,7 @@ def test_sweep_attempts_in_all_are_one_plus_retries_also_across_ray_retries(tmp_
     assert task["max_attempts"] == 3
     rec = runner.execute_run(task)
     assert len(launched) == 3 and rec["status"] == "failed" and rec["attempts"] == 3
+    assert launched[0] == [RUN, "train", json.dumps(run.params)]  # the adapter's call, not a command line
     assert runner.execute_run(task)["error"] == "no attempts left (3 made)" and len(launched) == 3
     # a lost worker: attempt 1 dies with it; Ray's retry of the task gets the 2 attempts left, not 3 more
     launched.clear()
