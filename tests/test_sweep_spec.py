@@ -625,3 +625,17 @@ def test_sweep_exclude_leaves_the_hash_of_sweeps_without_it_unchanged():
         {"command": "train", "grid": {"algo": ["ecop", "cpo"], "seed": [0]}, "exclude": [{"algo": "cpo"}]}
     )
     assert [p["algo"] for p in excl.points()] == ["ecop"]
+
+
+def test_committed_sweep_folders_keep_their_hash_and_run_ids():
+    """Every sweep folder under benchmarks/results/sweeps stays resumable and reportable: its file's hash
+    and its runs' ids are what the code computes from the sweep file it holds."""
+    from bayescrl.sweep.spec import run_ids
+
+    folders = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "sweeps").glob("*/"))
+    assert len(folders) >= 10
+    for folder in folders:
+        manifest = json.loads((folder / "sweep.json").read_text())
+        spec = parse_sweep(manifest["spec"])
+        assert spec.hash == manifest["hash"], folder.name
+        assert [rid for rid, _ in run_ids(spec)] == [r["id"] for r in manifest["runs"]], folder.name
