@@ -35,7 +35,7 @@ RANKS: dict[str, int] = {
     "prefrl": 5,
     "commands": 6,
     "cli": 7,  # the entry point: mounts every command by name (strings only)
-    "sweep": 8,  # grids of runs: each run executes the entry point (sweep/child.py)
+    "sweep": 8,  # grids of runs: each run calls its command's sweep adapter (sweep/child.py)
 }
 
 #: The one mapping table: module-name prefix -> layer entry (the longest matching prefix wins).
