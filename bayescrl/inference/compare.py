@@ -83,33 +83,10 @@ def heldout_logloss(
     samples = {k: v[:max_samples] for k, v in samples.items()}
     p = model.problem
     gen = torch.Generator().manual_seed(seed)
-    d, R = p.dim, p.num_raters
     if model.truth is not None:
-        truth_vt = model.truth.get("vartheta")
-        truth_vt = model.truth["theta"].expand(R, d) if truth_vt is None else truth_vt
-        dev = p.mu0.device  # drawn on the CPU stream, moved: the same numbers on every device
-        x0 = draw(torch.randn, (batches, 2, d), gen, dtype=DT, device=dev)
-        x1 = draw(torch.randn, (batches, 2, d), gen, dtype=DT, device=dev)
-        pick = randint(2, (batches, tau), gen, device=dev)
-        rater = randint(R, (batches, 1), gen, device=dev).expand(batches, tau)
-        X0 = torch.gather(x0, 1, pick[..., None].expand(batches, tau, d))
-        X1 = torch.gather(x1, 1, pick[..., None].expand(batches, tau, d))
-        z = p.beta[rater] * ((X1 - X0) * truth_vt[rater]).sum(-1)
-        y = bernoulli(torch.sigmoid(z), gen)
-        X0, X1, rr, yy = X0.reshape(-1, d), X1.reshape(-1, d), rater.reshape(-1), y.reshape(-1)
+        X0, X1, rr, yy = _simulated_heldout(model, tau, batches, gen)
     elif model.heldout is not None and bool(model.heldout.pref_mask.any()):
-        h = model.heldout
-        m = h.pref_mask
-        n = int(m.sum())
-        perms = [torch.randperm(n, generator=gen, device="cpu")[: min(tau, n)] for _ in range(batches)]
-        idx = torch.stack(perms).to(m.device)
-        X0, X1, rr, yy = (
-            h.x0[m][idx].reshape(-1, d),
-            h.x1[m][idx].reshape(-1, d),
-            h.rater[m][idx].reshape(-1),
-            h.y[m][idx].reshape(-1),
-        )
-        tau = idx.shape[1]
+        X0, X1, rr, yy, tau = _resampled_heldout(model, tau, batches, gen)
     else:
         return None
     pr = _pref_prob(samples, X0, X1, rr, p.beta, yy).clamp_min(1e-300)  # [S, batches·τ]
@@ -118,6 +95,46 @@ def heldout_logloss(
     joint_lp = pr.log().reshape(S, batches, tau).sum(-1)  # [S, batches]
     joint = -float((torch.logsumexp(joint_lp, 0) - math.log(S)).mean()) / tau
     return {"marginal": marginal, "joint_per_item": joint, "tau": tau}
+
+
+def _simulated_heldout(
+    model: SpecModel, tau: int, batches: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Dyadic held-out comparisons labelled by the true rater: ``batches`` batches of ``tau`` comparisons,
+    each drawn from 2 random anchor pairs; returns ``x0, x1 [batches·τ, d]``, raters and labels."""
+    p = model.problem
+    d, R = p.dim, p.num_raters
+    truth_vt = model.truth.get("vartheta")
+    truth_vt = model.truth["theta"].expand(R, d) if truth_vt is None else truth_vt
+    dev = p.mu0.device  # drawn on the CPU stream, moved: the same numbers on every device
+    x0 = draw(torch.randn, (batches, 2, d), gen, dtype=DT, device=dev)
+    x1 = draw(torch.randn, (batches, 2, d), gen, dtype=DT, device=dev)
+    pick = randint(2, (batches, tau), gen, device=dev)
+    rater = randint(R, (batches, 1), gen, device=dev).expand(batches, tau)
+    X0 = torch.gather(x0, 1, pick[..., None].expand(batches, tau, d))
+    X1 = torch.gather(x1, 1, pick[..., None].expand(batches, tau, d))
+    z = p.beta[rater] * ((X1 - X0) * truth_vt[rater]).sum(-1)
+    y = bernoulli(torch.sigmoid(z), gen)
+    return X0.reshape(-1, d), X1.reshape(-1, d), rater.reshape(-1), y.reshape(-1)
+
+
+def _resampled_heldout(
+    model: SpecModel, tau: int, batches: int, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """``batches`` random subsets of ``min(tau, n)`` of the spec's n held-out comparisons (flattened, as
+    :func:`_simulated_heldout`) and the batch size."""
+    h, d = model.heldout, model.problem.dim
+    m = h.pref_mask
+    n = int(m.sum())
+    perms = [torch.randperm(n, generator=gen, device="cpu")[: min(tau, n)] for _ in range(batches)]
+    idx = torch.stack(perms).to(m.device)
+    X0, X1, rr, yy = (
+        h.x0[m][idx].reshape(-1, d),
+        h.x1[m][idx].reshape(-1, d),
+        h.rater[m][idx].reshape(-1),
+        h.y[m][idx].reshape(-1),
+    )
+    return X0, X1, rr, yy, idx.shape[1]
 
 
 def _synthetic_batch(
@@ -181,32 +198,43 @@ def coverage(
     elif engine == "bootstrap":
         samples = perturbed_map(prob, num_samples, generator=gen, **options).theta
     else:  # svi / nuts: one fit per repetition
-        rows = []
-        bar = tqdm(
-            range(reps), desc=f"coverage[{engine}]", leave=False, disable=not progress_enabled(progress)
-        )
-        for b in bar:
-            one = BTLinearProblem.from_data(
-                prob.mu0,
-                prob.cov0,
-                prob.beta,
-                prob.lam,
-                prob.noise_sd,
-                x0=prob.x0[b],
-                x1=prob.x1[b],
-                y=prob.y[b],
-                rater=prob.rater[b],
-                x=prob.x[b],
-                r=prob.r[b],
-            )
-            sm = replace(model, problem=one, transitions=None)
-            rows.append(
-                fit(sm, engine=engine, seed=seed + b, **options).sample(num_samples, seed + b)["theta"]
-            )
-        samples = torch.stack(rows)
+        samples = _refit_each(model, prob, engine, reps, num_samples, seed, options, progress)
     lo = torch.quantile(samples, (1 - level) / 2, dim=-2)
     hi = torch.quantile(samples, (1 + level) / 2, dim=-2)
     return float(((theta >= lo) & (theta <= hi)).double().mean())
+
+
+def _refit_each(
+    model: SpecModel,
+    prob: BTLinearProblem,
+    engine: str,
+    reps: int,
+    num_samples: int,
+    seed: int,
+    options: dict,
+    progress: bool,
+) -> torch.Tensor:
+    """θ samples ``[reps, num_samples, d]``: ``engine`` fitted once per synthetic data set of ``prob`` (seed
+    ``seed + b`` for data set ``b``)."""
+    rows = []
+    bar = tqdm(range(reps), desc=f"coverage[{engine}]", leave=False, disable=not progress_enabled(progress))
+    for b in bar:
+        one = BTLinearProblem.from_data(
+            prob.mu0,
+            prob.cov0,
+            prob.beta,
+            prob.lam,
+            prob.noise_sd,
+            x0=prob.x0[b],
+            x1=prob.x1[b],
+            y=prob.y[b],
+            rater=prob.rater[b],
+            x=prob.x[b],
+            r=prob.r[b],
+        )
+        sm = replace(model, problem=one, transitions=None)
+        rows.append(fit(sm, engine=engine, seed=seed + b, **options).sample(num_samples, seed + b)["theta"])
+    return torch.stack(rows)
 
 
 def compare_engines(
@@ -226,61 +254,18 @@ def compare_engines(
     ``progress``: a bar over the engines and, inside it, each engine's own (NUTS: warm-up and draws of every
     chain; SVI: steps), hidden when the ``bayescrl`` logger is quiet (``bayescrl -q``)."""
     engine_options = engine_options or {}
-    p = model.problem
-    if not bool(p.pref_mask.any()) and not bool(p.reward_mask.any()):
-        raise DataError("preferences", [], "compare needs at least one observation (preferences or rewards)")
-    ok = applicable_engines(model)
-    engines = engines or ok
-    for e in engines:
-        if e not in ok:
-            raise ConfigError("engines", e, f"not applicable to this model (applicable: {ok})")
-    reference = "exact" if "exact" in ok else "nuts"
-    order = [reference] + [e for e in engines if e != reference]
+    reference, order = _engine_order(model, engines)
     rows: dict[str, dict[str, Any]] = {}
     samples_by: dict[str, torch.Tensor] = {}
     # engines take from milliseconds (exact) to minutes (NUTS): no ETA from their average (the inner
     # bars of NUTS and SVI carry one)
     bar_format = "{l_bar}{bar}| {n_fmt}/{total_fmt} engines [{elapsed}]"
     for e in tqdm(order, desc="compare", bar_format=bar_format, disable=not progress_enabled(progress)):
-        opts = engine_options.get(e, {})
-        t0 = time.perf_counter()
-        post = fit(model, engine=e, seed=seed, progress=progress, **opts)
-        t1 = time.perf_counter()
-        s = post.sample(num_samples, seed)
-        t2 = time.perf_counter()
-        th = s["theta"].double()
-        samples_by[e] = th
-        mean, cov = th.mean(0), torch.cov(th.T).reshape(model.dim, model.dim)
-        row: dict[str, Any] = {
-            "seconds_per_1000": (t2 - t0) / th.shape[0] * 1000,
-            "fit_seconds": t1 - t0,
-            "sample_seconds": t2 - t1,
-            "theta_mean": mean,
-            "theta_sd": cov.diagonal().sqrt(),
-            "logloss": heldout_logloss(s, model, seed=seed),
-            "approximate": post.approximate,
-        }
-        slow = e in ("svi", "nuts")
-        row["coverage90"] = coverage(
-            model,
-            e,
-            reps=coverage_reps_slow if slow else coverage_reps,
-            seed=seed,
-            options=opts,
-            progress=progress,
+        reps = coverage_reps_slow if e in ("svi", "nuts") else coverage_reps
+        rows[e], samples_by[e] = _engine_row(
+            model, e, engine_options.get(e, {}), num_samples, seed, reps, progress
         )
-        diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
-        if e == "nuts":
-            summ = import_arviz().summary(post.to_arviz(log_likelihood=False), var_names=["theta"])
-            diag["summary"] = summ.reset_index().to_dict(orient="list")
-        row["diagnostics"] = diag
-        rows[e] = row
-    ref_mean, ref_cov = samples_by[reference].mean(0), torch.cov(samples_by[reference].T)
-    if reference == "exact":  # closed form, no Monte-Carlo error in the reference
-        post = GaussianLinearPosterior(model.problem.mu0, model.problem.cov0, model.problem.noise_sd)
-        p = model.problem
-        post.update_many(p.x[p.reward_mask], p.r[p.reward_mask])
-        ref_mean, ref_cov = post.mean, post.cov
+    ref_mean, ref_cov = _reference_moments(model, reference, samples_by[reference])
     for e, row in rows.items():
         th = samples_by[e]
         m, c = th.mean(0), torch.cov(th.T).reshape(model.dim, model.dim)
@@ -295,6 +280,64 @@ def compare_engines(
         (out / "compare.md").write_text(markdown_table(report))
         plot_marginals(samples_by, out / "marginals.png", truth=model.truth)
     return report
+
+
+def _engine_order(model: SpecModel, engines: list[str] | None) -> tuple[str, list[str]]:
+    """The reference engine (exact where it applies, else NUTS) and the engines to run, reference first;
+    refuses a model without observations and engines that do not apply to it."""
+    p = model.problem
+    if not bool(p.pref_mask.any()) and not bool(p.reward_mask.any()):
+        raise DataError("preferences", [], "compare needs at least one observation (preferences or rewards)")
+    ok = applicable_engines(model)
+    engines = engines or ok
+    for e in engines:
+        if e not in ok:
+            raise ConfigError("engines", e, f"not applicable to this model (applicable: {ok})")
+    reference = "exact" if "exact" in ok else "nuts"
+    return reference, [reference] + [e for e in engines if e != reference]
+
+
+def _engine_row(
+    model: SpecModel, e: str, opts: dict, num_samples: int, seed: int, reps: int, progress: bool
+) -> tuple[dict[str, Any], torch.Tensor]:
+    """Fit engine ``e`` and draw ``num_samples``; its report row (timings, θ moments, held-out log-loss,
+    coverage over ``reps`` synthetic data sets, diagnostics) and its θ samples ``[S, d]``."""
+    t0 = time.perf_counter()
+    post = fit(model, engine=e, seed=seed, progress=progress, **opts)
+    t1 = time.perf_counter()
+    s = post.sample(num_samples, seed)
+    t2 = time.perf_counter()
+    th = s["theta"].double()
+    cov = torch.cov(th.T).reshape(model.dim, model.dim)
+    row: dict[str, Any] = {
+        "seconds_per_1000": (t2 - t0) / th.shape[0] * 1000,
+        "fit_seconds": t1 - t0,
+        "sample_seconds": t2 - t1,
+        "theta_mean": th.mean(0),
+        "theta_sd": cov.diagonal().sqrt(),
+        "logloss": heldout_logloss(s, model, seed=seed),
+        "approximate": post.approximate,
+    }
+    row["coverage90"] = coverage(model, e, reps=reps, seed=seed, options=opts, progress=progress)
+    diag = {k: v for k, v in post.diagnostics.items() if k != "elbo"}
+    if e == "nuts":
+        summ = import_arviz().summary(post.to_arviz(log_likelihood=False), var_names=["theta"])
+        diag["summary"] = summ.reset_index().to_dict(orient="list")
+    row["diagnostics"] = diag
+    return row, th
+
+
+def _reference_moments(
+    model: SpecModel, reference: str, th: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and covariance of the reference posterior: the closed form for ``exact`` (no Monte-Carlo error),
+    else those of its samples ``th``."""
+    if reference != "exact":
+        return th.mean(0), torch.cov(th.T)
+    p = model.problem
+    post = GaussianLinearPosterior(p.mu0, p.cov0, p.noise_sd)
+    post.update_many(p.x[p.reward_mask], p.r[p.reward_mask])
+    return post.mean, post.cov
 
 
 def markdown_table(report: dict[str, Any]) -> str:

@@ -71,9 +71,7 @@ def fit(
     pyro.set_rng_seed(seed)
     fn, nest, coords = _model_fn(model, data, max_plate_nesting)
     infos = site_infos(fn)
-    with torch.no_grad():
-        tr = poutine.trace(fn).get_trace()
-    observed = {k: tr.nodes[k]["value"] for k, i in infos.items() if i.observed}
+    observed = _observed(fn, infos)
     t0 = time.perf_counter()
     kw = {
         "engine": engine,
@@ -90,6 +88,13 @@ def fit(
     for msg in post.diagnostics.get("warnings", []):
         warnings.warn(f"{engine} did not converge: {msg}", RuntimeWarning, stacklevel=2)
     return post
+
+
+def _observed(fn: Callable, infos: dict) -> dict[str, torch.Tensor]:
+    """The observed value of every observed site of ``fn`` (one trace, no gradients)."""
+    with torch.no_grad():
+        tr = poutine.trace(fn).get_trace()
+    return {k: tr.nodes[k]["value"] for k, i in infos.items() if i.observed}
 
 
 def _model_fn(

@@ -91,39 +91,13 @@ class Posterior:
             raise DataError(
                 "log_likelihood", log_likelihood, "must be True, False, 'joint', 'sites' or 'both'"
             )
-        if self.chains is not None:
-            post = {k: v for k, v in self.chains.items()}
-        else:
-            post = {
-                k: torch.as_tensor(split_chains(v), device="cpu")
-                for k, v in self.sample(num_draws(n), seed).items()
-            }
-        post = {k: v for k, v in post.items() if k in self.infos and not self.infos[k].observed}
-        C, D = next(iter(post.values())).shape[:2]
+        post = self._draws_by_chain(n, seed)
         dims = {k: _dims(k, v.dim() - 2) for k, v in post.items()}
         coords = dict(self.coords or {})
         ll = None
         if log_likelihood and self.model is not None and self.observed:
-            flat = {k: v.reshape(C * D, *v.shape[2:]) for k, v in post.items()}
-            lik = pointwise_log_lik(self.model, flat, self.infos, self.max_plate_nesting)
-            sites = {}
-            for k, v in lik.items():
-                want = (C * D, *self.observed[k].shape)
-                if tuple(v.shape) != want:
-                    raise RuntimeError(f"log_likelihood[{k}] has shape {tuple(v.shape)}, expected {want}")
-                sites[k] = v.reshape(C, D, *v.shape[1:])
             mode = "joint" if log_likelihood is True else log_likelihood
-            ll = {}
-            if mode in ("sites", "both") or (mode == "joint" and len(sites) == 1):
-                for k, v in sites.items():
-                    ll[k] = v
-                    dims[k] = _dims(k, v.dim() - 2)
-            if mode == "both" or (mode == "joint" and len(sites) > 1):
-                ll["joint"] = torch.cat([v.reshape(C, D, -1) for v in sites.values()], -1)
-                dims["joint"] = ["observation"]
-                coords["observation"] = [
-                    f"{k}[{i}]" for k, v in sites.items() for i in range(v[0, 0].numel())
-                ]
+            ll = _log_likelihood_group(self._pointwise_log_lik(post), mode, dims, coords)
         return to_inference_data(
             post,
             dims=dims,
@@ -133,6 +107,50 @@ class Posterior:
             log_likelihood=ll,
             sample_stats=self.sample_stats,
         )
+
+    def _draws_by_chain(self, n: int, seed: int) -> dict[str, torch.Tensor]:
+        """Latent draws ``{site: [C, D, *shape]}``: the MCMC chains, else ``num_draws(n)`` independent draws
+        split into 4 chains."""
+        if self.chains is not None:
+            post = {k: v for k, v in self.chains.items()}
+        else:
+            post = {
+                k: torch.as_tensor(split_chains(v), device="cpu")
+                for k, v in self.sample(num_draws(n), seed).items()
+            }
+        return {k: v for k, v in post.items() if k in self.infos and not self.infos[k].observed}
+
+    def _pointwise_log_lik(self, post: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Pointwise log-likelihood ``{observed site: [C, D, *obs shape]}`` of the draws ``post``, each
+        checked against the shape of its observations."""
+        C, D = next(iter(post.values())).shape[:2]
+        flat = {k: v.reshape(C * D, *v.shape[2:]) for k, v in post.items()}
+        lik = pointwise_log_lik(self.model, flat, self.infos, self.max_plate_nesting)
+        sites = {}
+        for k, v in lik.items():
+            want = (C * D, *self.observed[k].shape)
+            if tuple(v.shape) != want:
+                raise RuntimeError(f"log_likelihood[{k}] has shape {tuple(v.shape)}, expected {want}")
+            sites[k] = v.reshape(C, D, *v.shape[1:])
+        return sites
+
+
+def _log_likelihood_group(
+    sites: dict[str, torch.Tensor], mode: str, dims: dict[str, list[str]], coords: dict[str, list]
+) -> dict[str, torch.Tensor]:
+    """The log_likelihood variables of ``mode`` (``joint``, ``sites`` or ``both``; see
+    :meth:`Posterior.to_arviz`); adds their dims and the ``observation`` coordinate to ``dims``/``coords``.
+    """
+    ll = {}
+    if mode in ("sites", "both") or (mode == "joint" and len(sites) == 1):
+        for k, v in sites.items():
+            ll[k] = v
+            dims[k] = _dims(k, v.dim() - 2)
+    if mode == "both" or (mode == "joint" and len(sites) > 1):
+        ll["joint"] = torch.cat([v.reshape(*v.shape[:2], -1) for v in sites.values()], -1)
+        dims["joint"] = ["observation"]
+        coords["observation"] = [f"{k}[{i}]" for k, v in sites.items() for i in range(v[0, 0].numel())]
+    return ll
 
 
 def _dims(site: str, ndim: int) -> list[str]:

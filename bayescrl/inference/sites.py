@@ -177,13 +177,7 @@ def check_vectorised(
             k: to_particles(torch.stack([t.nodes[k]["value"] for t in traces]), infos[k], nesting)
             for k in latents
         }
-        hint = (
-            f"engine '{engine}' runs the model vectorised under pyro.plate('_particles', M, "
-            f"dim={-(nesting + 1)}): every data dimension must be a pyro.plate at dim >= {-nesting} "
-            f"(max_plate_nesting = {nesting}) and "
-            "the code must broadcast over extra leading dims, e.g. (x * theta).sum(-1) instead of x @ theta "
-            "(see docs/core.md, 'Your own Pyro model'); engine 'nuts' does not need it"
-        )
+        hint = _vectorised_hint(engine, nesting)
         try:
             with pyro.plate("_particles", n, dim=-(nesting + 1)):
                 vt = poutine.trace(poutine.condition(model, cond)).get_trace()
@@ -193,16 +187,7 @@ def check_vectorised(
             node = vt.nodes.get(k)
             if node is None:
                 raise ConfigError("model", k, f"site '{k}' missing in the vectorised run; {hint}")
-            try:
-                lp = node["fn"].log_prob(node["value"])
-                ax = lp.dim() - (nesting + 1)
-                if ax < 0 or lp.shape[ax] not in (1, n):
-                    per = None
-                else:
-                    per = lp.movedim(ax, 0)
-                    per = per.expand(n, *per.shape[1:]).reshape(n, -1).sum(-1)
-            except (RuntimeError, ValueError):
-                per = None
+            per = _per_particle_log_prob(node, nesting, n)
             ref = torch.stack([t.nodes[k]["fn"].log_prob(t.nodes[k]["value"]).sum() for t in traces])
             if (
                 per is None
@@ -215,3 +200,28 @@ def check_vectorised(
                     f"site '{k}': the vectorised log-density differs from {n} separate runs of the model "
                     f"(particles are mixed); {hint}",
                 )
+
+
+def _vectorised_hint(engine: str, nesting: int) -> str:
+    """What :func:`check_vectorised` asks of a model, for its error messages."""
+    return (
+        f"engine '{engine}' runs the model vectorised under pyro.plate('_particles', M, "
+        f"dim={-(nesting + 1)}): every data dimension must be a pyro.plate at dim >= {-nesting} "
+        f"(max_plate_nesting = {nesting}) and "
+        "the code must broadcast over extra leading dims, e.g. (x * theta).sum(-1) instead of x @ theta "
+        "(see docs/core.md, 'Your own Pyro model'); engine 'nuts' does not need it"
+    )
+
+
+def _per_particle_log_prob(node: dict, nesting: int, n: int) -> torch.Tensor | None:
+    """The log-density of a site traced under the ``n``-particle plate, summed per particle ``[n]``; None
+    when it has no particle dim or its log-density cannot be evaluated."""
+    try:
+        lp = node["fn"].log_prob(node["value"])
+        ax = lp.dim() - (nesting + 1)
+        if ax < 0 or lp.shape[ax] not in (1, n):
+            return None
+        per = lp.movedim(ax, 0)
+        return per.expand(n, *per.shape[1:]).reshape(n, -1).sum(-1)
+    except (RuntimeError, ValueError):
+        return None

@@ -1,4 +1,21 @@
-"""Stochastic variational inference with Pyro autoguides and ELBO convergence detection."""
+"""Stochastic variational inference with Pyro autoguides and ELBO convergence detection.
+
+Convergence: every ``window`` steps the mean loss of the last window is compared with the previous
+window's; the run stops when the decrease is below ``rtol`` · |loss| + 2 standard errors of the
+window mean, i.e. indistinguishable from Monte-Carlo noise. A plateau is not an optimum: with
+ϑ ~ N(θ, I/λ²) and λ = 1000 the centred ELBO is a ridge of curvature λ² on which Adam stalls (θ stays
+near the prior mean with sd ≈ 0.005 while the posterior sd is ≈ 0.15). Hence
+
+* ``reparam``: every latent Normal site is fitted in non-centred form (ϑ = θ + ε/λ, ε ~ N(0, I),
+  ``LocScaleReparam``), the ridge disappears; the sampler returns the original sites. ``"auto"``
+  (default) does so when a latent Normal site has a scale below 0.1 (λ > 10): on well-scaled models the
+  centred form converges in fewer steps (PSPL's λ = 10 test needs it within 150 steps);
+* ``check`` (default): after the plateau, the ELBO gradient with respect to the guide parameters is
+  estimated from ``16 × num_particles`` fresh particles in 16 batches; ``grad_z2`` is the mean over
+  parameters of (mean gradient / its standard error)², ≈ 1 at an optimum. ``grad_z2 > 10`` means the
+  gradient is far above its Monte-Carlo noise: ``converged`` is set False and the reason is given in
+  ``diagnostics["warnings"]``.
+"""
 
 from __future__ import annotations
 
@@ -43,21 +60,9 @@ def fit_svi(
 ) -> tuple[Callable[[int, torch.Generator], dict[str, torch.Tensor]], dict[str, Any]]:
     """Fit ``guide`` ∈ {normal, mvn, lowrank} by maximising the ELBO (ClippedAdam, learning-rate decay).
 
-    Convergence: every ``window`` steps the mean loss of the last window is compared with the previous
-    window's; the run stops when the decrease is below ``rtol`` · |loss| + 2 standard errors of the
-    window mean, i.e. indistinguishable from Monte-Carlo noise. A plateau is not an optimum: with
-    ϑ ~ N(θ, I/λ²) and λ = 1000 the centred ELBO is a ridge of curvature λ² on which Adam stalls (θ stays
-    near the prior mean with sd ≈ 0.005 while the posterior sd is ≈ 0.15). Hence
-
-    * ``reparam``: every latent Normal site is fitted in non-centred form (ϑ = θ + ε/λ, ε ~ N(0, I),
-      ``LocScaleReparam``), the ridge disappears; the sampler returns the original sites. ``"auto"``
-      (default) does so when a latent Normal site has a scale below 0.1 (λ > 10): on well-scaled models the
-      centred form converges in fewer steps (PSPL's λ = 10 test needs it within 150 steps);
-    * ``check`` (default): after the plateau, the ELBO gradient with respect to the guide parameters is
-      estimated from ``16 × num_particles`` fresh particles in 16 batches; ``grad_z2`` is the mean over
-      parameters of (mean gradient / its standard error)², ≈ 1 at an optimum. ``grad_z2 > 10`` means the
-      gradient is far above its Monte-Carlo noise: ``converged`` is set False and the reason is given in
-      ``diagnostics["warnings"]``.
+    Stops at the ELBO's plateau (:func:`_run_to_plateau`); ``reparam`` fits the latent Normal sites in
+    non-centred form (``"auto"``: when one has a scale below 0.1), ``check`` sets ``converged`` False when
+    ``grad_z2 > 10`` (:func:`_gradient_check`); the module docstring says why both are needed.
 
     Returns a sampler and diagnostics (``elbo`` trace, ``steps``, ``plateau``, ``grad_z2``,
     ``converged``, ``warnings``).
@@ -69,20 +74,38 @@ def fit_svi(
     if reparam == "auto":
         reparam = _stiff(model, infos)
     run_model, rinfos = noncentred(model, infos) if reparam else (model, infos)
-    kw = {"rank": rank} if guide == "lowrank" and rank else {}
-    g = (
-        GUIDES[guide](run_model, init_scale=0.05, **kw)
-        if guide != "lowrank"
-        else GUIDES[guide](run_model, **kw)
-    )
+    g = _guide(run_model, guide, rank)
     optim = ClippedAdam({"lr": lr, "lrd": 0.1 ** (1 / max_steps)})
     elbo = Trace_ELBO(
         num_particles=num_particles, vectorize_particles=True, max_plate_nesting=max_plate_nesting
     )
     svi = SVI(run_model, g, optim, elbo)
-    losses: list[float] = []
-    converged = False
     bar = tqdm(range(max_steps), desc=f"svi[{guide}]", disable=not progress_enabled(progress), leave=False)
+    losses, plateau = _run_to_plateau(svi, bar, min_steps, window, rtol)
+    diag: dict[str, Any] = {"elbo": [-v for v in losses], "steps": len(losses), "plateau": plateau}
+    diag.update(guide=guide, reparam=run_model is not model, warnings=[])
+    if not plateau:
+        diag["warnings"].append(f"ELBO still decreasing after max_steps = {max_steps}")
+    gradient_ok = _gradient_check(run_model, g, num_particles, max_plate_nesting, diag) if check else True
+    diag["converged"] = plateau and gradient_ok
+    return _sampler(g, run_model, model, rinfos, infos, max_plate_nesting), diag
+
+
+def _guide(model: Callable, guide: str, rank: int | None) -> Callable:
+    """The autoguide ``guide`` of ``model`` (``init_scale`` 0.05 except the low-rank one)."""
+    kw = {"rank": rank} if guide == "lowrank" and rank else {}
+    if guide == "lowrank":
+        return GUIDES[guide](model, **kw)
+    return GUIDES[guide](model, init_scale=0.05, **kw)
+
+
+def _run_to_plateau(
+    svi: SVI, bar: tqdm, min_steps: int, window: int, rtol: float
+) -> tuple[list[float], bool]:
+    """Take SVI steps until the mean loss of the last ``window`` steps is no longer below the previous
+    window's by more than ``rtol`` · |loss| + 2 standard errors; returns the losses and whether it stopped
+    on that plateau (False: ``bar`` ran out)."""
+    losses: list[float] = []
     for step in bar:
         losses.append(float(svi.step()))
         if step + 1 >= max(min_steps, 2 * window) and (step + 1) % window == 0:
@@ -91,36 +114,47 @@ def fit_svi(
             change = float(prev.mean() - last.mean())
             noise = float(last.std()) / window**0.5
             if change < rtol * abs(float(last.mean())) + 2 * noise:
-                converged = True
-                break
+                return losses, True
             bar.set_postfix(loss=f"{float(last.mean()):.3f}")
+    return losses, False
+
+
+def _gradient_check(model: Callable, guide: Callable, num_particles: int, nesting: int, diag: dict) -> bool:
+    """Record ``grad_z2`` (:func:`gradient_z2`) in ``diag``; False (with a warning) when it exceeds 10."""
+    z2 = gradient_z2(model, guide, num_particles, nesting)
+    diag["grad_z2"] = z2
+    if z2 > 10:
+        diag["warnings"].append(
+            f"ELBO gradient is {z2**0.5:.1f}x its Monte-Carlo noise at the end (plateau is a stall, "
+            "not an optimum: the posterior is likely collapsed; try reparam=True, more max_steps or lr)"
+        )
+        return False
+    return True
+
+
+def _sampler(
+    guide: Callable,
+    run_model: Callable,
+    model: Callable,
+    rinfos: dict[str, SiteInfo],
+    infos: dict[str, SiteInfo],
+    nesting: int,
+) -> Callable[[int, torch.Generator], dict[str, torch.Tensor]]:
+    """``sampler(n, gen)``: n guide draws of ``model``'s latents (recovered from the non-centred sites of
+    ``run_model`` when it was reparametrised), float64."""
     latents = [k for k, i in infos.items() if not i.observed]
     rlatents = [k for k, i in rinfos.items() if not i.observed]
-    diag: dict[str, Any] = {"elbo": [-v for v in losses], "steps": len(losses), "plateau": converged}
-    diag.update(guide=guide, reparam=run_model is not model, warnings=[])
-    if not converged:
-        diag["warnings"].append(f"ELBO still decreasing after max_steps = {max_steps}")
-    if check:
-        z2 = gradient_z2(run_model, g, num_particles, max_plate_nesting)
-        diag["grad_z2"] = z2
-        if z2 > 10:
-            converged = False
-            diag["warnings"].append(
-                f"ELBO gradient is {z2**0.5:.1f}x its Monte-Carlo noise at the end (plateau is a stall, "
-                "not an optimum: the posterior is likely collapsed; try reparam=True, more max_steps or lr)"
-            )
-    diag["converged"] = converged
 
     def sampler(n: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
         pyro.set_rng_seed(int(torch.randint(2**31 - 1, (1,), generator=gen)))
-        with torch.no_grad(), pyro.plate("_particles", n, dim=-(max_plate_nesting + 1)):
-            s = g()
+        with torch.no_grad(), pyro.plate("_particles", n, dim=-(nesting + 1)):
+            s = guide()
         s = {k: from_particles(s[k], rinfos[k], n) for k in rlatents}
         if run_model is not model:
-            s = recover_sites(run_model, s, rinfos, infos, max_plate_nesting)
+            s = recover_sites(run_model, s, rinfos, infos, nesting)
         return {k: s[k].double() for k in latents}
 
-    return sampler, diag
+    return sampler
 
 
 def gradient_z2(
