@@ -156,42 +156,15 @@ class BTLinearProblem:
         dtype: torch.dtype = _FLOAT,
     ) -> BTLinearProblem:
         """Build an unbatched problem from lists/arrays (any of the data may be ``None``/empty)."""
-        mu0_t = torch.as_tensor(mu0, dtype=dtype, device=device)
-        d = int(mu0_t.shape[-1])
-
-        def mat(v, name):
-            if v is None:
-                return torch.zeros(0, d, dtype=dtype, device=device)
-            t = torch.as_tensor(v, dtype=dtype, device=device)
-            if t.numel() == 0:
-                return torch.zeros(0, d, dtype=dtype, device=device)
-            if t.dim() != 2 or t.shape[1] != d:
-                raise DataError(name, tuple(t.shape), f"expected shape [n, {d}] (dim = {d})")
-            return t
-
-        x0_t, x1_t, x_t = mat(x0, "preferences.x0"), mat(x1, "preferences.x1"), mat(x, "rewards.x")
+        d = int(torch.as_tensor(mu0, dtype=dtype, device=device).shape[-1])
+        x0_t, x1_t, x_t = (
+            _rows(v, name, d, dtype, device)
+            for v, name in ((x0, "preferences.x0"), (x1, "preferences.x1"), (x, "rewards.x"))
+        )
         n, t_len = x0_t.shape[0], x_t.shape[0]
-        y_t = torch.as_tensor([] if y is None else y, dtype=dtype, device=device).reshape(-1)
-        rat = (
-            torch.zeros(n, dtype=torch.long, device=device)
-            if rater is None
-            else torch.as_tensor(rater, device=device)
-        )
-        onl = (
-            torch.zeros(n, dtype=torch.bool, device=device)
-            if pref_online is None
-            else torch.as_tensor(pref_online, device=device)
-        )
+        y_t, rat, onl = _pref_columns(y, rater, pref_online, n, dtype, device)
         r_t = torch.as_tensor([] if r is None else r, dtype=dtype, device=device).reshape(-1)
-        for name, v, want in (
-            ("preferences.x1", x1_t.shape[0], n),
-            ("preferences.y", y_t.shape[0], n),
-            ("preferences.rater", rat.reshape(-1).shape[0], n),
-            ("preferences.online", onl.reshape(-1).shape[0], n),
-            ("rewards.r", r_t.shape[0], t_len),
-        ):
-            if v != want:
-                raise DataError(name, v, f"length must match the number of records ({want})")
+        _check_lengths(n, t_len, x1_t, y_t, rat, onl, r_t)
         prob = cls.empty(
             mu0,
             cov0,
@@ -371,3 +344,55 @@ class BTLinearProblem:
                 raise DataError("raters.lam", v, "knowledgeability must be finite and > 0", index=i)
         if not (math.isfinite(self.noise_sd) and self.noise_sd > 0):
             raise DataError("noise_sd", self.noise_sd, "must be finite and > 0")
+
+
+def _rows(v: object, name: str, d: int, dtype: torch.dtype, device: str | torch.device) -> torch.Tensor:
+    """The records ``v`` as an ``[n, d]`` tensor (``None`` or empty: ``[0, d]``); refuses another shape."""
+    if v is None:
+        return torch.zeros(0, d, dtype=dtype, device=device)
+    t = torch.as_tensor(v, dtype=dtype, device=device)
+    if t.numel() == 0:
+        return torch.zeros(0, d, dtype=dtype, device=device)
+    if t.dim() != 2 or t.shape[1] != d:
+        raise DataError(name, tuple(t.shape), f"expected shape [n, {d}] (dim = {d})")
+    return t
+
+
+def _pref_columns(
+    y: object, rater: object, pref_online: object, n: int, dtype: torch.dtype, device: str | torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Labels ``y`` (``dtype``), rater indices (default 0) and online flags (default False) as tensors."""
+    y_t = torch.as_tensor([] if y is None else y, dtype=dtype, device=device).reshape(-1)
+    rat = (
+        torch.zeros(n, dtype=torch.long, device=device)
+        if rater is None
+        else torch.as_tensor(rater, device=device)
+    )
+    onl = (
+        torch.zeros(n, dtype=torch.bool, device=device)
+        if pref_online is None
+        else torch.as_tensor(pref_online, device=device)
+    )
+    return y_t, rat, onl
+
+
+def _check_lengths(
+    n: int,
+    t_len: int,
+    x1: torch.Tensor,
+    y: torch.Tensor,
+    rater: torch.Tensor,
+    online: torch.Tensor,
+    r: torch.Tensor,
+) -> None:
+    """Refuse preference fields whose length is not ``n`` (the number of ``x0``) and rewards ``r`` whose
+    length is not ``t_len`` (the number of ``x``), naming the first such field."""
+    for name, v, want in (
+        ("preferences.x1", x1.shape[0], n),
+        ("preferences.y", y.shape[0], n),
+        ("preferences.rater", rater.reshape(-1).shape[0], n),
+        ("preferences.online", online.reshape(-1).shape[0], n),
+        ("rewards.r", r.shape[0], t_len),
+    ):
+        if v != want:
+            raise DataError(name, v, f"length must match the number of records ({want})")

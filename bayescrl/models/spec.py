@@ -294,12 +294,47 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
     if not isinstance(spec, dict):
         raise ConfigError("spec", spec, "must be a mapping")
     check_spec_keys(spec)
+    d = _dim(spec)
+    mean, cov = _prior(spec.get("prior") or {}, d)
+    noise_sd = _num(spec.get("noise_sd", 1.0), "noise_sd", positive=True)
+    ids, beta, lam, beta_priors, lam_priors = _rater_table(spec.get("raters"))
+    problem_of = partial(
+        BTLinearProblem.from_data, mean, cov, beta, lam, noise_sd, rater_ids=tuple(ids), device=device
+    )
+    x0, x1, y, rater, online = _prefs(_records(spec, "preferences"), d, ids, "preferences")
+    xs, rs = _rewards(_records(spec, "rewards"), d)
+    n = len(y)
+    problem = problem_of(
+        x0=x0 if n else None,
+        x1=x1 if n else None,
+        y=y,
+        rater=rater if n else None,
+        pref_online=online if n else None,
+        x=xs if len(rs) else None,
+        r=rs,
+    )
+    heldout = None
+    if spec.get("heldout"):
+        h = _prefs(_records(spec, "heldout"), d, ids, "heldout")
+        heldout = problem_of(x0=h[0], x1=h[1], y=h[2], rater=h[3])
+    transitions = _transitions(spec.get("transitions"), device) if spec.get("transitions") else None
+    truth = _truth(spec.get("truth"), d, len(ids), device)
+    return SpecModel(problem, tuple(ids), beta_priors, lam_priors, transitions, heldout, truth, spec)
+
+
+def _dim(spec: dict[str, Any]) -> int:
+    """The reward dimension d (required, an integer >= 1)."""
     if "dim" not in spec:
         raise ConfigError("dim", None, "required (reward dimension d)")
     d = spec["dim"]
     if isinstance(d, bool) or not isinstance(d, int) or d < 1:
         raise ConfigError("dim", d, "must be an integer >= 1")
-    prior = spec.get("prior") or {}
+    return d
+
+
+def _prior(prior: Any, d: int) -> tuple[list[float], torch.Tensor]:
+    """The prior mean ``[d]`` and covariance ``[d, d]`` of θ (Eq. `informed_prior`'s N(μ0, Σ0)): ``cov`` a
+    scalar (times I), a diagonal list or a symmetric positive-definite matrix."""
     if not isinstance(prior, dict):
         raise ConfigError("prior", prior, "must be a mapping {mean, cov}")
     mean = _vec(prior.get("mean", [0.0] * d), d, "prior.mean")
@@ -316,9 +351,15 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
         raise DataError("prior.cov", cov_raw, "must be symmetric")
     if torch.linalg.cholesky_ex(cov)[1] != 0:
         raise DataError("prior.cov", cov_raw, "must be positive definite")
-    noise_sd = _num(spec.get("noise_sd", 1.0), "noise_sd", positive=True)
+    return mean, cov
 
-    raters = spec.get("raters") or [{"id": "r0", "beta": 1.0, "lam": 1.0}]
+
+def _rater_table(
+    raters: Any,
+) -> tuple[dict[str, int], list[float], list[float], dict[int, CompetencePrior], dict[int, CompetencePrior]]:
+    """Rater index by id, β and λ values (a prior's mean for the fixed-competence engines) and the priors of
+    the raters whose β or λ is unknown; no ``raters`` is one rater with β = λ = 1."""
+    raters = raters or [{"id": "r0", "beta": 1.0, "lam": 1.0}]
     if not isinstance(raters, list):
         raise ConfigError("raters", raters, "must be a list of {id, beta, lam}")
     ids: dict[str, int] = {}
@@ -331,54 +372,20 @@ def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> S
             beta_priors[i] = r.beta
         if isinstance(r.lam, CompetencePrior):
             lam_priors[i] = r.lam
+    return ids, beta, lam, beta_priors, lam_priors
 
-    x0, x1, y, rater, online = _prefs(_records(spec, "preferences"), d, ids, "preferences")
-    xs, rs = _rewards(_records(spec, "rewards"), d)
-    n = len(y)
-    problem = BTLinearProblem.from_data(
-        mean,
-        cov,
-        beta,
-        lam,
-        noise_sd,
-        x0=x0 if n else None,
-        x1=x1 if n else None,
-        y=y,
-        rater=rater if n else None,
-        pref_online=online if n else None,
-        x=xs if len(rs) else None,
-        r=rs,
-        rater_ids=tuple(ids),
-        device=device,
-    )
-    heldout = None
-    if spec.get("heldout"):
-        h = _prefs(_records(spec, "heldout"), d, ids, "heldout")
-        heldout = BTLinearProblem.from_data(
-            mean,
-            cov,
-            beta,
-            lam,
-            noise_sd,
-            x0=h[0],
-            x1=h[1],
-            y=h[2],
-            rater=h[3],
-            rater_ids=tuple(ids),
-            device=device,
-        )
-    transitions = _transitions(spec.get("transitions"), device) if spec.get("transitions") else None
-    truth = None
-    if isinstance(spec.get("truth"), dict) and "theta" in spec["truth"]:
-        truth = {
-            "theta": torch.tensor(_vec(spec["truth"]["theta"], d, "truth.theta"), dtype=DT, device=device)
-        }
-        vt = spec["truth"].get("vartheta")
-        if vt is not None:
-            if not isinstance(vt, list) or len(vt) != len(ids):
-                raise DataError("truth.vartheta", vt, f"must list one [d] vector per rater ({len(ids)})")
-            truth["vartheta"] = torch.from_numpy(_matrix(vt, d, "truth.vartheta")).to(device)
-    return SpecModel(problem, tuple(ids), beta_priors, lam_priors, transitions, heldout, truth, spec)
+
+def _truth(truth: Any, d: int, num_raters: int, device) -> dict[str, torch.Tensor] | None:
+    """The true θ (and the raters' ϑ, if given) of simulated data, or None without ``truth.theta``."""
+    if not isinstance(truth, dict) or "theta" not in truth:
+        return None
+    out = {"theta": torch.tensor(_vec(truth["theta"], d, "truth.theta"), dtype=DT, device=device)}
+    vt = truth.get("vartheta")
+    if vt is not None:
+        if not isinstance(vt, list) or len(vt) != num_raters:
+            raise DataError("truth.vartheta", vt, f"must list one [d] vector per rater ({num_raters})")
+        out["vartheta"] = torch.from_numpy(_matrix(vt, d, "truth.vartheta")).to(device)
+    return out
 
 
 def _transitions(t: Any, device) -> TransitionData:
