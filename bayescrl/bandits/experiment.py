@@ -126,47 +126,61 @@ def assumed_competence(
     lam = lam.expand(S, R).clone()
     beta_items = spec_beta if isinstance(spec_beta, (list, tuple)) else [spec_beta] * R
     beta = torch.empty(S, R, dtype=dt, device=dev)
-    x0, x1 = data.features(env.arms)
     for r, item in enumerate(beta_items):
-        rows = data.rater[0] == r  # records of rater r (same layout in every seed)
-
-        def sub(t: torch.Tensor, rows: torch.Tensor = rows) -> torch.Tensor:
-            return t[:, rows]
-
-        if item == "true":
-            beta[:, r] = data.raters[r].beta_value()
-        elif item == "infer":
-            beta[:, r] = 1.0  # set by the pool fit below
-        elif item in ("mle", "infer-beta"):
-            lam_r = float(lam[0, r])
-            beta[:, r] = beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r)
-        elif item == "entropy":
-            beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=opts["entropy_c"])
-        elif item == "entropy-oracle":  # labelled ablation: c calibrated to the true β on this data
-            h = 1.0 / beta_entropy(sub(data.winners()), env.K, c=1.0)
-            c = float(data.raters[r].beta_value()) * float(h.mean())
-            beta[:, r] = beta_entropy(sub(data.winners()), env.K, c=c)
-        elif item == "bayes":
-            beta[:, r] = beta_bayes(
-                sub(x0),
-                sub(x1),
-                sub(data.y),
-                env.mu0,
-                env.cov0,
-                float(lam[0, r]),
-                beta_loc=opts["beta_prior_loc"],
-                beta_scale=opts["beta_prior_scale"],
-                steps=opts["bayes_steps"],
-                seed=seed,
-            )
-        else:
-            beta[:, r] = float(item)
+        beta[:, r] = _assumed_beta(item, r, float(lam[0, r]), env, data, opts, seed)
     infer = [item == "infer" for item in beta_items]
     if any(infer):
         fitted = pool_competence(infer, beta, lam, env, data, opts, seed=seed)
         if pools is not None:
             pools.extend(fitted)
     return beta, lam
+
+
+def _assumed_beta(
+    item: Any,
+    r: int,
+    lam_r: float,
+    env: LinearBandit,
+    data: OfflineData,
+    opts: Mapping[str, Any],
+    seed: int,
+) -> torch.Tensor | float:
+    """The β of rater ``r`` that an agent assumes, per seed ``[S]`` or one number: the true β, a number, or
+    estimated from the rater's records of ``D0`` (``mle``, ``entropy``, ``entropy-oracle``, ``bayes``);
+    ``infer`` gives a placeholder 1 that :func:`pool_competence` replaces."""
+    rows = data.rater[0] == r  # records of rater r (same layout in every seed)
+
+    def sub(t: torch.Tensor) -> torch.Tensor:
+        return t[:, rows]
+
+    if item == "true":
+        return data.raters[r].beta_value()
+    if item == "infer":
+        return 1.0  # set by the pool fit
+    if item in ("mle", "infer-beta"):
+        x0, x1 = data.features(env.arms)
+        return beta_mle(sub(x0), sub(x1), sub(data.y), env.mu0, env.cov0, lam_r)
+    if item == "entropy":
+        return beta_entropy(sub(data.winners()), env.K, c=opts["entropy_c"])
+    if item == "entropy-oracle":  # labelled ablation: c calibrated to the true β on this data
+        h = 1.0 / beta_entropy(sub(data.winners()), env.K, c=1.0)
+        c = float(data.raters[r].beta_value()) * float(h.mean())
+        return beta_entropy(sub(data.winners()), env.K, c=c)
+    if item == "bayes":
+        x0, x1 = data.features(env.arms)
+        return beta_bayes(
+            sub(x0),
+            sub(x1),
+            sub(data.y),
+            env.mu0,
+            env.cov0,
+            lam_r,
+            beta_loc=opts["beta_prior_loc"],
+            beta_scale=opts["beta_prior_scale"],
+            steps=opts["bayes_steps"],
+            seed=seed,
+        )
+    return float(item)
 
 
 def make_agent(
@@ -178,40 +192,9 @@ def make_agent(
     gen = run_generators(cfg["seed"], env.num_seeds, key=lambda s: s * 1_000_003 + crc)
     aid, lbl = spec["id"], spec["label"]
     S, d = env.num_seeds, env.d
-    boot = dict(
-        p_offline=opts["p_offline"],
-        p_online=opts["p_online"],
-        online_noise=opts["online_noise"],
-        anchor_prior=opts["anchor_prior"],
-        tol=opts["tol"],
-        max_iter=opts["max_iter"],
-    )
+    boot = {k: opts[k] for k in ("p_offline", "p_online", "online_noise", "anchor_prior", "tol", "max_iter")}
     if aid in ("warmpref-ps-bootstrap", "warmpref-ps", "warmtsof"):
-        pools: list = []
-        beta, lam = assumed_competence(
-            spec.get("beta", cfg["assumed"]["beta"]),
-            spec.get("lam", cfg["assumed"]["lam"]),
-            env,
-            data,
-            opts,
-            seed=cfg["seed"],
-            pools=pools,
-        )
-        if aid == "warmpref-ps-bootstrap":
-            agent: Agent = BootstrapAgent(env, data, beta, lam, generator=gen, label=lbl, **boot)
-        elif aid == "warmtsof":
-            agent = WarmTSOFAgent(
-                env, data, beta, lam, generator=gen, cost=opts["cost"], eps0=opts["eps0"], label=lbl, **boot
-            )
-        else:
-            mean, cov = informed_prior(
-                env, data, beta, lam, opts["engine"], opts["engine_options"], seed=cfg["seed"]
-            )
-            agent = GaussianPSAgent(env, mean, cov, env.noise_sd, generator=gen, label=lbl)
-        agent.assumed_beta = beta  # type: ignore[attr-defined]
-        agent.assumed_lam = lam  # type: ignore[attr-defined]
-        agent.rater_pools = pools  # type: ignore[attr-defined]
-        return agent
+        return _informed_agent(spec, cfg, env, data, opts, gen, boot)
     if aid == "naive-ps":
         R = len(data.raters)
         beta = torch.full((S, R), float(opts["naive_beta"]), dtype=env.arms.dtype, device=env.arms.device)
@@ -240,6 +223,46 @@ def make_agent(
             label=lbl,
         )
     raise ConfigError("agents", aid, "unknown agent id")  # pragma: no cover - validated before
+
+
+def _informed_agent(
+    spec: Mapping[str, Any],
+    cfg: Mapping[str, Any],
+    env: LinearBandit,
+    data: OfflineData,
+    opts: Mapping[str, Any],
+    gen: list[torch.Generator],
+    boot: Mapping[str, Any],
+) -> Agent:
+    """An agent that uses ``D0`` with the competence it assumes (:func:`assumed_competence`):
+    warmPref-PS by the bootstrap (Alg. 1), warmTSOF, or warmPref-PS from the informed Gaussian prior
+    (Eq. `informed_prior`, engine ``options.engine``). The assumed β, λ and rater pools are attached."""
+    aid, lbl = spec["id"], spec["label"]
+    pools: list = []
+    beta, lam = assumed_competence(
+        spec.get("beta", cfg["assumed"]["beta"]),
+        spec.get("lam", cfg["assumed"]["lam"]),
+        env,
+        data,
+        opts,
+        seed=cfg["seed"],
+        pools=pools,
+    )
+    if aid == "warmpref-ps-bootstrap":
+        agent: Agent = BootstrapAgent(env, data, beta, lam, generator=gen, label=lbl, **boot)
+    elif aid == "warmtsof":
+        agent = WarmTSOFAgent(
+            env, data, beta, lam, generator=gen, cost=opts["cost"], eps0=opts["eps0"], label=lbl, **boot
+        )
+    else:
+        mean, cov = informed_prior(
+            env, data, beta, lam, opts["engine"], opts["engine_options"], seed=cfg["seed"]
+        )
+        agent = GaussianPSAgent(env, mean, cov, env.noise_sd, generator=gen, label=lbl)
+    agent.assumed_beta = beta  # type: ignore[attr-defined]
+    agent.assumed_lam = lam  # type: ignore[attr-defined]
+    agent.rater_pools = pools  # type: ignore[attr-defined]
+    return agent
 
 
 def run_agent(
@@ -350,25 +373,9 @@ def run_sweep(
     ``out/summary.png`` a grouped bar chart (mean ± 1 sd final regret).
     """
     sweep = config.get("sweep") or {}
-    if not isinstance(sweep, Mapping) or not sweep:
-        raise ConfigError("sweep", sweep, "must be a non-empty mapping {dotted.key: [values]}")
-    for k, v in sweep.items():
-        if not isinstance(v, (list, tuple)) or not v:
-            raise ConfigError(f"sweep.{k}", v, "must be a non-empty list of values")
-    base = {k: v for k, v in config.items() if k != "sweep"}
-    keys = list(sweep)
+    grid = _sweep_grid(config, sweep, seeds)
     cells: dict[str, Any] = {}
     t0 = time.perf_counter()
-    grid = []
-    for values in itertools.product(*(sweep[k] for k in keys)):
-        assign = dict(zip(keys, values, strict=True))
-        cfg = apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in assign.items()])
-        try:
-            resolve_config(cfg, seeds)  # every cell is validated before the first one runs
-        except ConfigError as exc:
-            why = f"{exc.reason} (sweep cell {_cell_name(assign)})"
-            raise ConfigError(exc.field, exc.value, why, exc.index) from None
-        grid.append((assign, cfg))
     for assign, cfg in grid:
         name = _cell_name(assign)
         folder = name.replace("=", "_").replace(",", "__")
@@ -386,6 +393,31 @@ def run_sweep(
         write_json(Path(out) / "summary.json", summary)
         plot_cells(cells, Path(out) / "summary.png", title=config.get("name", ""))
     return summary
+
+
+def _sweep_grid(
+    config: Mapping[str, Any], sweep: Any, seeds: int
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every cell ``(assignment, config)`` of the cartesian product of ``sweep``, each validated before the
+    first one runs (an error names its cell)."""
+    if not isinstance(sweep, Mapping) or not sweep:
+        raise ConfigError("sweep", sweep, "must be a non-empty mapping {dotted.key: [values]}")
+    for k, v in sweep.items():
+        if not isinstance(v, (list, tuple)) or not v:
+            raise ConfigError(f"sweep.{k}", v, "must be a non-empty list of values")
+    base = {k: v for k, v in config.items() if k != "sweep"}
+    keys = list(sweep)
+    grid = []
+    for values in itertools.product(*(sweep[k] for k in keys)):
+        assign = dict(zip(keys, values, strict=True))
+        cfg = apply_overrides(base, [f"{k}={json.dumps(v)}" for k, v in assign.items()])
+        try:
+            resolve_config(cfg, seeds)
+        except ConfigError as exc:
+            why = f"{exc.reason} (sweep cell {_cell_name(assign)})"
+            raise ConfigError(exc.field, exc.value, why, exc.index) from None
+        grid.append((assign, cfg))
+    return grid
 
 
 def plot_cells(cells: Mapping[str, Any], path: Path, title: str = "") -> Path:

@@ -53,6 +53,42 @@ class OfflineData:
         return torch.where(self.y == 0, self.i0, self.i1)
 
 
+def _check_counts(raters: Sequence[Rater], counts: Sequence[int]) -> None:
+    """Refuse a count list of another length than ``raters`` or a count that is not an integer >= 0."""
+    if len(counts) != len(raters):
+        raise ConfigError("offline.N", list(counts), f"give one count per rater ({len(raters)})")
+    for r, n in enumerate(counts):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ConfigError(
+                "offline.raters.N" if len(raters) > 1 else "offline.N",
+                n,
+                "must be an integer >= 0",
+                r if len(raters) > 1 else None,
+            )
+
+
+def _rater_records(
+    arms: torch.Tensor,
+    theta: torch.Tensor,
+    rater: Rater,
+    r: int,
+    n: int,
+    mu: torch.Tensor,
+    g: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One seed's ``n`` records of rater ``r`` (arms ``[K,d]``, ``θ [d]`` on the CPU): its belief
+    ϑ = θ + ε/λ, ε ~ N(0, I), pairs drawn from ``mu`` and its labels; returns ``i0, i1, y, rater [n]`` and
+    ``ϑ [d]``."""
+    d = arms.shape[-1]
+    vt = theta + torch.randn(d, generator=g, dtype=theta.dtype) / rater.lam_value()
+    if n:
+        pair = torch.multinomial(mu, 2 * n, replacement=True, generator=g).view(2, n)
+    else:
+        pair = torch.zeros(2, 0, dtype=torch.long, device="cpu")
+    y = label(arms[pair[0]], arms[pair[1]], vt.expand(n, d), rater.beta_value(), rater.expert, g)
+    return pair[0], pair[1], y, torch.full((n,), r, dtype=torch.long, device="cpu"), vt
+
+
 def sample_offline(
     arms: torch.Tensor,
     theta: torch.Tensor,
@@ -71,32 +107,14 @@ def sample_offline(
     S, K, d = arms.shape
     if mu is None:
         mu = torch.full((K,), 1.0 / K, dtype=torch.float64, device="cpu")
-    if len(counts) != len(raters):
-        raise ConfigError("offline.N", list(counts), f"give one count per rater ({len(raters)})")
-    for r, n in enumerate(counts):
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise ConfigError(
-                "offline.raters.N" if len(raters) > 1 else "offline.N",
-                n,
-                "must be an integer >= 0",
-                r if len(raters) > 1 else None,
-            )
+    _check_counts(raters, counts)
     i0s, i1s, ys, rs, vts = [], [], [], [], []
     for s, g in enumerate(generators):
-        i0_s, i1_s, y_s, r_s, vt_s = [], [], [], [], []
-        for r, (rater, n) in enumerate(zip(raters, counts, strict=True)):
-            vt = theta[s].cpu() + torch.randn(d, generator=g, dtype=theta.dtype) / rater.lam_value()
-            if n:
-                pair = torch.multinomial(mu, 2 * n, replacement=True, generator=g).view(2, n)
-            else:
-                pair = torch.zeros(2, 0, dtype=torch.long, device="cpu")
-            a = arms[s].cpu()
-            y = label(a[pair[0]], a[pair[1]], vt.expand(n, d), rater.beta_value(), rater.expert, g)
-            i0_s.append(pair[0])
-            i1_s.append(pair[1])
-            y_s.append(y)
-            r_s.append(torch.full((n,), r, dtype=torch.long, device="cpu"))
-            vt_s.append(vt)
+        records = [
+            _rater_records(arms[s].cpu(), theta[s].cpu(), rater, r, n, mu, g)
+            for r, (rater, n) in enumerate(zip(raters, counts, strict=True))
+        ]
+        i0_s, i1_s, y_s, r_s, vt_s = zip(*records, strict=True)
         i0s.append(torch.cat(i0_s))
         i1s.append(torch.cat(i1_s))
         ys.append(torch.cat(y_s))
