@@ -95,6 +95,36 @@ def _rows(t: Tensor, idx: Tensor) -> Tensor:
     return t.gather(1, idx.unsqueeze(-1).expand(-1, -1, t.shape[-1]))
 
 
+def _check_options(loss: str, tau: float, steps: int, batch_size: int) -> None:
+    """Refuse an unknown loss, τ <= 0, steps < 0 or batch_size < 1."""
+    if loss not in LOSSES:
+        raise ConfigError("agents.loss", loss, f"choose one of {list(LOSSES)}")
+    if not tau > 0:
+        raise ConfigError("agents.tau", tau, "regularisation strength must be > 0")
+    if steps < 0 or batch_size < 1:
+        raise ConfigError("agents.steps", (steps, batch_size), "steps >= 0 and batch_size >= 1 required")
+
+
+def _winners_losers(data: TrajectoryPairs) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """States ``[B, N, H+1]`` and actions ``[B, N, H]`` of the preferred and of the other trajectory of
+    every pair: ``(s_w, a_w, s_l, a_l)``."""
+    B, N = data.y.shape
+    H = data.actions.shape[-1]
+    win = data.y  # index of the preferred trajectory
+    sw = data.states.gather(2, win.view(B, N, 1, 1).expand(-1, -1, 1, H + 1)).squeeze(2)
+    aw = data.actions.gather(2, win.view(B, N, 1, 1).expand(-1, -1, 1, H)).squeeze(2)
+    sl = data.states.gather(2, (1 - win).view(B, N, 1, 1).expand(-1, -1, 1, H + 1)).squeeze(2)
+    al = data.actions.gather(2, (1 - win).view(B, N, 1, 1).expand(-1, -1, 1, H)).squeeze(2)
+    return sw, aw, sl, al
+
+
+def _preference_loss(h_pi: Tensor, loss: str, tau: float) -> Tensor:
+    """Per-pair loss of the log-ratio margin h_π: DPO −log σ(τ h_π), IPO (h_π − 1/(2τ))²."""
+    if loss == "dpo":
+        return -torch.nn.functional.logsigmoid(tau * h_pi)
+    return (h_pi - 1.0 / (2.0 * tau)) ** 2
+
+
 def train_offline_policy(
     data: TrajectoryPairs,
     ref_policy: Tensor,
@@ -114,12 +144,7 @@ def train_offline_policy(
     ``ref_policy [H, S, A]`` is π_ref (D0's behaviour policy). With ``N = 0`` the untrained (random
     initialisation) network's greedy policy is returned.
     """
-    if loss not in LOSSES:
-        raise ConfigError("agents.loss", loss, f"choose one of {list(LOSSES)}")
-    if not tau > 0:
-        raise ConfigError("agents.tau", tau, "regularisation strength must be > 0")
-    if steps < 0 or batch_size < 1:
-        raise ConfigError("agents.steps", (steps, batch_size), "steps >= 0 and batch_size >= 1 required")
+    _check_options(loss, tau, steps, batch_size)
     B, N = data.y.shape
     H = data.actions.shape[-1]
     dev = data.y.device
@@ -127,11 +152,7 @@ def train_offline_policy(
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     x = _inputs(S, H, B, device=dev)
     ref_table = torch.log(ref_policy.clamp_min(1e-12)).float().expand(B, -1, -1, -1)
-    win = data.y  # index of the preferred trajectory
-    sw = data.states.gather(2, win.view(B, N, 1, 1).expand(-1, -1, 1, H + 1)).squeeze(2)
-    aw = data.actions.gather(2, win.view(B, N, 1, 1).expand(-1, -1, 1, H)).squeeze(2)
-    sl = data.states.gather(2, (1 - win).view(B, N, 1, 1).expand(-1, -1, 1, H + 1)).squeeze(2)
-    al = data.actions.gather(2, (1 - win).view(B, N, 1, 1).expand(-1, -1, 1, H)).squeeze(2)
+    sw, aw, sl, al = _winners_losers(data)
     ref_margin = _traj_logp(ref_table, sw, aw) - _traj_logp(ref_table, sl, al) if N else None
     net.train()
     for _ in range(steps if N else 0):
@@ -139,10 +160,7 @@ def train_offline_policy(
         table = torch.log_softmax(net(x, generator=generator), -1).reshape(B, H, S, A)
         win_lp = _traj_logp(table, _rows(sw, idx), _rows(aw, idx))
         h_pi = win_lp - _traj_logp(table, _rows(sl, idx), _rows(al, idx)) - ref_margin.gather(1, idx)
-        if loss == "dpo":
-            obj = -torch.nn.functional.logsigmoid(tau * h_pi)
-        else:
-            obj = (h_pi - 1.0 / (2.0 * tau)) ** 2
+        obj = _preference_loss(h_pi, loss, tau)
         opt.zero_grad()
         obj.mean(-1).sum().backward()  # seeds are independent: sum of per-seed means
         opt.step()
