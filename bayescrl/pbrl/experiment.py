@@ -35,7 +35,14 @@ import torch
 from tqdm.auto import tqdm
 
 from bayescrl.pbrl.agents import AGENTS, OFFLINE_AGENTS, ONLINE_AGENTS, Context
-from bayescrl.pbrl.data import BEHAVIOURS, behaviour_policy, offline_dataset, offline_rater, sample_pairs
+from bayescrl.pbrl.data import (
+    BEHAVIOURS,
+    TrajectoryPairs,
+    behaviour_policy,
+    offline_dataset,
+    offline_rater,
+    sample_pairs,
+)
 from bayescrl.pbrl.envs import describe, env_sizes, make_env
 from bayescrl.pbrl.mdp import TabularMDP, policy_value, value_iteration
 from bayescrl.pbrl.offline_baselines import train_offline_policy
@@ -283,15 +290,59 @@ def _agent_beta(cfg: dict, data, mdp: TabularMDP) -> tuple[torch.Tensor | float,
     return float(beta), {"beta_estimate": None, "beta_assumed": float(beta)}
 
 
+@dataclass
+class _World:
+    """What every agent of one run shares: the MDP, the rater, D0 and the competence the Bayesian agents
+    assume."""
+
+    mdp: TabularMDP
+    """the true MDP (θ, P, ρ)"""
+    rater: BeliefRater
+    """the rater of D0 and of the online queries, one belief per seed"""
+    data: TrajectoryPairs
+    """D0, the offline trajectory pairs"""
+    v_star: float
+    """the optimal value V*(s_0) (value iteration on the true MDP)"""
+    beta: torch.Tensor | float
+    """the β the Bayesian agents assume"""
+    lam: float
+    """the λ the Bayesian agents assume (finite)"""
+    behaviour: torch.Tensor
+    """D0's behaviour policy π_ref"""
+
+    def value(self, pi: torch.Tensor) -> torch.Tensor:
+        """V^π(s_0) per seed on the true MDP."""
+        return policy_value(self.mdp.P, self.mdp.r, self.mdp.rho, pi)
+
+
 def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = True) -> dict:
     """Run every agent of a validated config on ``seeds`` seeds (batched, one random stream per seed: seed
     ``b`` is the single-seed run with ``cfg["seed"] + b``); return the metrics dict."""
     if not isinstance(seeds, int) or seeds < 1:
         raise ConfigError("seeds", seeds, "must be an integer >= 1")
+    world, beta_info = _make_world(cfg, seeds, device)
+    model = {**beta_info, "lam_assumed": world.lam}
+    out: dict[str, Any] = {"optimal_value": world.v_star, "model": model, "agents": {}}
+    for name in cfg["agents"]:
+        t0 = time.perf_counter()
+        agen = run_generators(cfg["seed"], seeds, key=lambda s, i=AGENT_STREAM[name]: s * 1000 + 17 * i + 1)
+        params = dict(cfg["agent_params"].get(name, {}))
+        if name in OFFLINE_AGENTS:
+            sr, cum, extra = _run_offline_agent(world, name, params, agen, seeds, cfg["K"])
+        else:
+            sr, cum, extra = _run_online_agent(world, name, params, agen, cfg, progress)
+        wall = time.perf_counter() - t0
+        out["agents"][name] = summarise(sr, cum, wall) | extra
+    return out
+
+
+def _make_world(cfg: dict, seeds: int, device: str) -> tuple[_World, dict]:
+    """The MDP, the rater (β, λ of ``offline``) and D0 of every seed, V*, and the competence the agents
+    assume (with its description for results.json)."""
     # the random streams are CPU generators (one per seed/agent); draws move to the device
     # (bayescrl.utils.seeding.draw), so a CUDA run uses the same numbers as a CPU run
     mdp = make_env(cfg["env"], device=device)
-    off, pr, K = cfg["offline"], cfg["prior"], cfg["K"]
+    off = cfg["offline"]
     gen = run_generators(cfg["seed"], seeds)  # seed b of the batch: the single run with seed `seed + b`
     rater = BeliefRater.sample(mdp.theta, seeds, off["beta"], off["lam"], off["expert"], generator=gen)
     data = offline_dataset(mdp, rater, off["N"], off["behaviour"], off["epsilon"], generator=gen)
@@ -302,67 +353,68 @@ def run_agents(cfg: dict, seeds: int, *, device: str = "cpu", progress: bool = T
         lam = 1e4  # the core needs a finite λ: 1e4 makes ϑ = θ to 1e-4
     beta, beta_info = _agent_beta(cfg, data, mdp)
     beh = behaviour_policy(mdp, off["behaviour"], off["epsilon"])
-    out: dict[str, Any] = {"optimal_value": v_star, "model": {**beta_info, "lam_assumed": lam}, "agents": {}}
+    return _World(mdp, rater, data, v_star, beta, lam, beh), beta_info
 
-    def value(pi: torch.Tensor) -> torch.Tensor:
-        return policy_value(mdp.P, mdp.r, mdp.rho, pi)
 
-    for name in cfg["agents"]:
-        t0 = time.perf_counter()
-        agen = run_generators(cfg["seed"], seeds, key=lambda s, i=AGENT_STREAM[name]: s * 1000 + 17 * i + 1)
-        params = dict(cfg["agent_params"].get(name, {}))
-        if name in OFFLINE_AGENTS:
-            pi = train_offline_policy(
-                data,
-                beh,
-                mdp.S,
-                mdp.A,
-                loss=name,
-                tau=float(params.get("tau", 0.1)),
-                steps=int(params.get("steps", 500)),
-                lr=float(params.get("lr", 3e-4)),
-                batch_size=int(params.get("batch_size", 256)),
-                generator=agen,
-            )
-            sr = (v_star - value(pi)).unsqueeze(-1).expand(seeds, K + 1)
-            cum = None
-            extra = {}
-        else:
-            ctx = Context(
-                mdp,
-                data,
-                K,
-                agen,
-                mu0=pr["mu0"],
-                sigma0=pr["sigma0"],
-                alpha0=pr["alpha0"],
-                beta=beta,
-                lam=lam,
-                behaviour=beh,
-                params=params,
-            )
-            agent = ONLINE_AGENTS[name](ctx)
-            sr = torch.zeros(seeds, K + 1, dtype=torch.float64, device=mdp.P.device)
-            cum = torch.zeros(seeds, K, dtype=torch.float64, device=mdp.P.device)
-            sr[:, 0] = v_star - value(agent.output_policy())
-            run = 0.0
-            it = tqdm(range(K), desc=f"{mdp.name}:{name}", disable=not progress, leave=False)
-            for k in it:
-                pi0, pi1 = agent.policies()
-                pairs = sample_pairs(mdp, pi0.unsqueeze(1), pi1.unsqueeze(1), rater, generator=agen)
-                agent.observe(pairs)
-                run = run + v_star - 0.5 * (value(pi0) + value(pi1))
-                cum[:, k] = run
-                sr[:, k + 1] = v_star - value(agent.output_policy())
-            extra = {}
-            if hasattr(agent, "solver_iters") and agent.solver_iters:
-                extra = {
-                    "newton_iters_mean": float(np.mean(agent.solver_iters)),
-                    "not_converged": int(agent.not_converged),
-                }
-        wall = time.perf_counter() - t0
-        out["agents"][name] = summarise(sr, cum, wall) | extra
-    return out
+def _run_offline_agent(
+    world: _World, name: str, params: dict, agen: list[torch.Generator], seeds: int, K: int
+) -> tuple[torch.Tensor, None, dict]:
+    """DPO / IPO trained on D0 only: its simple regret is flat over the K episodes, no cumulative regret."""
+    pi = train_offline_policy(
+        world.data,
+        world.behaviour,
+        world.mdp.S,
+        world.mdp.A,
+        loss=name,
+        tau=float(params.get("tau", 0.1)),
+        steps=int(params.get("steps", 500)),
+        lr=float(params.get("lr", 3e-4)),
+        batch_size=int(params.get("batch_size", 256)),
+        generator=agen,
+    )
+    sr = (world.v_star - world.value(pi)).unsqueeze(-1).expand(seeds, K + 1)
+    return sr, None, {}
+
+
+def _run_online_agent(
+    world: _World, name: str, params: dict, agen: list[torch.Generator], cfg: dict, progress: bool
+) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """K online episodes of agent ``name``: simple regret of its output policy after k = 0..K episodes
+    (Eq. `simple_regret_def`), cumulative regret of the policy pairs it played, solver statistics."""
+    mdp, K, pr, v_star, value = world.mdp, cfg["K"], cfg["prior"], world.v_star, world.value
+    ctx = Context(
+        mdp,
+        world.data,
+        K,
+        agen,
+        mu0=pr["mu0"],
+        sigma0=pr["sigma0"],
+        alpha0=pr["alpha0"],
+        beta=world.beta,
+        lam=world.lam,
+        behaviour=world.behaviour,
+        params=params,
+    )
+    agent = ONLINE_AGENTS[name](ctx)
+    seeds = len(agen)
+    sr = torch.zeros(seeds, K + 1, dtype=torch.float64, device=mdp.P.device)
+    cum = torch.zeros(seeds, K, dtype=torch.float64, device=mdp.P.device)
+    sr[:, 0] = v_star - value(agent.output_policy())
+    run = 0.0
+    for k in tqdm(range(K), desc=f"{mdp.name}:{name}", disable=not progress, leave=False):
+        pi0, pi1 = agent.policies()
+        pairs = sample_pairs(mdp, pi0.unsqueeze(1), pi1.unsqueeze(1), world.rater, generator=agen)
+        agent.observe(pairs)
+        run = run + v_star - 0.5 * (value(pi0) + value(pi1))
+        cum[:, k] = run
+        sr[:, k + 1] = v_star - value(agent.output_policy())
+    extra = {}
+    if hasattr(agent, "solver_iters") and agent.solver_iters:
+        extra = {
+            "newton_iters_mean": float(np.mean(agent.solver_iters)),
+            "not_converged": int(agent.not_converged),
+        }
+    return sr, cum, extra
 
 
 def summarise(sr: torch.Tensor, cum: torch.Tensor | None, wall: float) -> dict:
@@ -423,59 +475,66 @@ def plot_results(result: dict, out: Path) -> list[Path]:
 
     Regret is in the MDP's value units: ``V*(s_0) - V^pi(s_0)``, the expected episode return lost by the
     agent's current (simple) or played (cumulative) policies."""
-    paths = []
     name = result["env"]["name"]
     if "sweep" not in result:
-        ag = result["agents"]
-        curves = {a: (r["simple_regret_curve_mean"], r["simple_regret_curve_std"]) for a, r in ag.items()}
+        return _plot_agents(result["agents"], name, out)
+    return _plot_sweep(result["sweep"], name, out)
+
+
+def _plot_agents(ag: dict, name: str, out: Path) -> list[Path]:
+    """``simple_regret.png`` of every agent and ``cumulative_regret.png`` of the online ones."""
+    curves = {a: (r["simple_regret_curve_mean"], r["simple_regret_curve_std"]) for a, r in ag.items()}
+    x = list(range(len(next(iter(curves.values()))[0])))
+    paths = [
+        plot_mean_sd(
+            curves,
+            out / "simple_regret.png",
+            "online episodes k",
+            SIMPLE_REGRET_LABEL,
+            title=f"{name}: simple regret",
+            x=x,
+            logy=True,
+        )
+    ]
+    cum = {
+        a: (r["cumulative_regret_mean"], r["cumulative_regret_std"])
+        for a, r in ag.items()
+        if r["cumulative_regret_mean"] is not None and len(r["cumulative_regret_mean"])
+    }
+    if cum:
+        paths.append(
+            plot_mean_sd(
+                cum,
+                out / "cumulative_regret.png",
+                "online episodes k",
+                "cumulative regret Σ_k (V* − V^πk) (return units)",
+                title=f"{name}: cumulative regret",
+            )
+        )
+    return paths
+
+
+def _plot_sweep(sw: dict, name: str, out: Path) -> list[Path]:
+    """``sweep_<agent>.png``: each agent's simple regret for every value of the swept key."""
+    paths = []
+    for a in list(sw["runs"][0]["agents"]):
+        curves = {}
+        for run in sw["runs"]:
+            r = run["agents"][a]
+            curves[f"{sw['key']}={run['value']}"] = (
+                r["simple_regret_curve_mean"],
+                r["simple_regret_curve_std"],
+            )
         x = list(range(len(next(iter(curves.values()))[0])))
         paths.append(
             plot_mean_sd(
                 curves,
-                out / "simple_regret.png",
+                out / f"sweep_{a}.png",
                 "online episodes k",
                 SIMPLE_REGRET_LABEL,
-                title=f"{name}: simple regret",
+                title=f"{name}: {a}, varying {sw['key']}",
                 x=x,
                 logy=True,
             )
         )
-        cum = {
-            a: (r["cumulative_regret_mean"], r["cumulative_regret_std"])
-            for a, r in ag.items()
-            if r["cumulative_regret_mean"] is not None and len(r["cumulative_regret_mean"])
-        }
-        if cum:
-            paths.append(
-                plot_mean_sd(
-                    cum,
-                    out / "cumulative_regret.png",
-                    "online episodes k",
-                    "cumulative regret Σ_k (V* − V^πk) (return units)",
-                    title=f"{name}: cumulative regret",
-                )
-            )
-    else:
-        sw = result["sweep"]
-        agents = list(sw["runs"][0]["agents"])
-        for a in agents:
-            curves = {}
-            for run in sw["runs"]:
-                r = run["agents"][a]
-                curves[f"{sw['key']}={run['value']}"] = (
-                    r["simple_regret_curve_mean"],
-                    r["simple_regret_curve_std"],
-                )
-            x = list(range(len(next(iter(curves.values()))[0])))
-            paths.append(
-                plot_mean_sd(
-                    curves,
-                    out / f"sweep_{a}.png",
-                    "online episodes k",
-                    SIMPLE_REGRET_LABEL,
-                    title=f"{name}: {a}, varying {sw['key']}",
-                    x=x,
-                    logy=True,
-                )
-            )
     return paths
