@@ -362,50 +362,54 @@ class _Setup:
             1, self.D, 10, hidden=po["hidden"], sd_init=po["sd_init"], seed=cfg["seed"]
         ).to(device)
         self._rollout = rollout
-        t0 = time.perf_counter()
-        N, Nv, Ne = cfg["offline"]["N"], cfg["pools"]["val"], cfg["pools"]["explore"]
-        d0 = self.chunked(self.pi0, 2 * N)
-        val = self.chunked(self.pi0, 2 * Nv)
-        self.pool_time = time.perf_counter() - t0
-        self.pool_images = 2 * (N + Nv)
-        # exploration pool: unseen (prompt, z_T) starts; evaluation: L starts per prompt, shared by agents
-        # (drawn before anything that depends on the number of seeds)
-        self.explore_p = self.prompts[torch.randint(len(self.prompts), (Ne,), generator=self.gen)]
-        self.explore_z = torch.randn(Ne, 1, self.S, self.S, generator=self.gen)
-        # the second query image's own z_T (pools.query_starts: independent), from its own stream
-        self.explore_z1 = torch.randn(Ne, 1, self.S, self.S, generator=stream(cfg["seed"], "explore", 1))
-        L = cfg["final"]["L"]
-        self.eval_p = self.prompts.repeat_interleave(L)
-        self.eval_z = torch.randn(len(self.eval_p), 1, self.S, self.S, generator=self.gen)
+        off, N, Nv = cfg["offline"], cfg["offline"]["N"], cfg["pools"]["val"]
+        d0, val = self._draw_pools(N, Nv)
+        self._draw_starts()
         psi = d0.psi()[0].view(N, 2, 4)
-        off = cfg["offline"]
-        lam = off["lam"]
-        rgen = [stream(cfg["seed"], "rater", b) for b in range(seeds)]
-        self.rater = BeliefRater.sample(
-            self.theta_star, seeds, off["beta"], lam, off["expert"], generator=rgen
-        )
-        self.y0 = self.rater.label(
-            psi[None, :, 0].expand(seeds, -1, -1), psi[None, :, 1].expand(seeds, -1, -1), generator=rgen
-        )
+        self._label_d0(psi)
         self.phi0 = psi[..., :3]  # [N, 2, 3]
-        # Σ0 = diag(Var score, Var ‖ε_t‖/√D, 1/12) over D0's chains (appendix `pickapic`)
-        self.cov0 = torch.diag(
-            torch.stack(
-                [
-                    d0.score.double().var(),
-                    d0.norms.double().var(),
-                    torch.tensor(1 / 12, dtype=torch.float64, device=d0.score.device),
-                ]
-            )
-        )
+        self.cov0 = _prior_cov(d0)
         self.d0_norms = d0.norms[0]  # [2N, T]
         self.noise_factory = lambda: self._noise(NoiseNormModel)
         vpsi = val.psi()[0].view(Nv, 2, 4)
         self.val_phi = vpsi[..., :3]
         self.val_true = vpsi @ self.theta_star  # [Nv, 2]
         self.d0_signal_sd = float(((psi[:, 0] - psi[:, 1]) @ self.theta_star).std())
-        lam_agent = 1e4 if math.isinf(lam) else float(lam)
+        lam_agent = 1e4 if math.isinf(off["lam"]) else float(off["lam"])
         self.beta, self.lam = float(off["beta"]), lam_agent
+
+    def _draw_pools(self, N: int, Nv: int) -> tuple[Rollouts, Rollouts]:
+        """D0's ``2N`` and the validation set's ``2Nv`` base-policy rollouts (pairs share a prompt), timed."""
+        t0 = time.perf_counter()
+        d0 = self.chunked(self.pi0, 2 * N)
+        val = self.chunked(self.pi0, 2 * Nv)
+        self.pool_time = time.perf_counter() - t0
+        self.pool_images = 2 * (N + Nv)
+        return d0, val
+
+    def _draw_starts(self) -> None:
+        """The exploration pool's (prompt, z_T) starts and the evaluation's L starts per prompt, shared by
+        the agents (drawn before anything that depends on the number of seeds)."""
+        cfg, S = self.cfg, self.S
+        Ne = cfg["pools"]["explore"]
+        self.explore_p = self.prompts[torch.randint(len(self.prompts), (Ne,), generator=self.gen)]
+        self.explore_z = torch.randn(Ne, 1, S, S, generator=self.gen)
+        # the second query image's own z_T (pools.query_starts: independent), from its own stream
+        self.explore_z1 = torch.randn(Ne, 1, S, S, generator=stream(cfg["seed"], "explore", 1))
+        self.eval_p = self.prompts.repeat_interleave(cfg["final"]["L"])
+        self.eval_z = torch.randn(len(self.eval_p), 1, S, S, generator=self.gen)
+
+    def _label_d0(self, psi: torch.Tensor) -> None:
+        """Draw each seed's rater (``offline`` β, λ, expert; stream (seed, "rater", b)) and its labels
+        ``y0 [B, N]`` of D0's pairs (features ``psi [N, 2, 4]``)."""
+        off, seeds = self.cfg["offline"], self.B
+        rgen = [stream(self.cfg["seed"], "rater", b) for b in range(seeds)]
+        self.rater = BeliefRater.sample(
+            self.theta_star, seeds, off["beta"], off["lam"], off["expert"], generator=rgen
+        )
+        self.y0 = self.rater.label(
+            psi[None, :, 0].expand(seeds, -1, -1), psi[None, :, 1].expand(seeds, -1, -1), generator=rgen
+        )
 
     def _noise(self, cls):
         m = cls(self.B, self.cfg["T"], self.cfg["prior"]["bins"], self.d0_norms, self.cfg["prior"]["alpha0"])
@@ -466,6 +470,19 @@ class _Setup:
             "noise_norm": ro.norms.mean((1, 2)),
             "images": ro.x.cpu(),
         }
+
+
+def _prior_cov(d0: Rollouts) -> torch.Tensor:
+    """Σ0 = diag(Var score, Var ‖ε_t‖/√D, 1/12) over D0's chains (appendix `pickapic`)."""
+    return torch.diag(
+        torch.stack(
+            [
+                d0.score.double().var(),
+                d0.norms.double().var(),
+                torch.tensor(1 / 12, dtype=torch.float64, device=d0.score.device),
+            ]
+        )
+    )
 
 
 def _cat_n(outs):
@@ -543,13 +560,8 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
     # labels: stream (seed, agent, b)
     gens = [stream(cfg["seed"], "rollouts", b) for b in range(B)]
     agen = [stream(cfg["seed"], "posterior", name, b) for b in range(B)]
-    phi0 = st.phi0[None, :, 0].expand(B, -1, -1)
-    phi1 = st.phi0[None, :, 1].expand(B, -1, -1)
     noise = st.noise_factory()
-    if name == "pspl":
-        theta = PSPLTheta(phi0, phi1, st.y0, K, st.cov0, st.beta, st.lam)
-    elif name == "dps":
-        theta = DPSTheta(phi0, phi1, st.y0, st.cov0, cfg["prior"]["dps_noise_sd"])
+    theta = _reward_posterior(st, name)
     Kq = 0 if name == "oracle" else K  # the oracle queries nobody
     query_true = torch.zeros(B, Kq, dtype=torch.float64, device="cpu")
     agree = torch.zeros(B, Kq, device="cpu")
@@ -565,34 +577,84 @@ def run_agent(st: _Setup, name: str, *, progress: bool = True) -> dict:
                 st, policy, opt, gens, lambda ro, th=th: (ro.phi().float() * th[:, None]).sum(-1), eta, noise
             )["images"]
             continue
-        th = theta.sample(2, agen).float()  # [B, 2, d]
-        eta = noise.sample(2, agen).float()  # [2, B, T, C]
-        th2 = th.transpose(0, 1).reshape(2 * B, -1)  # copy j*B + b
-        eta2 = eta.reshape(2 * B, *eta.shape[2:])
-        idx2 = list(range(B)) * 2
-        pol2 = policy.select(idx2)
-        opt2 = select_adam(opt, pol2, idx2)
-        gens2 = gens + gens
-        images += _epoch(
-            st, pol2, opt2, gens2, lambda ro, th2=th2: (ro.phi().float() * th2[:, None]).sum(-1), eta2, noise
-        )["images"]
-        j = (torch.arange(B, device="cpu") * K + k) % len(st.explore_p)  # run b's k-th start, whatever B is
-        p = st.explore_p[j].repeat(2)[:, None]
-        z1 = st.explore_z1 if cfg["pools"]["query_starts"] == "independent" else st.explore_z
-        z = torch.cat([st.explore_z[j], z1[j]])[:, None]
-        q = st.rollout(pol2, p, z, gens2, keep_inputs=False)
-        images += 2 * B
-        psi = q.psi()[:, 0].view(2, B, 4)
-        y = st.rater.label(psi[0], psi[1], generator=agen)
-        theta.observe(psi[0, :, :3], psi[1, :, :3], y)
-        noise.update(q.norms.view(2, B, -1).transpose(0, 1))
-        tr = psi @ st.theta_star  # [2, B]
+        policy, opt, n_images, tr, agreed = _query_episode(st, k, policy, opt, gens, agen, theta, noise)
+        images += n_images
+        agree[:, k] = agreed
         query_true[:, k] = tr.mean(0).cpu()
-        agree[:, k] = ((tr[0] < tr[1]).long() == y).float().cpu()
-        policy = pol2.select(list(range(B)))
-        opt = select_adam(opt2, policy, list(range(B)))
         it.set_postfix(query_reward=f"{float(tr.mean()):.2f}")
     wall = time.perf_counter() - t0
+    return _agent_result(st, name, policy, theta, wall, images, query_true, agree)
+
+
+def _reward_posterior(st: _Setup, name: str) -> PSPLTheta | DPSTheta | None:
+    """The agent's posterior over the reward weights θ from D0: PSPL's (Eq. `theta_informed_prior`, with the
+    rater's β, λ) or DPS's (Bayesian linear regression, ignoring β and λ); none for the oracle."""
+    B = st.B
+    phi0 = st.phi0[None, :, 0].expand(B, -1, -1)
+    phi1 = st.phi0[None, :, 1].expand(B, -1, -1)
+    if name == "pspl":
+        return PSPLTheta(phi0, phi1, st.y0, st.cfg["K"], st.cov0, st.beta, st.lam)
+    if name == "dps":
+        return DPSTheta(phi0, phi1, st.y0, st.cov0, st.cfg["prior"]["dps_noise_sd"])
+    return None
+
+
+def _query_episode(
+    st: _Setup,
+    k: int,
+    policy: GaussianNoisePolicy,
+    opt: torch.optim.Adam,
+    gens: list[torch.Generator],
+    agen: list[torch.Generator],
+    theta: PSPLTheta | DPSTheta,
+    noise: NoiseNormModel,
+) -> tuple[GaussianNoisePolicy, torch.optim.Adam, int, torch.Tensor, torch.Tensor]:
+    """Online episode ``k``: two posterior samples (θ, η) per seed, one policy epoch for each copy, one
+    query pair from run b's k-th exploration start labelled by the rater, posterior updates. Returns the
+    first copy's policy and optimiser, the images generated, the pair's true rewards ``[2, B]`` and whether
+    the label agrees with them ``[B]``."""
+    B = st.B
+    th = theta.sample(2, agen).float()  # [B, 2, d]
+    eta = noise.sample(2, agen).float()  # [2, B, T, C]
+    th2 = th.transpose(0, 1).reshape(2 * B, -1)  # copy j*B + b
+    eta2 = eta.reshape(2 * B, *eta.shape[2:])
+    idx2 = list(range(B)) * 2
+    pol2 = policy.select(idx2)
+    opt2 = select_adam(opt, pol2, idx2)
+    gens2 = gens + gens
+    images = _epoch(
+        st, pol2, opt2, gens2, lambda ro, th2=th2: (ro.phi().float() * th2[:, None]).sum(-1), eta2, noise
+    )["images"]
+    j = (torch.arange(B, device="cpu") * st.cfg["K"] + k) % len(
+        st.explore_p
+    )  # run b's k-th start, whatever B is
+    p = st.explore_p[j].repeat(2)[:, None]
+    z1 = st.explore_z1 if st.cfg["pools"]["query_starts"] == "independent" else st.explore_z
+    z = torch.cat([st.explore_z[j], z1[j]])[:, None]
+    q = st.rollout(pol2, p, z, gens2, keep_inputs=False)
+    images += 2 * B
+    psi = q.psi()[:, 0].view(2, B, 4)
+    y = st.rater.label(psi[0], psi[1], generator=agen)
+    theta.observe(psi[0, :, :3], psi[1, :, :3], y)
+    noise.update(q.norms.view(2, B, -1).transpose(0, 1))
+    tr = psi @ st.theta_star  # [2, B]
+    agree = ((tr[0] < tr[1]).long() == y).float().cpu()
+    policy = pol2.select(list(range(B)))
+    return policy, select_adam(opt2, policy, list(range(B))), images, tr, agree
+
+
+def _agent_result(
+    st: _Setup,
+    name: str,
+    policy: GaussianNoisePolicy,
+    theta: PSPLTheta | DPSTheta | None,
+    wall: float,
+    images: int,
+    query_true: torch.Tensor,
+    agree: torch.Tensor,
+) -> dict:
+    """The final policy's evaluation and the run's statistics; for the learning agents also θ's point
+    estimate and its accuracy on the validation pairs."""
     ev = st.evaluate(policy)
     out = {
         "final_reward": ev["reward"].double(),
@@ -630,7 +692,6 @@ def run_agents(cfg: dict, seeds: int, base, *, device: str = "cpu", progress: bo
     base_reward = float(before["reward"].mean())
     # best reachable reward of seed b (from below): max(base sampler, oracle_b) — fixed by (config, b)
     best = runs["oracle"]["final_reward"].clamp_min(base_reward) if "oracle" in runs else None
-    sd = lambda t: float(t.std(unbiased=True)) if t.numel() > 1 else 0.0  # noqa: E731 - sample sd
     res: dict[str, Any] = {
         "best_reachable_reward": None if best is None else float(best.mean()),
         "best_reachable_reward_per_seed": None if best is None else best.tolist(),
@@ -645,40 +706,45 @@ def run_agents(cfg: dict, seeds: int, base, *, device: str = "cpu", progress: bo
         "noise_bin_edges": st.noise_factory().edges.tolist(),
         "pool_images": st.pool_images,
         "pool_seconds": st.pool_time,
-        "agents": {},
+        "agents": {a: _agent_summary(r, best, seeds) for a, r in runs.items()},
     }
-    for a, r in runs.items():
-        fr = r["final_reward"]
-        res["agents"][a] = {
-            "final_reward_mean": float(fr.mean()),
-            "final_reward_std": sd(fr),
-            "final_reward_per_seed": fr.tolist(),
-            "simple_regret_mean": None if best is None else float((best - fr).mean()),
-            "simple_regret_std": None if best is None else sd(best - fr),
-            "simple_regret_per_seed": None if best is None else (best - fr).tolist(),
-            "final_score_mean": float(r["score"].mean()),
-            "final_stat_mean": float(r["stat"].mean()),
-            "final_noise_norm_mean": float(r["noise_norm"].mean()),
-            "query_true_reward_curve_mean": r["query_true_reward"].mean(0).tolist(),
-            "label_agreement_with_true_reward": float(r["label_agreement"].mean())
-            if r["label_agreement"].numel()
-            else None,
-            "wall_time_s": r["wall_time_s"],
-            "wall_time_per_seed_s": r["wall_time_s"] / seeds,
-            "train_images": r["train_images"],
-            "images_per_s": r["train_images"] / max(r["wall_time_s"], 1e-9),
-            **(
-                {
-                    "val_accuracy_mean": float(r["val_accuracy"].mean()),
-                    "theta_point_mean": r["theta_point"].mean(0).tolist(),
-                }
-                if "val_accuracy" in r
-                else {}
-            ),
-        }
     res["wall_time_s"] = time.perf_counter() - t0
     res["_images"] = {"base": before["images"][0], **{a: r["images"][0] for a, r in runs.items()}}
     return res
+
+
+def _sd(t: torch.Tensor) -> float:
+    """Sample sd over seeds (0 for one seed)."""
+    return float(t.std(unbiased=True)) if t.numel() > 1 else 0.0
+
+
+def _agent_summary(r: dict, best: torch.Tensor | None, seeds: int) -> dict[str, Any]:
+    """results.json entry of one agent: final reward (and simple regret against the best reachable reward,
+    when there is an oracle), features, query rewards, label agreement, speed, θ's validation accuracy."""
+    fr = r["final_reward"]
+    out = {
+        "final_reward_mean": float(fr.mean()),
+        "final_reward_std": _sd(fr),
+        "final_reward_per_seed": fr.tolist(),
+        "simple_regret_mean": None if best is None else float((best - fr).mean()),
+        "simple_regret_std": None if best is None else _sd(best - fr),
+        "simple_regret_per_seed": None if best is None else (best - fr).tolist(),
+        "final_score_mean": float(r["score"].mean()),
+        "final_stat_mean": float(r["stat"].mean()),
+        "final_noise_norm_mean": float(r["noise_norm"].mean()),
+        "query_true_reward_curve_mean": r["query_true_reward"].mean(0).tolist(),
+        "label_agreement_with_true_reward": float(r["label_agreement"].mean())
+        if r["label_agreement"].numel()
+        else None,
+        "wall_time_s": r["wall_time_s"],
+        "wall_time_per_seed_s": r["wall_time_s"] / seeds,
+        "train_images": r["train_images"],
+        "images_per_s": r["train_images"] / max(r["wall_time_s"], 1e-9),
+    }
+    if "val_accuracy" in r:
+        out["val_accuracy_mean"] = float(r["val_accuracy"].mean())
+        out["theta_point_mean"] = r["theta_point"].mean(0).tolist()
+    return out
 
 
 def run_experiment(
@@ -790,35 +856,9 @@ def runtime_table(result: dict) -> str:
 
 def plot_results(result: dict, images: dict, out: Path) -> list[Path]:
     """Image grids (rows: prompts; columns: rollouts) before / after per agent, and query-reward curves."""
-    paths = []
     L = result["config"]["final"]["L"]
     prompts = result["config"]["prompts"]
-    for pre, imgs in images.items():
-        names = list(imgs)
-        cols = min(L, 5)
-        fig, axes = plt().subplots(
-            len(prompts),
-            cols * len(names),
-            figsize=(0.6 * cols * len(names), 0.6 * len(prompts)),
-            squeeze=False,
-        )
-        for ci, nm in enumerate(names):
-            x = imgs[nm].view(len(prompts), L, *imgs[nm].shape[-2:])
-            for ri in range(len(prompts)):
-                for c in range(cols):
-                    ax = axes[ri, ci * cols + c]
-                    ax.imshow(x[ri, c].numpy(), cmap="gray_r", vmin=-1, vmax=1)
-                    ax.set_xticks([])
-                    ax.set_yticks([])
-                    if ri == 0 and c == 0:
-                        ax.set_title(nm, fontsize=7, loc="left")
-                    if ci == 0 and c == 0:
-                        ax.set_ylabel(str(prompts[ri]), fontsize=7)
-        fig.tight_layout(pad=0.1)
-        p = out / f"{pre}grid.png"
-        fig.savefig(p, dpi=120)
-        plt().close(fig)
-        paths.append(p)
+    paths = [_image_grid(imgs, prompts, L, out / f"{pre}grid.png") for pre, imgs in images.items()]
     runs = (
         [("", result)]
         if "sweep" not in result
@@ -841,3 +881,32 @@ def plot_results(result: dict, images: dict, out: Path) -> list[Path]:
                 )
             )
     return paths
+
+
+def _image_grid(imgs: dict[str, torch.Tensor], prompts: list[int], L: int, path: Path) -> Path:
+    """One PNG: a row per prompt, for each policy of ``imgs`` (before / after per agent) its first
+    ``min(L, 5)`` final rollouts."""
+    names = list(imgs)
+    cols = min(L, 5)
+    fig, axes = plt().subplots(
+        len(prompts),
+        cols * len(names),
+        figsize=(0.6 * cols * len(names), 0.6 * len(prompts)),
+        squeeze=False,
+    )
+    for ci, nm in enumerate(names):
+        x = imgs[nm].view(len(prompts), L, *imgs[nm].shape[-2:])
+        for ri in range(len(prompts)):
+            for c in range(cols):
+                ax = axes[ri, ci * cols + c]
+                ax.imshow(x[ri, c].numpy(), cmap="gray_r", vmin=-1, vmax=1)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if ri == 0 and c == 0:
+                    ax.set_title(nm, fontsize=7, loc="left")
+                if ci == 0 and c == 0:
+                    ax.set_ylabel(str(prompts[ri]), fontsize=7)
+    fig.tight_layout(pad=0.1)
+    fig.savefig(path, dpi=120)
+    plt().close(fig)
+    return path
