@@ -106,17 +106,38 @@ class BaseModel:
 
 def train_base(cfg: dict, *, seed: int = 0, device: str = "cpu", progress: bool = True) -> BaseModel:
     """Train the DDPM (``cfg.steps`` Adam steps of batch ``cfg.batch``) and the scorer on the digits."""
-    from diffusers import DDPMScheduler
-
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     size = cfg["size"]
     x, y = digits(size)
     t0 = time.perf_counter()
-    # scorer: a few epochs, Gaussian pixel noise as augmentation
+    scorer, acc = _train_scorer(x, y, cfg["scorer_steps"], g, device)
+    t_scorer = time.perf_counter() - t0
+    unet, ema = _train_unet(x, y, cfg, g, device, progress)
+    info = {
+        "train_steps": cfg["steps"],
+        "batch": cfg["batch"],
+        "final_loss_ema": ema,
+        "scorer_train_accuracy": acc,
+        "scorer_seconds": t_scorer,
+        "train_seconds": time.perf_counter() - t0,
+        "unet_parameters": sum(p.numel() for p in unet.parameters()),
+        "device": device,
+    }
+    return BaseModel(
+        unet.requires_grad_(False), scorer.eval().requires_grad_(False), cfg["train_timesteps"], size, info
+    )
+
+
+def _train_scorer(
+    x: torch.Tensor, y: torch.Tensor, steps: int, g: torch.Generator, device: str
+) -> tuple[Scorer, float]:
+    """The digit classifier: ``steps`` Adam steps on batches of 128 with Gaussian pixel noise (sd 0.2) as
+    augmentation; returns it and its training accuracy."""
+    size = x.shape[-1]
     scorer = Scorer(size).to(device)
     opt = torch.optim.Adam(scorer.parameters(), lr=2e-3)
-    for _ in range(cfg["scorer_steps"]):
+    for _ in range(steps):
         i = torch.randint(len(x), (128,), generator=g)
         xb = x[i] + 0.2 * torch.randn(128, 1, size, size, generator=g)
         loss = nn.functional.cross_entropy(scorer(xb.to(device)), y[i].to(device))
@@ -125,8 +146,17 @@ def train_base(cfg: dict, *, seed: int = 0, device: str = "cpu", progress: bool 
         opt.step()
     with torch.no_grad():
         acc = float((scorer(x.to(device)).argmax(-1).cpu() == y).float().mean())
-    t_scorer = time.perf_counter() - t0
-    unet = make_unet(size, tuple(cfg["channels"]), cfg["layers_per_block"]).to(device)
+    return scorer, acc
+
+
+def _train_unet(
+    x: torch.Tensor, y: torch.Tensor, cfg: dict, g: torch.Generator, device: str, progress: bool
+) -> tuple[nn.Module, float | None]:
+    """The class-conditional DDPM: ``cfg.steps`` AdamW steps of batch ``cfg.batch`` on the noise-prediction
+    loss; returns the UNet (eval mode) and the loss's exponential moving average."""
+    from diffusers import DDPMScheduler
+
+    unet = make_unet(cfg["size"], tuple(cfg["channels"]), cfg["layers_per_block"]).to(device)
     sch = DDPMScheduler(num_train_timesteps=cfg["train_timesteps"])
     opt = torch.optim.AdamW(unet.parameters(), lr=cfg["lr"])
     steps, bs = cfg["steps"], cfg["batch"]
@@ -145,19 +175,7 @@ def train_base(cfg: dict, *, seed: int = 0, device: str = "cpu", progress: bool 
         if progress and (s + 1) % max(1, steps // 10) == 0:
             log.info("base model: step %d/%d, loss %.4f", s + 1, steps, ema)
     unet.eval()
-    info = {
-        "train_steps": steps,
-        "batch": bs,
-        "final_loss_ema": ema,
-        "scorer_train_accuracy": acc,
-        "scorer_seconds": t_scorer,
-        "train_seconds": time.perf_counter() - t0,
-        "unet_parameters": sum(p.numel() for p in unet.parameters()),
-        "device": device,
-    }
-    return BaseModel(
-        unet.requires_grad_(False), scorer.eval().requires_grad_(False), cfg["train_timesteps"], size, info
-    )
+    return unet, ema
 
 
 def load_or_train(

@@ -105,38 +105,72 @@ def rollout(
     P, n = prompts.shape
     dev = policy.w1.device
     S = z_T.shape[-1]
-    D = S * S
     T = len(sched.timesteps)
     with torch.set_grad_enabled(grad):
         z = z_T.reshape(P * n, 1, S, S).to(dev)
-        labels = prompts.reshape(-1).to(dev)
         inputs, eps_hats, acts, logps, norms = [], [], [], [], []
         for i, t in enumerate(sched.timesteps):
-            eps_hat = base.unet(z, t, class_labels=labels).sample.reshape(P, n, D)
-            inp = policy.inputs(eps_hat, z.reshape(P, n, D), (i + 1) / T, prompts.to(dev))
-            mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
-            xi = draw(torch.randn, (P, n, D), generator, dtype=torch.get_default_dtype(), device="cpu").to(
-                dev
-            )
-            a = mean if deterministic else mean + torch.exp(log_sd) * xi
-            logps.append(policy.log_prob(a, mean, log_sd).detach())
-            norms.append(a.norm(dim=-1) / D**0.5)
+            a, inp, eps_hat, logp = _act(base, policy, z, t, (i + 1) / T, prompts, generator, deterministic)
+            logps.append(logp)
+            norms.append(a.norm(dim=-1) / (S * S) ** 0.5)
             if keep_inputs:
                 inputs.append(inp.detach())
                 eps_hats.append(eps_hat.detach())
                 acts.append(a.detach())
             z = sched.step(a.reshape(P * n, 1, S, S), t, z, eta=0.0).prev_sample
-        x = z.clamp(-1, 1).reshape(P, n, 1, S, S)
-        score = base.scorer.score(labels, x.reshape(P * n, 1, S, S)).reshape(P, n)
-        stack = lambda xs: torch.stack(xs, 2) if xs else z.new_zeros(0)  # noqa: E731
-        return Rollouts(
-            stack(inputs),
-            stack(eps_hats),
-            stack(acts),
-            torch.stack(logps, 2),
-            torch.stack(norms, 2),
-            prompts,
-            x,
-            score,
-            image_stat(x, stat),
-        )
+        return _finish(base, z, prompts, stat, inputs, eps_hats, acts, logps, norms)
+
+
+def _finish(
+    base: BaseModel,
+    z: Tensor,
+    prompts: Tensor,
+    stat: str,
+    inputs: list[Tensor],
+    eps_hats: list[Tensor],
+    acts: list[Tensor],
+    logps: list[Tensor],
+    norms: list[Tensor],
+) -> Rollouts:
+    """The :class:`Rollouts` of the final latents ``z`` (images clamped to [-1, 1], scored) and the per-step
+    lists (stacked along dim 2; empty lists give empty tensors)."""
+    P, n = prompts.shape
+    S = z.shape[-1]
+    x = z.clamp(-1, 1).reshape(P, n, 1, S, S)
+    score = base.scorer.score(prompts.reshape(-1).to(z.device), x.reshape(P * n, 1, S, S)).reshape(P, n)
+    stack = lambda xs: torch.stack(xs, 2) if xs else z.new_zeros(0)  # noqa: E731
+    return Rollouts(
+        stack(inputs),
+        stack(eps_hats),
+        stack(acts),
+        torch.stack(logps, 2),
+        torch.stack(norms, 2),
+        prompts,
+        x,
+        score,
+        image_stat(x, stat),
+    )
+
+
+def _act(
+    base: BaseModel,
+    policy: GaussianNoisePolicy,
+    z: Tensor,
+    t: Tensor,
+    progress: float,
+    prompts: Tensor,
+    generator: torch.Generator | list[torch.Generator] | None,
+    deterministic: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The policy's action ``ε_t = μ_t + σ_t ξ_t`` ``[P, n, D]`` (``deterministic``: ``μ_t``) at the
+    latents ``z [P·n, 1, S, S]`` of step ``t`` (``progress`` = (i+1)/T), ξ drawn on the CPU ``generator``;
+    returns it with the policy's inputs, the UNet's ε̂ and the action's log-probability (detached)."""
+    P, n = prompts.shape
+    dev = policy.w1.device
+    D = z.shape[-1] * z.shape[-2]
+    eps_hat = base.unet(z, t, class_labels=prompts.reshape(-1).to(dev)).sample.reshape(P, n, D)
+    inp = policy.inputs(eps_hat, z.reshape(P, n, D), progress, prompts.to(dev))
+    mean, log_sd = policy(inp.reshape(P, n, -1), eps_hat)
+    xi = draw(torch.randn, (P, n, D), generator, dtype=torch.get_default_dtype(), device="cpu").to(dev)
+    a = mean if deterministic else mean + torch.exp(log_sd) * xi
+    return a, inp, eps_hat, policy.log_prob(a, mean, log_sd).detach()
