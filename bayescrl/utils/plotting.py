@@ -40,19 +40,10 @@ def plot_mean_sd(
     """
     p = plt()
     fig, ax = p.subplots(figsize=(6.4, 4.2))
-    colours: dict[str, str] = {}
-    for label, (mean, sd) in curves.items():
-        mean, sd = np.asarray(mean, float), np.asarray(sd, float)
-        xl = x.get(label) if isinstance(x, Mapping) else x  # one x for all curves, or one per label
-        xs = np.arange(1, len(mean) + 1) if xl is None else np.asarray(xl)
-        (line,) = ax.plot(xs, mean, label=label)
-        colours[str(label)] = line.get_color()
-        lo, hi = mean - sd, mean + sd
-        if logy:
-            pos = np.concatenate([mean[mean > 0], hi[hi > 0]])
-            floor = pos.min() if pos.size else 1e-12
-            lo = np.maximum(lo, floor)
-        ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color(), lw=0)
+    colours = {
+        str(label): _band(ax, mean, sd, x.get(label) if isinstance(x, Mapping) else x, label, logy)
+        for label, (mean, sd) in curves.items()
+    }
     if curves:
         ax.fill_between([], [], [], color="0.5", alpha=0.2, label=band_label)  # legend entry for the bands
     if hline is not None:
@@ -74,3 +65,20 @@ def plot_mean_sd(
     fig.savefig(path, dpi=120)
     p.close(fig)
     return path
+
+
+def _band(
+    ax, mean: Sequence[float], sd: Sequence[float], xl: Sequence[float] | None, label: str, logy: bool
+) -> str:
+    """Draw one curve (x = 1, 2, ... unless ``xl``) with its shaded mean ± sd band (on a log axis the band
+    is clipped to the smallest positive value shown); returns the curve's colour."""
+    mean, sd = np.asarray(mean, float), np.asarray(sd, float)
+    xs = np.arange(1, len(mean) + 1) if xl is None else np.asarray(xl)
+    (line,) = ax.plot(xs, mean, label=label)
+    lo, hi = mean - sd, mean + sd
+    if logy:
+        pos = np.concatenate([mean[mean > 0], hi[hi > 0]])
+        floor = pos.min() if pos.size else 1e-12
+        lo = np.maximum(lo, floor)
+    ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color(), lw=0)
+    return line.get_color()
