@@ -60,9 +60,9 @@ def fit_svi(
 ) -> tuple[Callable[[int, torch.Generator], dict[str, torch.Tensor]], dict[str, Any]]:
     """Fit ``guide`` ∈ {normal, mvn, lowrank} by maximising the ELBO (ClippedAdam, learning-rate decay).
 
-    Stops at the ELBO's plateau (:func:`_run_to_plateau`); ``reparam`` fits the latent Normal sites in
-    non-centred form (``"auto"``: when one has a scale below 0.1), ``check`` sets ``converged`` False when
-    ``grad_z2 > 10`` (:func:`_gradient_check`); the module docstring says why both are needed.
+    Stops at the ELBO's plateau; ``reparam`` fits the latent Normal sites in non-centred form (``"auto"``:
+    when one has a scale below 0.1), ``check`` sets ``converged`` False when ``grad_z2 > 10``; the module
+    docstring says how the plateau is detected and why both are needed.
 
     Returns a sampler and diagnostics (``elbo`` trace, ``steps``, ``plateau``, ``grad_z2``,
     ``converged``, ``warnings``).
