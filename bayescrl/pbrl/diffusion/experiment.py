@@ -625,9 +625,8 @@ def _query_episode(
     images = _epoch(
         st, pol2, opt2, gens2, lambda ro, th2=th2: (ro.phi().float() * th2[:, None]).sum(-1), eta2, noise
     )["images"]
-    j = (torch.arange(B, device="cpu") * st.cfg["K"] + k) % len(
-        st.explore_p
-    )  # run b's k-th start, whatever B is
+    # run b's k-th start, whatever B is
+    j = (torch.arange(B, device="cpu") * st.cfg["K"] + k) % len(st.explore_p)
     p = st.explore_p[j].repeat(2)[:, None]
     z1 = st.explore_z1 if st.cfg["pools"]["query_starts"] == "independent" else st.explore_z
     z = torch.cat([st.explore_z[j], z1[j]])[:, None]
