@@ -91,8 +91,7 @@ def fit_nuts(
     )
     bar = _progress_bar(num_chains * (warmup + num_samples), progress)
     clock = {"warmup": 0.0, "sampling": 0.0}
-    per_chain: list[dict[str, torch.Tensor]] = []
-    diverging, energy = [], []
+    per_chain, diverging, energy = [], [], []  # per chain: draws {site: [D, *shape]}, [D], [D]
     for c in range(num_chains):
         mcmc, kernel = _run_chain(kernel_of, c, num_chains, num_samples, warmup, seed + c, bar, clock)
         s = mcmc.get_samples()
