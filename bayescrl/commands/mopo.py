@@ -17,8 +17,7 @@ from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo import tabular
 from bayescrl.mopo.config import check_config
 from bayescrl.mopo.lm import run_lm
-from bayescrl.mopo.lm.run import KNOWN as TINY_KEYS
-from bayescrl.mopo.lm.user import KNOWN as USER_KEYS
+from bayescrl.mopo.lm.experiment import KEYS as LM_KEYS
 from bayescrl.mopo.synthetic import run_synthetic
 from bayescrl.mopo.tabular import plot_history
 from bayescrl.mopo.textgen.run import run_textgen
@@ -40,10 +39,11 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
 
     ``logger`` (a :class:`~bayescrl.utils.runlog.RunLogger`) receives the stochastic tabular solvers'
     logged action probabilities and multipliers (mean over runs) per step."""
-    check_config(config)
-    mode = config["mode"]
     if device is not None:
         device = check_device(device, "--device")
+    config = with_device(config, device)
+    check_config(config)
+    mode = config["mode"]
     prepare_out(out, "--out")
     if mode not in ("lm", "textgen"):
         device = device or "cpu"
@@ -68,14 +68,20 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
     elif mode == "synthetic":
         results = run_synthetic(config, out, device=device)
     elif mode == "textgen":
-        results = run_textgen({**config, "device": device} if device is not None else config, out)
+        results = run_textgen(config, out)
     else:
-        if device is not None:  # an explicit --device wins over the config's `device:`
-            config = {**config, "device": device}
         results = run_lm(config, out)
     write_json(out / "results.json", results)
     check_no_nan(results, str(out / "results.json"))
     return results
+
+
+def with_device(config: dict, device: str | None) -> dict:
+    """``config`` with ``--device`` as its ``device`` key in modes lm and textgen (an explicit ``--device``
+    wins over the config's ``device:``; the other modes take it as an argument)."""
+    if device is None or config.get("mode") not in ("lm", "textgen"):
+        return config
+    return {**config, "device": device}
 
 
 def _bar(policy: dict[str, float], path: Path, title: str) -> None:
@@ -138,7 +144,7 @@ def mopo(
             config = {**config, "model": {**(config.get("model") or {}), "path": model_path}}
         if mode == "lm":
             config = {**config, "resume": resume or bool(config.get("resume", False))}
-    check_config(config)  # before the log folder is made
+    check_config(with_device(config, device))  # before the log folder is made
     prepare_out_dir(out, force=force, resume=resume, resumable=config.get("mode") == "lm", create=False)
     logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
     with logger:
@@ -222,15 +228,38 @@ def summary_table(results: dict) -> str:
         parts.append(_rows(["method", "hypervolume"], [[k, v] for k, v in hv.items()]))
     elif isinstance(hv, (int, float)):
         parts.append(_rows(["", "hypervolume"], [["", hv]]))
+    return parts
+
+
+def summary_table(results: dict) -> str:
+    """The headline numbers of a mopo run as a rounded text table (the full results are in results.json):
+    tabular: the policy per action and per constraint G, b and λ; synthetic sanity: the mean policy and its
+    total-variation distance to the exact solution per data set and τ; motivating: hypervolume per method;
+    lm: implicit accuracy per objective."""
+    parts = _tabular_parts(results)
+    runs = _runs_of(results)
+    if runs and all("policy_mean" in r for r in runs.values()):
+        parts.append(_sanity_part(runs))
+    sets = results.get("sets")
+    if isinstance(sets, dict) and sets:
+        parts += _sets_parts(sets)
+    elif runs:
+        parts.append(_lm_runs_part(runs))
+    table = results.get("table")
+    if isinstance(table, dict) and isinstance(table.get("rows"), dict):
+        part = _textgen_part(table)
+        if part is not None:
+            parts.append(part)
+    parts += _headline_parts(results)
     return "\n\n".join(parts)
 
 
 def sweep_check(p: dict) -> None:
     """Check one ``mopo`` run of a sweep before any run starts (``p``: the command's parsed options)."""
     cfg = apply_overrides(load_config(p["config_path"], PATH_KEYS), p.get("overrides") or ())
-    if cfg.get("mode") == "lm":  # check_config leaves lm configs to the run; their top-level keys here
+    if cfg.get("mode") == "lm":  # an unknown top-level key: most likely the sweep's seed key
         try:
-            check_keys(cfg, sorted({*TINY_KEYS, *USER_KEYS}))
+            check_keys(cfg, LM_KEYS)
         except ConfigError as exc:
             hint = " (mode lm seeds by the top-level key: give 'seed_key: seed' in the sweep file)"
             raise ConfigError(exc.field, exc.value, exc.reason + hint) from None

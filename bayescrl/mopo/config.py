@@ -5,15 +5,16 @@ field each: :class:`TabularMOPO`, :class:`SanityExperiment`, :class:`MotivatingE
 sections hold only what a config sets (``null``: the solver's default, see :mod:`bayescrl.mopo.tabular`
 and :mod:`bayescrl.mopo.synthetic`); :func:`check_config` refuses unknown keys (with the closest valid one)
 and bad numbers by name. ``mode: textgen`` is :class:`bayescrl.mopo.textgen.run.TextgenExperiment`;
-``mode: lm`` is checked by its runner before any model is built.
+``mode: lm`` is :class:`bayescrl.mopo.lm.experiment.TinyExperiment` or, naming a data file or a model,
+:class:`bayescrl.mopo.lm.experiment.UserExperiment`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any, ClassVar
 
+from bayescrl.mopo.lm.experiment import lm_experiment
 from bayescrl.mopo.tabular import parse_tabular
 from bayescrl.mopo.textgen.run import validate as validate_textgen
 from bayescrl.utils.checks import number, positive_int
@@ -358,15 +359,12 @@ def check_config(config: dict) -> None:
     if mode == "textgen":  # every key and value, before the output folder is made
         validate_textgen(config)
         return
-    data = config.get("data")
-    if mode == "lm" and isinstance(data, dict) and isinstance(data.get("path"), str):
-        if not Path(data["path"]).expanduser().exists():  # relative to the config file (PATH_KEYS)
-            raise ConfigError("data.path", data["path"], "file not found")
+    if mode == "lm":  # every key and value, before any data is read or model built
+        lm_experiment(config)
+        return
     cls = config_class(config)
     if cls is None:
-        if mode == "synthetic":
-            raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
-        return  # mode lm: checked by run_lm (before any model is built)
+        raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
     cls.from_dict(config)  # every key and every number of the solver sections
     tau = config.get("tau")  # a number (tabular) or a list (sanity): every value > 0, before any run
     for i, t in enumerate(tau if isinstance(tau, list) else [] if tau is None else [tau]):

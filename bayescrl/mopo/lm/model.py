@@ -35,7 +35,31 @@ import torch
 from torch import nn
 
 from bayescrl.utils import ConfigError
+from bayescrl.utils.io import load_json
 from bayescrl.utils.safe_state import load_state, save_state
+
+
+def check_model_dir(path: str | Path) -> Path:
+    """``path`` if it is a local Hugging Face model directory (with config.json); nothing is downloaded."""
+    path = Path(path).expanduser()
+    if not path.is_dir() or not (path / "config.json").is_file():
+        why = "no such directory" if not path.exists() else "no config.json in it"
+        raise ConfigError(
+            "model.path",
+            str(path),
+            f"{why}: need a local Hugging Face model directory (nothing is downloaded)",
+        )
+    return path
+
+
+def model_context(path: str | Path) -> int | None:
+    """The context length (``n_positions`` / ``max_position_embeddings``) a local model's config.json
+    declares (None when it declares none); a damaged config.json is named."""
+    cfg = load_json(Path(path).expanduser() / "config.json", "model.path", kind=dict)
+    for key in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if isinstance(cfg.get(key), int) and not isinstance(cfg.get(key), bool):
+            return int(cfg[key])
+    return None
 
 
 def sequence_logprobs(

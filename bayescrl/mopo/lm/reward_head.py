@@ -71,17 +71,24 @@ class LMPreferences:
     feature_dim: int
 
 
-def parse_lm_preferences(config: Mapping[str, Any], data: PreferenceData) -> LMPreferenceSpec | None:
-    """Check ``preference_model``, ``raters`` and ``bradley_terry`` against the data before any model is
-    loaded; None for ``empirical`` (the labels as they are). A record whose ``rater`` is not listed under
-    ``raters`` is refused (``data.rater[i]``)."""
+@dataclass
+class LMPreferenceSettings:
+    """The preference settings of an LM run checked without the data (:func:`preference_settings`)."""
+
+    model: str
+    raters: list[Rater]
+    options: dict[str, Any]
+    feature_dim: int
+    feature_batch: int
+
+
+def preference_settings(config: Mapping[str, Any]) -> LMPreferenceSettings:
+    """Check ``preference_model``, ``raters`` and ``bradley_terry`` (every key and value) of an LM config;
+    the checks against the data's raters are :func:`bind_preferences`'."""
     model = config.get("preference_model", "empirical")
     if model not in PREFERENCE_MODELS:
         raise ConfigError("preference_model", model, f"must be one of {list(PREFERENCE_MODELS)}")
     raters = parse_raters(config.get("raters"))
-    index = {r.id: i for i, r in enumerate(raters)}
-    if raters and data.raters:
-        check_rater_ids(data.raters, raters)
     if not isinstance(config.get("bradley_terry") or {}, Mapping):
         raise ConfigError("bradley_terry", config.get("bradley_terry"), "must be a mapping")
     opts = dict(config.get("bradley_terry") or {})
@@ -93,7 +100,17 @@ def parse_lm_preferences(config: Mapping[str, Any], data: PreferenceData) -> LMP
     fb = lm_opts.get("feature_batch", 16)
     if isinstance(fb, bool) or not isinstance(fb, int) or fb < 1:
         raise ConfigError("bradley_terry.feature_batch", fb, "must be an integer >= 1")
-    if model == "empirical":
+    return LMPreferenceSettings(model, raters, parsed, dim, fb)
+
+
+def bind_preferences(settings: LMPreferenceSettings, data: PreferenceData) -> LMPreferenceSpec | None:
+    """The settings against the data: None for ``empirical`` (the labels as they are); a record whose
+    ``rater`` is not listed under ``raters`` is refused (``data.rater[i]``), and so is a rater column without
+    ``raters``, or several raters without a rater column."""
+    raters = settings.raters
+    if raters and data.raters:
+        check_rater_ids(data.raters, raters)
+    if settings.model == "empirical":
         return None
     if data.raters and not raters:
         raise ConfigError(
@@ -103,12 +120,21 @@ def parse_lm_preferences(config: Mapping[str, Any], data: PreferenceData) -> LMP
             "(with beta for at least one of them)",
         )
     if data.raters:
+        index = {r.id: i for i, r in enumerate(raters)}
         rater_index = torch.tensor([index[r] for r in data.raters], dtype=torch.long, device="cpu")
     else:
         if len(raters) > 1:
             raise ConfigError("raters", [r.id for r in raters], "the data has no rater column")
         rater_index = torch.zeros(len(data), dtype=torch.long, device="cpu")
-    return LMPreferenceSpec(model, raters, rater_index, parsed, dim, fb)
+    return LMPreferenceSpec(
+        settings.model, raters, rater_index, settings.options, settings.feature_dim, settings.feature_batch
+    )
+
+
+def parse_lm_preferences(config: Mapping[str, Any], data: PreferenceData) -> LMPreferenceSpec | None:
+    """:func:`preference_settings` of ``config`` bound to ``data`` (:func:`bind_preferences`); None for
+    ``empirical``."""
+    return bind_preferences(preference_settings(config), data)
 
 
 @torch.no_grad()

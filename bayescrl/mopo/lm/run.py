@@ -1,7 +1,8 @@
 """``run_lm(config, out)``: the ``mode: lm`` entry point of ``bayescrl mopo`` (tiny verbosity task).
 
 Your own data and model (``data.path``, ``--model PATH``): :mod:`bayescrl.mopo.lm.user`. Config keys of the
-tiny task (all optional; see ``examples/mopo/lm_tiny.yaml``)::
+tiny task (all optional, each documented and checked by :class:`bayescrl.mopo.lm.experiment.TinyExperiment`;
+see ``examples/mopo/lm_tiny.yaml``)::
 
     seed: 0
     threads: 1
@@ -39,111 +40,26 @@ import torch
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData
 from bayescrl.mopo.lm.evaluate import generate, pareto_summary
+from bayescrl.mopo.lm.experiment import TinyExperiment, UserExperiment, lm_experiment
 from bayescrl.mopo.lm.model import lora_policy
-from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, check_shape, sft
+from bayescrl.mopo.lm.tiny import OBJECTIVES, TinyTask, build_model, build_tokenizer, sft
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
-from bayescrl.mopo.lm.user import is_user_config, run_user
-from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
-from bayescrl.utils.checks import positive_int
-from bayescrl.utils.io import check_keys
+from bayescrl.mopo.lm.user import run_user
+from bayescrl.utils import seed_everything, set_torch_threads, write_json
 from bayescrl.utils.plotting import plt
-
-KNOWN = {
-    "mode",
-    "seed",
-    "threads",
-    "task",
-    "data",
-    "model",
-    "train",
-    "methods",
-    "sweep",
-    "scalarise_weights",
-    "hv_reference",
-    "name",
-    "description",
-    "device",
-    "out",
-}
-METHODS = ("mopo", "mopo-lb", "dpo_joint", "dpo_scalarised")
-GPT2_LORA = {
-    "r": 8,
-    "lora_alpha": 16,
-    "lora_dropout": 0.0,
-    "target_modules": ["c_attn", "c_proj", "c_fc"],
-    "fan_in_fan_out": True,
-}
-
-
-def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
-    v = config.get(key) or {}
-    if not isinstance(v, dict):
-        raise ConfigError(key, v, "must be a mapping")
-    return dict(v)
-
-
-def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Check the tiny task's config before any work; returns the task, the shared :class:`MOPOLMConfig`
-    (``base_cfg``) and the other resolved settings."""
-    check_keys(config, sorted(KNOWN))
-    sections = {
-        "task": [f.name for f in dataclasses.fields(TinyTask)],
-        "data": ["n_train", "n_eval_prompts"],
-        "model": ["n_layer", "n_embd", "n_head", "sft_steps"],
-        "sweep": ["thresholds"],
-    }
-    for key, names in sections.items():
-        check_keys(_section(config, key), names, key)
-    seed = int(config.get("seed", 0))
-    try:
-        task = TinyTask(**_section(config, "task"))
-    except TypeError as exc:
-        raise ConfigError("task", config.get("task"), str(exc)) from exc
-    if not 0 < task.l_low <= task.l_high <= task.max_words:
-        raise ConfigError("task", config.get("task"), "need 0 < l_low <= l_high <= max_words")
-    dcfg, mcfg = _section(config, "data"), _section(config, "model")
-    ctx = check_shape(mcfg, "model")  # the tiny GPT-2's context: 64 tokens
-    longest = max(len(p.split()) for p in task.eval_prompts(8)) + task.max_words + 4  # prompt + answer
-    if longest > ctx:
-        why = f"prompt + answer ({longest} tokens) would exceed the tiny model's context of {ctx} tokens"
-        raise ConfigError("task.max_words", task.max_words, why)
-    train_cfg = _section(config, "train")
-    train_cfg.setdefault("peft", GPT2_LORA)
-    train_cfg.setdefault("seed", seed)
-    base_cfg = MOPOLMConfig.from_dict(train_cfg)
-    n_train = positive_int(dcfg.get("n_train", 512), "data.n_train")
-    if base_cfg.batch_size > n_train:
-        raise ConfigError("train.batch_size", base_cfg.batch_size, f"larger than data.n_train = {n_train}")
-    methods = list(config.get("methods", METHODS))
-    for i, m in enumerate(methods):
-        if m not in METHODS:
-            raise ConfigError("methods", m, f"must be one of {', '.join(METHODS)}", index=i)
-    return {
-        "seed": seed,
-        "task": task,
-        "data": dcfg,
-        "model": mcfg,
-        "base_cfg": base_cfg,
-        "methods": methods,
-        "sweep": (config.get("sweep") or {}).get("thresholds", []),
-        "weights": config.get("scalarise_weights", [[1, 1, 1]]),
-        "hv_reference": list(config.get("hv_reference", [0.0, 0.0])),
-    }
 
 
 def _fit_base(
-    st: dict[str, Any], data: PreferenceData, device: torch.device, out: Path
+    exp: TinyExperiment, base_cfg: MOPOLMConfig, data: PreferenceData, device: torch.device, out: Path
 ) -> tuple[Any, torch.nn.Module, list[float]]:
     """The word-level tokenizer and the tiny GPT-2 fitted (SFT, fp32) to the behaviour policy's answers, then
     cast to the training precision and saved as ``out/base``; returns them and the SFT losses."""
-    mcfg, seed = st["model"], st["seed"]
+    m, seed = exp.model, exp.seed
     tokenizer = build_tokenizer()
-    base = build_model(
-        tokenizer, mcfg.get("n_layer", 2), mcfg.get("n_embd", 64), mcfg.get("n_head", 2), seed=seed
-    )
+    base = build_model(tokenizer, m.n_layer, m.n_embd, m.n_head, seed=seed)
     base.to(device)
-    sft_loss = sft(base, tokenizer, data, steps=int(mcfg.get("sft_steps", 300)), seed=seed)
-    base.to(st["base_cfg"].torch_dtype(device))  # SFT in fp32, alignment in the configured precision
+    sft_loss = sft(base, tokenizer, data, steps=m.sft_steps, seed=seed)
+    base.to(base_cfg.torch_dtype(device))  # SFT in fp32, alignment in the configured precision
     base.save_pretrained(out / "base")
     tokenizer.save_pretrained(out / "base")
     return tokenizer, base, sft_loss
@@ -211,15 +127,15 @@ class _Runs:
         return tr
 
 
-def _train_methods(r: _Runs, st: dict[str, Any], data: PreferenceData) -> None:
+def _train_methods(r: _Runs, exp: TinyExperiment, data: PreferenceData) -> None:
     """MOPO (adaptive thresholds, then one run per ``sweep.thresholds``), MOPO-LB, DPO on D_J and the
     scalarised DPO runs, as ``methods`` asks."""
-    methods = st["methods"]
+    methods = exp.methods
     if "mopo" in methods:
-        extra = {"thresholds": "adaptive", "beta": st["base_cfg"].beta}
+        extra = {"thresholds": "adaptive", "beta": r.base_cfg.beta}
         tr = r.train("mopo", r.config(method="mopo"), data, "mopo", extra)
         tr.save_checkpoint(r.out / "checkpoint_mopo")
-        for i, b in enumerate(st["sweep"]):
+        for i, b in enumerate(exp.sweep.thresholds):
             r.train(
                 f"mopo_b{i}",
                 r.config(method="mopo", thresholds=list(b)),
@@ -233,7 +149,7 @@ def _train_methods(r: _Runs, st: dict[str, Any], data: PreferenceData) -> None:
         pairs = data.dpo_pairs()
         r.train("dpo_joint", r.config(method="dpo"), pairs.as_preference_data(), "dpo_joint", {})
     if "dpo_scalarised" in methods:
-        for i, w in enumerate(st["weights"]):
+        for i, w in enumerate(exp.scalarise_weights):
             pairs = data.dpo_pairs(w)
             r.train(
                 f"dpo_scalarised_{i}",
@@ -257,28 +173,29 @@ def _families(runs: dict[str, dict[str, Any]], hv_ref: list[float]) -> dict[str,
 def run_lm(config: dict[str, Any], out: Path) -> dict[str, Any]:
     """Train MOPO and the DPO baselines on the tiny verbosity task; write results, logs, plots to ``out``.
 
-    A config naming a data file or a model directory (``data.path``, ``model.path``) trains on that
-    instead: :func:`bayescrl.mopo.lm.user.run_user`."""
-    if is_user_config(config):
-        return run_user(config, Path(out))
-    st = _settings(config)
-    out, seed, task = Path(out), st["seed"], st["task"]
+    ``config`` is checked first (:func:`bayescrl.mopo.lm.experiment.lm_experiment`). A config naming a data
+    file or a model directory (``data.path``, ``model.path``) trains on that instead:
+    :func:`bayescrl.mopo.lm.user.run_user`."""
+    exp = lm_experiment(config)
+    if isinstance(exp, UserExperiment):
+        return run_user(exp, Path(out))
+    out, seed, task, base_cfg = Path(out), exp.seed, exp.task.task(), exp.train_config()
     out.mkdir(parents=True, exist_ok=True)
-    set_torch_threads(config.get("threads"))
+    set_torch_threads(exp.threads)
     seed_everything(seed)
-    data = task.make_data(int(st["data"].get("n_train", 512)), seed=seed)
+    data = task.make_data(exp.data.n_train, seed=seed)
     data.to_jsonl(out / "train.jsonl")
-    prompts = task.eval_prompts(int(st["data"].get("n_eval_prompts", 64)))
-    device = torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
-    tokenizer, base, sft_loss = _fit_base(st, data, device, out)
-    r = _Runs(task, base, tokenizer, prompts, st["base_cfg"], seed, out)
+    prompts = task.eval_prompts(exp.data.n_eval_prompts)
+    device = torch.device(exp.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    tokenizer, base, sft_loss = _fit_base(exp, base_cfg, data, device, out)
+    r = _Runs(task, base, tokenizer, prompts, base_cfg, seed, out)
     r.reference()
-    _train_methods(r, st, data)
-    families = _families(r.runs, st["hv_reference"])
+    _train_methods(r, exp, data)
+    families = _families(r.runs, exp.hv_reference)
     results = {
         "mode": "lm",
         "task": {"objectives": list(OBJECTIVES), "primary": "helpful", **task.__dict__},
-        "train": st["base_cfg"].to_dict(),
+        "train": base_cfg.to_dict(),
         "sft_final_loss": float(np.mean(sft_loss[-20:])),
         "runs": r.runs,
         "pareto": {"axes": ["primary_helpful", "frac_in_range"], "families": families},

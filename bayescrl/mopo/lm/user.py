@@ -1,6 +1,7 @@
 """MOPO on your own preference file and a local Hugging Face model (``mode: lm`` with ``data.path``).
 
-``bayescrl mopo CONFIG.yaml --model PATH --out DIR [--device cuda] [--resume]``. Config keys (see
+``bayescrl mopo CONFIG.yaml --model PATH --out DIR [--device cuda] [--resume]``. Config keys (each
+documented and checked by :class:`bayescrl.mopo.lm.experiment.UserExperiment`; see
 ``examples/mopo/trl_format.yaml``)::
 
     mode: lm
@@ -48,59 +49,23 @@ from bayescrl.mopo.lm import reward_head
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData, load_data
 from bayescrl.mopo.lm.evaluate import implicit_accuracy
-from bayescrl.mopo.lm.model import lora_policy
-from bayescrl.mopo.lm.reward_head import fit_lm_preferences, parse_lm_preferences
+from bayescrl.mopo.lm.experiment import UserExperiment
+from bayescrl.mopo.lm.model import check_model_dir, lora_policy
+from bayescrl.mopo.lm.reward_head import bind_preferences, fit_lm_preferences
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
 from bayescrl.utils import ConfigError, DataError, seed_everything, set_torch_threads
-from bayescrl.utils.checks import positive_int
-from bayescrl.utils.io import check_keys, load_json, trim_jsonl
+from bayescrl.utils.io import load_json, trim_jsonl
 
 log = logging.getLogger(__name__)
 
-KNOWN = ("mode", "seed", "threads", "device", "model", "data", "train", "progress", "resume", "name",
-         "description", "out", "preference_model", "raters", "bradley_terry")  # fmt: skip
-SECTIONS = {
-    "model": ("path",),
-    "data": ("path", "format", "primary", "columns", "names"),
-    "progress": ("log_every", "checkpoint_every"),
-}
 EVAL_RECORDS = 256
 #: training settings a resumed run must share with its checkpoint (``steps`` may grow)
 _RESUME_FREE = ("steps",)
 
 
-def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
-    v = config.get(key) or {}
-    if not isinstance(v, dict):
-        raise ConfigError(key, v, "must be a mapping")
-    return dict(v)
-
-
-def is_user_config(config: dict[str, Any]) -> bool:
-    """True when the config names a data file or a model directory (else: the tiny built-in task)."""
-    return bool(_section(config, "data").get("path") or _section(config, "model").get("path"))
-
-
-def model_context(path: str | Path) -> int | None:
-    """The context length (``n_positions`` / ``max_position_embeddings``) a local model's config.json
-    declares (None when it declares none); a damaged config.json is named."""
-    cfg = load_json(Path(path).expanduser() / "config.json", "model.path", kind=dict)
-    for key in ("n_positions", "max_position_embeddings", "n_ctx"):
-        if isinstance(cfg.get(key), int) and not isinstance(cfg.get(key), bool):
-            return int(cfg[key])
-    return None
-
-
 def load_local_model(path: str | Path, dtype: torch.dtype) -> tuple[torch.nn.Module, Any]:
     """A causal LM and its tokenizer from a local directory, never from the network."""
-    path = Path(path).expanduser()
-    if not path.is_dir() or not (path / "config.json").is_file():
-        why = "no such directory" if not path.exists() else "no config.json in it"
-        raise ConfigError(
-            "model.path",
-            str(path),
-            f"{why}: need a local Hugging Face model directory (nothing is downloaded)",
-        )
+    path = check_model_dir(path)
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -162,52 +127,29 @@ def _check_resume(saved: dict[str, Any], cfg: MOPOLMConfig) -> None:
             )
 
 
-def _settings(config: dict[str, Any]) -> dict[str, Any]:
-    """Check the config's keys, paths, progress and training settings (before the data or model is read)."""
-    check_keys(config, list(KNOWN))
-    for key, names in SECTIONS.items():
-        check_keys(_section(config, key), list(names), key)
-    model_path = _section(config, "model").get("path")
-    dspec = _section(config, "data")
-    if not model_path:
-        raise ConfigError("model.path", None, "give a local model directory: --model PATH (or model.path)")
-    if not dspec.get("path"):
-        raise ConfigError("data.path", None, "give a preference file (TRL format, JSONL or Parquet)")
-    prog = _section(config, "progress")
-    log_every = positive_int(prog.get("log_every", 10), "progress.log_every")
-    ckpt_every = positive_int(prog.get("checkpoint_every", 100), "progress.checkpoint_every", minimum=0)
-    train = _section(config, "train")
-    train.setdefault("seed", config.get("seed", 0))  # the top-level seed also orders the data
-    cfg = MOPOLMConfig.from_dict(train)  # bad values (batch_size: 0) stop here
-    dspec.setdefault("format", "trl")
+def _settings(exp: UserExperiment) -> dict[str, Any]:
+    """The run's settings from its checked config (:class:`~bayescrl.mopo.lm.experiment.UserExperiment`)."""
     return {
-        "model_path": model_path,
-        "data": dspec,
-        "log_every": log_every,
-        "checkpoint_every": ckpt_every,
-        "cfg": cfg,
-        "resume": bool(config.get("resume", False)),
-        "seed": int(config.get("seed", cfg.seed)),
+        "model_path": exp.model.path,
+        "data": exp.data.spec(),
+        "log_every": exp.progress.log_every,
+        "checkpoint_every": exp.progress.checkpoint_every,
+        "cfg": exp.train_config(),
+        "resume": exp.resume,
+        "seed": exp.run_seed(),
     }
 
 
-def _load_user_data(config: dict[str, Any], st: dict[str, Any]) -> tuple[PreferenceData, Any]:
-    """The preference file, checked against the training settings and the model's context, and the
-    Bradley–Terry preference model's settings (None: the empirical labels). DPO trains on D_J."""
-    cfg, model_path = st["cfg"], st["model_path"]
+def _load_user_data(exp: UserExperiment, st: dict[str, Any]) -> tuple[PreferenceData, Any]:
+    """The preference file, checked against the training settings and the preference settings (before the
+    model is read), and the Bradley–Terry preference model's settings (None: the empirical labels). DPO
+    trains on D_J."""
+    cfg = st["cfg"]
     data: PreferenceData = load_data(st["data"])
     if cfg.batch_size > len(data):  # the batch would repeat records within one step
         why = f"larger than the data set ({len(data)} records)"
         raise ConfigError("train.batch_size", cfg.batch_size, why)
-    ctx = model_context(model_path) if (Path(model_path).expanduser() / "config.json").is_file() else None
-    if ctx is not None and cfg.max_length > ctx:
-        why = f"longer than the model's context ({ctx} tokens)"
-        raise ConfigError("train.max_length", cfg.max_length, why)
-    pref_spec = parse_lm_preferences(config, data)  # raters, preference_model: checked before the model
-    if pref_spec is not None and cfg.method == "dpo":
-        raise ConfigError(
-            "preference_model", pref_spec.model, "train.method dpo trains on the labels: use mopo"
-        )
+    pref_spec = bind_preferences(exp.preferences(), data)  # the records' raters
     if cfg.method == "dpo" and data.num_objectives > 1:
         data = data.dpo_pairs().as_preference_data()  # DPO on D_J: records every objective agrees on
     return data, pref_spec
@@ -348,17 +290,57 @@ def _check_finite(final: dict[str, Any], acc_obj: list[float]) -> None:
         raise DataError("results.implicit_accuracy", acc_obj, "not finite")
 
 
-def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
-    """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring."""
-    st = _settings(config)
-    cfg, model_path = st["cfg"], st["model_path"]
-    set_torch_threads(config.get("threads"))
+def _evaluate(
+    trainer: MOPOLMTrainer, tok: Any, data: PreferenceData, cfg: MOPOLMConfig
+) -> tuple[list[float], int]:
+    """Per-objective implicit-reward accuracy of the trained policy on the first :data:`EVAL_RECORDS`
+    records, and their number."""
+    head = trainer.primary if cfg.multi_head else 0
+    sub = data.subset(range(min(len(data), EVAL_RECORDS)))
+    return implicit_accuracy(trainer.model, tok, sub, head=head, max_length=cfg.max_length), len(sub)
+
+
+def _user_results(
+    st: dict[str, Any], trainer: MOPOLMTrainer, data: PreferenceData, names: list[str], device: torch.device,
+    start: int, seconds: float, final: dict[str, Any], acc_obj: list[float], n_eval: int, pref_spec: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """The ``results.json`` record of a run (module docstring)."""
+    return {
+        "mode": "lm",
+        "model": str(st["model_path"]),
+        "device": str(device),
+        "processes": trainer.world,
+        "data": {
+            "path": str(st["data"]["path"]),
+            "records": len(data),
+            "objectives": names,
+            "primary": names[trainer.primary],
+            "raters": len(set(data.raters)) if data.raters else None,
+        },
+        "train": st["cfg"].to_dict(),
+        "steps": trainer.step_count,
+        "resumed_from_step": start if start else None,
+        "train_seconds": seconds,
+        "seconds_per_step": seconds / max(1, trainer.step_count - start),
+        "final": final,
+        "implicit_accuracy": dict(zip(names, acc_obj, strict=True)),
+        "implicit_accuracy_records": n_eval,
+        "preference_model": "empirical" if pref_spec is None else pref_spec.model,
+    }
+
+
+def run_user(config: dict[str, Any] | UserExperiment, out: Path) -> dict[str, Any]:
+    """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring.
+    ``config``: the checked :class:`~bayescrl.mopo.lm.experiment.UserExperiment` (a mapping is checked)."""
+    exp = config if isinstance(config, UserExperiment) else UserExperiment.from_dict(config)
+    st = _settings(exp)
+    cfg, model_path, out = st["cfg"], st["model_path"], Path(out)
+    set_torch_threads(exp.threads)
     seed_everything(st["seed"])
-    data, pref_spec = _load_user_data(config, st)
+    data, pref_spec = _load_user_data(exp, st)
     names = list(data.names) or [f"objective_{k}" for k in range(data.num_objectives)]
-    acc, device, main = _placement(config.get("device"))
+    acc, device, main = _placement(exp.device)
     say = log.info if main else (lambda *a, **k: None)  # progress from the main process only
-    out = Path(out)
     base, tok = load_local_model(model_path, cfg.torch_dtype(device))
     base.to(device)
     prefs, atom_scores = _fit_preferences(pref_spec, base, tok, data, cfg, acc, say)
@@ -372,32 +354,11 @@ def run_user(config: dict[str, Any], out: Path) -> dict[str, Any]:
     if main:
         _save_atomic(trainer, out / "checkpoint")
         trainer.model.save(out / "policy")
-    head = trainer.primary if cfg.multi_head else 0
-    sub = data.subset(range(min(len(data), EVAL_RECORDS)))
-    acc_obj = implicit_accuracy(trainer.model, tok, sub, head=head, max_length=cfg.max_length)
+    acc_obj, n_eval = _evaluate(trainer, tok, data, cfg)
     final = {k: v for k, v in (rec or (trainer.log[-1] if trainer.log else {})).items() if k != "seconds"}
-    results = {
-        "mode": "lm",
-        "model": str(model_path),
-        "device": str(device),
-        "processes": trainer.world,
-        "data": {
-            "path": str(st["data"]["path"]),
-            "records": len(data),
-            "objectives": names,
-            "primary": names[trainer.primary],
-            "raters": len(set(data.raters)) if data.raters else None,
-        },
-        "train": cfg.to_dict(),
-        "steps": trainer.step_count,
-        "resumed_from_step": start if start else None,
-        "train_seconds": seconds,
-        "seconds_per_step": seconds / max(1, trainer.step_count - start),
-        "final": final,
-        "implicit_accuracy": dict(zip(names, acc_obj, strict=True)),
-        "implicit_accuracy_records": len(sub),
-        "preference_model": "empirical" if pref_spec is None else pref_spec.model,
-    }
+    results = _user_results(
+        st, trainer, data, names, device, start, seconds, final, acc_obj, n_eval, pref_spec
+    )
     if prefs is not None:
         results |= _preference_results(prefs, pref_spec, data, names)
         if main:

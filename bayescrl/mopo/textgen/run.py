@@ -33,10 +33,10 @@ import torch
 
 from bayescrl.mopo.lm.config import MOPOLMConfig
 from bayescrl.mopo.lm.data import PreferenceData
-from bayescrl.mopo.lm.model import lora_policy
+from bayescrl.mopo.lm.model import lora_policy, model_context
 from bayescrl.mopo.lm.tiny import check_shape
 from bayescrl.mopo.lm.trainer import MOPOLMTrainer
-from bayescrl.mopo.lm.user import load_local_model, model_context
+from bayescrl.mopo.lm.user import load_local_model
 from bayescrl.mopo.textgen import labels as lab
 from bayescrl.mopo.textgen import parm as parm_mod
 from bayescrl.mopo.textgen import ric as ric_mod
@@ -45,7 +45,7 @@ from bayescrl.mopo.textgen.scorers import get_scorer, score_all
 from bayescrl.mopo.textgen.table import build_table, load_runs, markdown, plot_fronts
 from bayescrl.mopo.textgen.tasks import DEFAULT_SCORERS, TASKS, Task, build_task
 from bayescrl.utils import ConfigError, seed_everything, set_torch_threads, write_json
-from bayescrl.utils.checks import boolean, number, positive_int
+from bayescrl.utils.checks import boolean, check_device, mapping, number, positive_int
 from bayescrl.utils.config import Config
 from bayescrl.utils.io import check_keys, load_json
 
@@ -59,6 +59,8 @@ GPT2_LORA = {
     "target_modules": ["c_attn", "c_proj", "c_fc"],
     "fan_in_fan_out": True,
 }
+#: the LoRA of a local model (``model.path``; target modules: peft's default for the architecture)
+LOCAL_LORA = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05}
 #: MOPO's settings from the thesis' table `exp_details_text_generation` (t0: 1/20 of the steps, as 500/10000)
 THESIS_MOPO = {"tau": 0.08, "epsilon": 0.15, "beta": 0.9995}
 DEFAULT_WEIGHTINGS = [[0.0, 1.0], [0.25, 0.75], [0.5, 0.5], [0.75, 0.25], [1.0, 0.0]]
@@ -245,6 +247,11 @@ class TextgenRiC(Config):
     """clip the desired scores to the data's range (null: true for the tiny model)"""
 
     def validate(self) -> None:
+        for key in ("steps", "batch_size"):
+            if getattr(self, key) is not None:
+                positive_int(getattr(self, key), self.key(key))
+        if self.lr is not None:
+            _positive(self.lr, "ric.lr")
         self.reference_draws = positive_int(self.reference_draws, "ric.reference_draws")
         if self.clip_to_data is not None:
             boolean(self.clip_to_data, "ric.clip_to_data")
@@ -258,6 +265,22 @@ class TextgenRiC(Config):
             self.desired_scores = [
                 ric_mod.check_desired(s, K_OBJECTIVES, index=i) for i, s in enumerate(desired)
             ]
+
+    def resolve(self, base_cfg: MOPOLMConfig, local_model: bool) -> dict[str, Any]:
+        """The settings with ``null`` ones taken from ``train`` (``base_cfg``); ``clip_to_data`` defaults to
+        true for the tiny model (``local_model`` False)."""
+        return {
+            "steps": positive_int(base_cfg.steps if self.steps is None else self.steps, "ric.steps"),
+            "lr": _positive(base_cfg.lr if self.lr is None else self.lr, "ric.lr"),
+            "batch_size": positive_int(
+                2 * base_cfg.batch_size if self.batch_size is None else self.batch_size, "ric.batch_size"
+            ),
+            "mapping": self.mapping,
+            "reference_draws": self.reference_draws,
+            "clip_to_data": not local_model if self.clip_to_data is None else self.clip_to_data,
+            "weightings": self.weightings,
+            "desired_scores": self.desired_scores,
+        }
 
 
 @dataclass
@@ -285,6 +308,11 @@ class TextgenPARM(Config):
     """a run per weighting of the objectives"""
 
     def validate(self) -> None:
+        for key in ("steps", "batch_size"):
+            if getattr(self, key) is not None:
+                positive_int(getattr(self, key), self.key(key))
+        if self.lr is not None:
+            _positive(self.lr, "parm.lr")
         self.rank = positive_int(self.rank, "parm.rank")
         for key in ("alpha", "beta", "beta_r"):
             setattr(self, key, _positive(getattr(self, key), self.key(key)))
@@ -293,6 +321,22 @@ class TextgenPARM(Config):
             raise ConfigError(
                 "parm.guidance", self.guidance, f"must be one of {', '.join(parm_mod.GUIDANCE)}"
             )
+
+    def resolve(self, base_cfg: MOPOLMConfig) -> dict[str, Any]:
+        """The settings with ``null`` ones taken from ``train`` (``base_cfg``)."""
+        return {
+            "steps": positive_int(base_cfg.steps if self.steps is None else self.steps, "parm.steps"),
+            "lr": _positive(base_cfg.lr if self.lr is None else self.lr, "parm.lr"),
+            "batch_size": positive_int(
+                base_cfg.batch_size if self.batch_size is None else self.batch_size, "parm.batch_size"
+            ),
+            "rank": self.rank,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "beta_r": self.beta_r,
+            "guidance": self.guidance,
+            "weightings": self.weightings,
+        }
 
 
 @dataclass
@@ -321,8 +365,32 @@ class TextgenExperiment(Config):
     """PARM"""
     hv_reference: list = field(default_factory=lambda: [0.0, 0.0])
     """reference point of the hypervolume (one number per objective)"""
+    threads: int | None = None
+    """torch intra-op threads (null: $BAYESCRL_THREADS or 1)"""
+    device: str | None = None
+    """torch device (null: cuda if available, else cpu; ``--device`` wins)"""
 
     def validate(self) -> None:
+        self._check_seeds()
+        self._check_algorithms()
+        m, t = self.model.given(), self.task
+        ctx = model_context(m["path"]) if m.get("path") else check_shape(m, "model", n_positions=128)
+        if ctx is not None and t.max_new_tokens >= ctx:
+            why = f"leaves no room for the prompt in the model's context of {ctx} tokens"
+            raise ConfigError("task.max_new_tokens", t.max_new_tokens, why)
+        hv_ref = self.hv_reference
+        if not isinstance(hv_ref, list) or len(hv_ref) != K_OBJECTIVES:
+            raise ConfigError("hv_reference", hv_ref, f"need {K_OBJECTIVES} numbers")
+        for v in hv_ref:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ConfigError("hv_reference", hv_ref, "must be finite numbers")
+        if self.threads is not None:
+            self.threads = positive_int(self.threads, "threads")
+        if self.device is not None:
+            self.device = check_device(self.device, "device")
+        self.train_configs()  # every training setting (MOPO-LB's and MOPO-Lag's too)
+
+    def _check_seeds(self) -> None:
         seeds = self.seeds
         if isinstance(seeds, int) and not isinstance(seeds, bool):
             seeds = self.seeds = [seeds]
@@ -335,27 +403,33 @@ class TextgenExperiment(Config):
         dup = next((x for i, x in enumerate(seeds) if x in seeds[:i]), None)
         if dup is not None:  # one seed's run would overwrite the other's
             raise ConfigError("seeds", seeds, f"seed {dup} appears twice; give distinct seeds")
+
+    def _check_algorithms(self) -> None:
         algos = self.algorithms
         if not isinstance(algos, list) or not algos:
             raise ConfigError("algorithms", algos, f"must be a non-empty list of {', '.join(ALGORITHMS)}")
         for i, a in enumerate(algos):
             if a not in ALGORITHMS:
                 raise ConfigError("algorithms", a, f"must be one of {', '.join(ALGORITHMS)}", index=i)
-        m, t = self.model.given(), self.task
-        ctx = model_context(m["path"]) if m.get("path") else check_shape(m, "model", n_positions=128)
-        if ctx is not None and t.max_new_tokens >= ctx:
-            why = f"leaves no room for the prompt in the model's context of {ctx} tokens"
-            raise ConfigError("task.max_new_tokens", t.max_new_tokens, why)
-        hv_ref = self.hv_reference
-        if not isinstance(hv_ref, list) or len(hv_ref) != K_OBJECTIVES:
-            raise ConfigError("hv_reference", hv_ref, f"need {K_OBJECTIVES} numbers")
-        for v in hv_ref:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ConfigError("hv_reference", hv_ref, "must be finite numbers")
+
+    def train_configs(self) -> tuple[MOPOLMConfig, MOPOLMConfig, MOPOLMConfig]:
+        """``(base, MOPO-LB, MOPO-Lag)`` training settings: ``train`` over the thesis' MOPO settings (t0:
+        1/20 of the steps) and the model's LoRA default, primary ``r1``; then ``mopo.lb`` / ``mopo.lag``."""
+        train = dict(mapping(self.train, "train"))
+        train.setdefault("peft", LOCAL_LORA if self.model.path else GPT2_LORA)
+        for key, v in THESIS_MOPO.items():
+            train.setdefault(key, v)
+        train.setdefault("t0", max(1, int(train.get("steps", 200)) // 20))
+        train["primary"] = 0
+        base_cfg = MOPOLMConfig.from_dict(train)
+        mo = self.mopo
+        lb_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo-lb", **(mo.lb or {})})
+        lag_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo", **(mo.lag or {})})
+        return base_cfg, lb_cfg, lag_cfg
 
 
-#: keys of a textgen config besides the experiment's settings (read by the command)
-EXTRA_KEYS = ("mode", "name", "description", "threads", "device", "out")
+#: keys of a textgen config besides the experiment's settings
+EXTRA_KEYS = ("mode", "name", "description", "out")
 
 
 def validate(config: dict[str, Any]) -> dict[str, Any]:
@@ -364,49 +438,9 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     resolved against ``train``."""
     exp = TextgenExperiment.from_dict(config, extra=dict.fromkeys(EXTRA_KEYS))
     t, m = exp.task, exp.model.given()
-    raters = lab.parse_raters(exp.labels.raters)
-    train = _section(config, "train")
-    train.setdefault(
-        "peft", GPT2_LORA if not m.get("path") else {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05}
-    )
-    for key, v in THESIS_MOPO.items():
-        train.setdefault(key, v)
-    train.setdefault("t0", max(1, int(train.get("steps", 200)) // 20))
-    train["primary"] = 0
-    base_cfg = MOPOLMConfig.from_dict(train)
-    mo = exp.mopo
-    lb_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo-lb", **(mo.lb or {})})
-    lag_cfg = MOPOLMConfig.from_dict({**base_cfg.to_dict(), "method": "mopo", **(mo.lag or {})})
-    r = exp.ric
-    ric = {
-        "steps": positive_int(base_cfg.steps if r.steps is None else r.steps, "ric.steps"),
-        "lr": _positive(base_cfg.lr if r.lr is None else r.lr, "ric.lr"),
-        "batch_size": positive_int(
-            2 * base_cfg.batch_size if r.batch_size is None else r.batch_size, "ric.batch_size"
-        ),
-        "mapping": r.mapping,
-        "reference_draws": r.reference_draws,
-        "clip_to_data": not m.get("path") if r.clip_to_data is None else r.clip_to_data,
-        "weightings": r.weightings,
-        "desired_scores": r.desired_scores,
-    }
-    p = exp.parm
-    parm = {
-        "steps": positive_int(base_cfg.steps if p.steps is None else p.steps, "parm.steps"),
-        "lr": _positive(base_cfg.lr if p.lr is None else p.lr, "parm.lr"),
-        "batch_size": positive_int(
-            base_cfg.batch_size if p.batch_size is None else p.batch_size, "parm.batch_size"
-        ),
-        "rank": p.rank,
-        "alpha": p.alpha,
-        "beta": p.beta,
-        "beta_r": p.beta_r,
-        "guidance": p.guidance,
-        "weightings": p.weightings,
-    }
-    task = build_task(t.name, t.n_train_prompts, t.n_eval_prompts)
+    base_cfg, lb_cfg, lag_cfg = exp.train_configs()
     return {
-        "task": task,
+        "task": build_task(t.name, t.n_train_prompts, t.n_eval_prompts),
         "scorers": list(t.scorers),
         "seeds": list(exp.seeds),
         "algorithms": list(exp.algorithms),
@@ -415,15 +449,17 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
         "max_new_tokens": int(t.max_new_tokens),
         "temperature": float(t.temperature),
         "model": m,
-        "raters": raters,
+        "raters": lab.parse_raters(exp.labels.raters),
         "base_cfg": base_cfg,
         "lb_cfg": lb_cfg,
         "lag_cfg": lag_cfg,
-        "thresholds": [list(map(float, b)) for b in mo.thresholds],
+        "thresholds": [list(map(float, b)) for b in exp.mopo.thresholds],
         "modpo_weightings": exp.modpo.weightings,
-        "ric": ric,
-        "parm": parm,
+        "ric": exp.ric.resolve(base_cfg, bool(m.get("path"))),
+        "parm": exp.parm.resolve(base_cfg),
         "hv_reference": [float(v) for v in exp.hv_reference],
+        "threads": exp.threads,
+        "device": exp.device,
     }
 
 
@@ -765,8 +801,8 @@ def run_textgen(config: dict[str, Any], out: Path) -> dict[str, Any]:
     s = validate(config)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    set_torch_threads(config.get("threads"))
-    device = torch.device(config.get("device") or ("cuda" if torch.cuda.is_available() else "cpu"))
+    set_torch_threads(s["threads"])
+    device = torch.device(s["device"] or ("cuda" if torch.cuda.is_available() else "cpu"))
     fp = fingerprint(config)
     for seed in s["seeds"]:
         log.info("textgen %s: seed %d", s["task"].name, seed)
