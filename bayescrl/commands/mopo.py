@@ -171,11 +171,8 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def summary_table(results: dict) -> str:
-    """The headline numbers of a mopo run as a rounded text table (the full results are in results.json):
-    tabular: the policy per action and per constraint G, b and λ; synthetic sanity: the mean policy and its
-    total-variation distance to the exact solution per data set and τ; motivating: hypervolume per method;
-    lm: implicit accuracy per objective."""
+def _tabular_parts(results: dict) -> list[str]:
+    """The policy per action; per constraint G, b and λ."""
     parts = []
     pol = results.get("policy")
     if isinstance(pol, dict):
@@ -185,41 +182,65 @@ def summary_table(results: dict) -> str:
         gbl = zip(results["G"], results["b"], lam, strict=False)
         rows = [[str(i + 1), g, b, lm] for i, (g, b, lm) in enumerate(gbl)]
         parts.append(_rows(["constraint", "G", "b", "lambda"], rows))
+    return parts
+
+
+def _runs_of(results: dict) -> dict | None:
+    """``results["runs"]`` when it is a mapping of run records (synthetic sanity, lm), else None."""
     runs = results.get("runs")
-    runs = runs if isinstance(runs, dict) and all(isinstance(r, dict) for r in runs.values()) else None
-    if runs and all("policy_mean" in r for r in runs.values()):
-        actions = list(next(iter(runs.values()))["policy_mean"])
-        rows = []
-        for key, r in runs.items():
-            tv = r.get("tv_to_exact")
-            tv = sum(tv) / len(tv) if isinstance(tv, list) and tv else tv
-            rows.append([key, *[r["policy_mean"][a] for a in actions], tv])
-        parts.append(_rows(["run", *[f"pi({a})" for a in actions], "TV to exact"], rows))
-    sets = results.get("sets")
-    if isinstance(sets, dict) and sets:
-        for name, res in sets.items():
-            methods = res.get("methods") or {}
-            rows = [[m, v.get("hypervolume"), v.get("mean_distance_to_front")] for m, v in methods.items()]
-            if rows:
-                title = f"set {name} (true front hypervolume {fmt_num(res.get('true_front_hypervolume'))})"
-                parts.append(title + "\n" + _rows(["method", "hypervolume", "distance to front"], rows))
-    elif runs:  # lm: one row per run, its numeric headline fields
-        cols = [k for k in next(iter(runs.values())) if _is_num(next(iter(runs.values()))[k])][:6]
-        rows = [[name, *[r.get(c) if _is_num(r.get(c)) else "–" for c in cols]] for name, r in runs.items()]
-        parts.append(_rows(["run", *cols], rows))
-    table = results.get("table")
-    if isinstance(table, dict) and isinstance(table.get("rows"), dict):  # textgen: mean ± sd over seeds
-        objs = table.get("objectives") or ["r1", "r2"]
-        rows = []
-        for a, r in table["rows"].items():
-            n = len(r.get("seeds") or []) or None
-            cells = [fmt_spread(m, s, n, show_n=False) for m, s in zip(r["mean"], r["sd"], strict=False)]
-            hv = fmt_spread(r.get("hypervolume_mean"), r.get("hypervolume_sd"), n, show_n=False)
-            rows.append([a, *cells, hv])
-        n_seeds = max((len(r.get("seeds") or []) for r in table["rows"].values()), default=0)
-        head = ["algorithm", *objs[: len(rows[0]) - 2], "hypervolume"] if rows else []
+    return runs if isinstance(runs, dict) and all(isinstance(r, dict) for r in runs.values()) else None
+
+
+def _sanity_part(runs: dict) -> str:
+    """Synthetic sanity: the mean policy and its total-variation distance to the exact solution per run."""
+    actions = list(next(iter(runs.values()))["policy_mean"])
+    rows = []
+    for key, r in runs.items():
+        tv = r.get("tv_to_exact")
+        tv = sum(tv) / len(tv) if isinstance(tv, list) and tv else tv
+        rows.append([key, *[r["policy_mean"][a] for a in actions], tv])
+    return _rows(["run", *[f"pi({a})" for a in actions], "TV to exact"], rows)
+
+
+def _sets_parts(sets: dict) -> list[str]:
+    """Motivating example: hypervolume and distance to the true front per method, per reward set."""
+    parts = []
+    for name, res in sets.items():
+        methods = res.get("methods") or {}
+        rows = [[m, v.get("hypervolume"), v.get("mean_distance_to_front")] for m, v in methods.items()]
         if rows:
-            parts.append(f"{table.get('task', '')} (mean ± sd over {n_seeds} seeds)\n" + _rows(head, rows))
+            title = f"set {name} (true front hypervolume {fmt_num(res.get('true_front_hypervolume'))})"
+            parts.append(title + "\n" + _rows(["method", "hypervolume", "distance to front"], rows))
+    return parts
+
+
+def _lm_runs_part(runs: dict) -> str:
+    """lm: one row per run, its first six numeric headline fields."""
+    first = next(iter(runs.values()))
+    cols = [k for k in first if _is_num(first[k])][:6]
+    rows = [[name, *[r.get(c) if _is_num(r.get(c)) else "–" for c in cols]] for name, r in runs.items()]
+    return _rows(["run", *cols], rows)
+
+
+def _textgen_part(table: dict) -> str | None:
+    """textgen: mean ± sd over seeds of each objective and the hypervolume, per algorithm."""
+    objs = table.get("objectives") or ["r1", "r2"]
+    rows = []
+    for a, r in table["rows"].items():
+        n = len(r.get("seeds") or []) or None
+        cells = [fmt_spread(m, s, n, show_n=False) for m, s in zip(r["mean"], r["sd"], strict=False)]
+        hv = fmt_spread(r.get("hypervolume_mean"), r.get("hypervolume_sd"), n, show_n=False)
+        rows.append([a, *cells, hv])
+    if not rows:
+        return None
+    n_seeds = max((len(r.get("seeds") or []) for r in table["rows"].values()), default=0)
+    head = ["algorithm", *objs[: len(rows[0]) - 2], "hypervolume"]
+    return f"{table.get('task', '')} (mean ± sd over {n_seeds} seeds)\n" + _rows(head, rows)
+
+
+def _headline_parts(results: dict) -> list[str]:
+    """lm: implicit accuracy per objective; hypervolume per method (or one)."""
+    parts = []
     acc = results.get("implicit_accuracy")
     if isinstance(acc, dict):
         parts.append(_rows(["objective", "implicit accuracy"], [[k, v] for k, v in acc.items()]))
