@@ -137,77 +137,21 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
     ``score`` (:func:`~bayescrl.mopo.preferences.empirical_scores`). Every malformed record raises
     :class:`DataError` naming the field, the record index and the value.
     """
-    actions = config.get("actions")
-    if not isinstance(actions, list) or len(actions) < 2:
-        raise ConfigError("actions", actions, "must be a list of at least two action names")
-    names = [str(a) for a in actions]
-    if len(set(names)) != len(names):
-        raise ConfigError("actions", actions, "action names must be unique")
-    index = {a: i for i, a in enumerate(names)}
+    names = _parse_actions(config.get("actions"))
     data = config.get("data")
     if not isinstance(data, list) or not data:
         raise ConfigError("data", data, "must be a non-empty list of {y, y_prime, prefs} records")
     raters = parse_raters(config.get("raters"))
-    rater_index = {r.id: i for i, r in enumerate(raters)}
     check_rater_ids([rec.get("rater") if isinstance(rec, Mapping) else None for rec in data], raters)
-    k = None
-    ys, yps, rows, rts = [], [], [], []
-    for i, rec in enumerate(data):
-        if not isinstance(rec, Mapping):
-            raise DataError("data", rec, "record must be a mapping with y, y_prime, prefs", index=i)
-        check_keys(rec, RECORD_KEYS, f"data[{i}]")  # a misspelt 'rater' would silently pool the raters
-        for key in ("y", "y_prime", "prefs"):
-            if key not in rec:
-                raise DataError(f"data.{key}", dict(rec), f"missing field '{key}'", index=i)
-        for key in ("y", "y_prime"):
-            if str(rec[key]) not in index:
-                raise DataError(f"data.{key}", rec[key], f"unknown action (known: {names})", index=i)
-        prefs = rec["prefs"]
-        if not isinstance(prefs, (list, tuple)) or not prefs:
-            raise DataError("data.prefs", prefs, "must be a non-empty list of 0/1 indicators", index=i)
-        if k is None:
-            k = len(prefs)
-            if k < 2:
-                raise DataError(
-                    "data.prefs", prefs, "need at least two objectives (primary + constraint)", index=i
-                )
-        if len(prefs) != k:
-            raise DataError("data.prefs", prefs, f"has {len(prefs)} indicators, expected K = {k}", index=i)
-        for v in prefs:
-            if isinstance(v, bool) or v not in (0, 1):
-                raise DataError("data.prefs", prefs, "indicators must be 0 or 1", index=i)
-        if str(rec["y"]) == str(rec["y_prime"]):
-            raise DataError(
-                "data.y_prime", rec["y_prime"], "a record must compare two different actions", index=i
-            )
-        if "rater" in rec:
-            rts.append(rater_index[str(rec["rater"])])
-        else:
-            rts.append(0)
-        ys.append(index[str(rec["y"])])
-        yps.append(index[str(rec["y_prime"])])
-        rows.append([float(v) for v in prefs])
-    assert k is not None
+    ys, yps, rows, rts = _parse_records(data, names, {r.id: i for i, r in enumerate(raters)})
+    k = len(rows[0])
     primary = config.get("primary", k - 1)
     if isinstance(primary, bool) or not isinstance(primary, int) or not -k <= primary < k:
         raise ConfigError("primary", primary, f"must be an objective index in [0, {k - 1}]")
     estimator = config.get("estimator", "win_rate")
     if estimator not in ESTIMATORS:
         raise ConfigError("estimator", estimator, f"must be one of {list(ESTIMATORS)}")
-    ref_cfg = config.get("reference", "data")
-    if ref_cfg == "data":
-        seen = ys + yps if config.get("augment", True) else ys
-        ref = action_frequency(torch.tensor(seen, device="cpu"), len(names))
-        if bool((ref == 0).any()):
-            missing = names[int(torch.nonzero(ref == 0)[0, 0])]
-            raise ConfigError(
-                "reference",
-                "data",
-                f"action {missing!r} never appears in the records, so its empirical frequency is 0 "
-                "(Supp(pi) = Supp(pi_ref)); give reference: uniform or probabilities",
-            )
-    else:
-        ref = _parse_reference(ref_cfg, names)
+    ref = _reference(config, ys + yps if config.get("augment", True) else ys, names)
     dt = torch.float64
     return TabularProblem(
         actions=names,
@@ -220,6 +164,82 @@ def parse_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu")
         raters=raters,
         estimator=estimator,
     )
+
+
+def _parse_actions(actions: Any) -> list[str]:
+    """The action names: a list of at least two distinct names."""
+    if not isinstance(actions, list) or len(actions) < 2:
+        raise ConfigError("actions", actions, "must be a list of at least two action names")
+    names = [str(a) for a in actions]
+    if len(set(names)) != len(names):
+        raise ConfigError("actions", actions, "action names must be unique")
+    return names
+
+
+def _parse_records(
+    data: list, names: list[str], rater_index: dict[str, int]
+) -> tuple[list[int], list[int], list[list[float]], list[int]]:
+    """``(y, y', prefs, rater)`` per record (action and rater indices, float indicators), every record
+    checked (:func:`_check_record`; the number of objectives ``K`` is the first record's)."""
+    index = {a: i for i, a in enumerate(names)}
+    k = None
+    ys, yps, rows, rts = [], [], [], []
+    for i, rec in enumerate(data):
+        k = _check_record(rec, i, index, names, k)
+        rts.append(rater_index[str(rec["rater"])] if "rater" in rec else 0)
+        ys.append(index[str(rec["y"])])
+        yps.append(index[str(rec["y_prime"])])
+        rows.append([float(v) for v in rec["prefs"]])
+    return ys, yps, rows, rts
+
+
+def _check_record(rec: Any, i: int, index: dict[str, int], names: list[str], k: int | None) -> int:
+    """Refuse a malformed record ``i`` (:class:`DataError` naming the field, the index and the value);
+    returns ``K``, its number of indicators (which must equal ``k`` unless ``k`` is None)."""
+    if not isinstance(rec, Mapping):
+        raise DataError("data", rec, "record must be a mapping with y, y_prime, prefs", index=i)
+    check_keys(rec, RECORD_KEYS, f"data[{i}]")  # a misspelt 'rater' would silently pool the raters
+    for key in ("y", "y_prime", "prefs"):
+        if key not in rec:
+            raise DataError(f"data.{key}", dict(rec), f"missing field '{key}'", index=i)
+    for key in ("y", "y_prime"):
+        if str(rec[key]) not in index:
+            raise DataError(f"data.{key}", rec[key], f"unknown action (known: {names})", index=i)
+    prefs = rec["prefs"]
+    if not isinstance(prefs, (list, tuple)) or not prefs:
+        raise DataError("data.prefs", prefs, "must be a non-empty list of 0/1 indicators", index=i)
+    if k is None:
+        k = len(prefs)
+        if k < 2:
+            why = "need at least two objectives (primary + constraint)"
+            raise DataError("data.prefs", prefs, why, index=i)
+    if len(prefs) != k:
+        raise DataError("data.prefs", prefs, f"has {len(prefs)} indicators, expected K = {k}", index=i)
+    for v in prefs:
+        if isinstance(v, bool) or v not in (0, 1):
+            raise DataError("data.prefs", prefs, "indicators must be 0 or 1", index=i)
+    if str(rec["y"]) == str(rec["y_prime"]):
+        why = "a record must compare two different actions"
+        raise DataError("data.y_prime", rec["y_prime"], why, index=i)
+    return k
+
+
+def _reference(config: Mapping[str, Any], seen: list[int], names: list[str]) -> Tensor:
+    """``pi_ref``: ``reference: data`` (the default), the frequency of the actions ``seen`` in the records
+    (each must appear); else :func:`_parse_reference`."""
+    ref_cfg = config.get("reference", "data")
+    if ref_cfg != "data":
+        return _parse_reference(ref_cfg, names)
+    ref = action_frequency(torch.tensor(seen, device="cpu"), len(names))
+    if bool((ref == 0).any()):
+        missing = names[int(torch.nonzero(ref == 0)[0, 0])]
+        raise ConfigError(
+            "reference",
+            "data",
+            f"action {missing!r} never appears in the records, so its empirical frequency is 0 "
+            "(Supp(pi) = Supp(pi_ref)); give reference: uniform or probabilities",
+        )
+    return ref
 
 
 def _parse_reference(ref: Any, names: list[str]) -> Tensor:
@@ -456,12 +476,72 @@ def run_mopo(
     (the policy saved at the previous multiple of ``t0``); ``t0 = None`` keeps ``pi_ref`` fixed (then, with a
     fixed ``b`` and ``eps = 0``, the fixed point is :func:`solve_exact`'s solution).
     """
-    dt = torch.float64
+    y, _, q_rec, p_hat, q_hat, ref0 = _solver_tensors(problem, augment, device)
     gens = run_generators(seed, runs)
+    beta_t, it = _mopo_start(b, beta, t0, ref0, q_hat, runs, lr, lr_final, steps)
+    hist = _History()
+    for t in range(1, steps + 1):
+        idx = _batch(gens, len(y), batch, device)
+        x = _weighted_constraints(it, y[idx], q_rec[idx], p_hat, q_hat, tau, ref0)
+        _mopo_step(it, x, p_hat, q_hat, tau, eps, chi_min)
+        if t0 and t % t0 == 0:  # lines 9-11
+            _lag(it, beta_t, q_hat)
+        if t % log_every == 0 or t == steps:
+            hist.record(t, torch.softmax(it.psi, -1), q_hat, it.lam, it.b)
+    pol = torch.softmax(it.psi, -1)
+    return MopoRun(pol, it.lam, it.b, pol @ q_hat, hist.steps, hist.stacked())
+
+
+def _solver_tensors(
+    problem: TabularProblem, augment: bool, device: str | torch.device
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """``(y, p, q)`` of the records (:meth:`TabularProblem.records`), the per-action ``(p_hat, q_hat)`` and
+    ``pi_ref`` (float64) on ``device``."""
+    dt = torch.float64
     y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
     p_hat, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
-    ref0 = problem.ref.to(device, dt)
-    n_rec, c_n = q_rec.shape
+    return y, p_rec, q_rec, p_hat, q_hat, problem.ref.to(device, dt)
+
+
+class _History:
+    """The logged steps of a stochastic solver and, per step, the policy, ``lam``, ``b`` and ``G``."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.values: dict[str, list[Tensor]] = {}
+
+    def record(self, t: int, policy: Tensor, q_hat: Tensor, lam: Tensor, b: Tensor) -> None:
+        """Log step ``t`` (``G = policy @ q_hat``)."""
+        self.steps.append(t)
+        _snapshot(self.values, policy=policy, lam=lam, b=b, G=policy @ q_hat)
+
+    def stacked(self) -> dict[str, Tensor]:
+        """``{name: [T_log, R, ...]}``."""
+        return {k: torch.stack(v) for k, v in self.values.items()}
+
+
+@dataclass
+class _Iterates:
+    """The iterates of :func:`run_mopo`, one row per run: policy logits ``psi``, multipliers ``lam`` and
+    lower-bound variables ``chi`` (their Adams in ``opts``), thresholds ``b``, the current reference ``ref``
+    and ``saved``, the policy at the last multiple of ``t0`` (the next reference)."""
+
+    psi: Tensor
+    lam: Tensor
+    chi: Tensor
+    b: Tensor
+    ref: Tensor
+    saved: Tensor
+    opts: tuple[Adam, Adam, Adam]
+
+
+def _mopo_start(
+    b: Tensor | None, beta: Tensor | float | None, t0: int | None, ref0: Tensor, q_hat: Tensor, runs: int,
+    lr: float, lr_final: float | None, steps: int,
+) -> tuple[Tensor | None, _Iterates]:  # fmt: skip
+    """The thresholds' factor ``beta`` per constraint (None: fixed ``b``) and the initial iterates: ``psi =
+    log pi_ref``, ``lam = 0``, ``chi = 1``, ``b`` fixed or ``beta G(pi_ref)``."""
+    dt, device, c_n = torch.float64, ref0.device, q_hat.shape[-1]
     if beta is None and b is None:
         raise ConfigError("b", None, "give a fixed threshold b or an adaptive factor beta")
     if t0 is not None and (isinstance(t0, bool) or not isinstance(t0, int) or t0 < 1):
@@ -471,45 +551,52 @@ def run_mopo(
         b_cur = b.to(device, dt).expand(runs, c_n).clone()
     else:
         b_cur = (beta_t * (ref0 @ q_hat)).expand(runs, c_n).clone()
-
     psi = torch.log(ref0).expand(runs, -1).clone()
     lam = torch.zeros(runs, c_n, dtype=dt, device=device)
     chi = torch.ones(runs, c_n, dtype=dt, device=device)
-    opt_psi, opt_lam, opt_chi = (Adam(v, lr, lr_final, steps) for v in (psi, lam, chi))
+    opts = tuple(Adam(v, lr, lr_final, steps) for v in (psi, lam, chi))
     ref_cur = ref0.expand(runs, -1).clone()
-    saved = ref_cur.clone()
-    hist: dict[str, list[Tensor]] = {}
-    logged: list[int] = []
+    return beta_t, _Iterates(psi, lam, chi, b_cur, ref_cur, ref_cur.clone(), opts)
 
-    for t in range(1, steps + 1):
-        idx = _batch(gens, n_rec, batch, device)
-        log_rho_lag = torch.log(ref_cur) - torch.log(ref0)  # [R, A]
-        log_rho = O.log_rho_star(p_hat, q_hat, lam, tau, ref_cur)  # [R, A]
-        ratio = torch.exp(torch.gather(log_rho + log_rho_lag, 1, y[idx]))  # rho relative to the data's ref
-        x = ratio.unsqueeze(-1) * q_rec[idx]  # [R, M, C]
-        if eps > 0:  # lower-bound estimation (Algorithm `mopo`, line 5)
-            chi_v = chi.clone().requires_grad_(True)
-            (g_chi,) = torch.autograd.grad(O.chi_loss(x, chi_v, eps).sum(), chi_v)
-            opt_chi.step(g_chi)
-            chi.clamp_(min=chi_min)
-            lb = O.lower_bound(x, chi, eps)
-        else:
-            lb = x.mean(-2)
-        opt_lam.step(lb - b_cur)  # grad of J(lam; chi) at fixed rho (Danskin), line 6
-        lam.clamp_(min=0.0)
-        target = ref_cur * O.rho_star(p_hat, q_hat, lam, tau, ref_cur)  # pi_ref rho*_lam, line 7
-        opt_psi.step(torch.softmax(psi, -1) * target.sum(-1, keepdim=True) - target)  # grad of -E[rho log pi]
-        if t0 and t % t0 == 0:  # lines 9-11
-            if beta_t is not None:
-                b_cur = beta_t * (saved @ q_hat)  # b = beta * G(rho^(t - t0)) = beta E_{pi^(t-t0)}[q_hat]
-            ref_cur = saved
-            saved = torch.softmax(psi, -1)
-        if t % log_every == 0 or t == steps:
-            pol = torch.softmax(psi, -1)
-            logged.append(t)
-            _snapshot(hist, policy=pol, lam=lam, b=b_cur, G=pol @ q_hat)
-    pol = torch.softmax(psi, -1)
-    return MopoRun(pol, lam, b_cur, pol @ q_hat, logged, {k: torch.stack(v) for k, v in hist.items()})
+
+def _weighted_constraints(
+    it: _Iterates, y: Tensor, q: Tensor, p_hat: Tensor, q_hat: Tensor, tau: float, ref0: Tensor
+) -> Tensor:
+    """``rho(y_i) q_i`` per record of the batch ``[R, M, C]``, ``rho`` relative to the data's reference."""
+    log_rho_lag = torch.log(it.ref) - torch.log(ref0)  # [R, A]
+    log_rho = O.log_rho_star(p_hat, q_hat, it.lam, tau, it.ref)  # [R, A]
+    ratio = torch.exp(torch.gather(log_rho + log_rho_lag, 1, y))  # rho relative to the data's ref
+    return ratio.unsqueeze(-1) * q  # [R, M, C]
+
+
+def _mopo_step(
+    it: _Iterates, x: Tensor, p_hat: Tensor, q_hat: Tensor, tau: float, eps: float, chi_min: float
+) -> None:
+    """One step of Algorithm `mopo` on the batch's ``x = rho q``: the ``chi`` step and the lower bound
+    (line 5; the batch mean for ``eps = 0``), the projected ``lam`` step (line 6), the policy step towards
+    ``pi_ref rho*_lam`` (line 7)."""
+    opt_psi, opt_lam, opt_chi = it.opts
+    if eps > 0:  # lower-bound estimation (Algorithm `mopo`, line 5)
+        chi_v = it.chi.clone().requires_grad_(True)
+        (g_chi,) = torch.autograd.grad(O.chi_loss(x, chi_v, eps).sum(), chi_v)
+        opt_chi.step(g_chi)
+        it.chi.clamp_(min=chi_min)
+        lb = O.lower_bound(x, it.chi, eps)
+    else:
+        lb = x.mean(-2)
+    opt_lam.step(lb - it.b)  # grad of J(lam; chi) at fixed rho (Danskin), line 6
+    it.lam.clamp_(min=0.0)
+    target = it.ref * O.rho_star(p_hat, q_hat, it.lam, tau, it.ref)  # pi_ref rho*_lam, line 7
+    opt_psi.step(torch.softmax(it.psi, -1) * target.sum(-1, keepdim=True) - target)  # grad of -E[rho log pi]
+
+
+def _lag(it: _Iterates, beta_t: Tensor | None, q_hat: Tensor) -> None:
+    """Lines 9-11 of Algorithm `mopo`: ``b = beta G(rho^(t - t0))`` (adaptive thresholds), then the
+    reference moves to the policy saved ``t0`` steps ago and the current policy is saved."""
+    if beta_t is not None:
+        it.b = beta_t * (it.saved @ q_hat)  # b = beta * G(rho^(t - t0)) = beta E_{pi^(t-t0)}[q_hat]
+    it.ref = it.saved
+    it.saved = torch.softmax(it.psi, -1)
 
 
 def run_mopo_lb(
@@ -540,39 +627,40 @@ def run_mopo_lb(
     over-penalises (Jensen): the iterate settles inside the feasible set, the instability the text reports
     for this variant. The reported ``lam`` are the implied multipliers ``sigma / max(G - b, sigma^2)``.
     """
-    dt = torch.float64
+    y, p_rec, q_rec, _, q_hat, ref0 = _solver_tensors(problem, augment, device)
     gens = run_generators(seed, runs)
-    y, _, p_rec, q_rec = (t.to(device) for t in problem.records(augment))
-    _, q_hat = (t.to(device, dt) for t in problem.action_scores(augment))
-    ref0 = problem.ref.to(device, dt)
-    n_rec, c_n = q_rec.shape
-    b_t = b.to(device, dt).expand(runs, c_n)
+    b_t = b.to(device, torch.float64).expand(runs, q_rec.shape[1])
     psi = torch.log(ref0).expand(runs, -1).clone()
     opt = Adam(psi, lr, lr_final, steps)
-    hist: dict[str, list[Tensor]] = {}
-    logged: list[int] = []
-    sigma = torch.tensor(sigma0, dtype=dt, device="cpu")
+    hist = _History()
+    sigma = torch.tensor(sigma0, dtype=torch.float64, device="cpu")
     for t in range(1, steps + 1):
-        sigma = torch.clamp(O.sigma_schedule(sigma0, gamma, t).to(dt), min=sigma_min)
-        idx = _batch(gens, n_rec, batch, device)
-        psi_v = psi.clone().requires_grad_(True)
-        logp = torch.log_softmax(psi_v, -1)
-        rho = torch.exp(logp - torch.log(ref0))  # [R, A]
-        ratio = torch.gather(rho, 1, y[idx])  # [R, M]
-        kl = (torch.exp(logp) * (logp - torch.log(ref0))).sum(-1)
-        f = (ratio * p_rec[idx]).mean(-1) - tau * kl
-        g = (ratio.unsqueeze(-1) * q_rec[idx]).mean(-2)
-        (grad,) = torch.autograd.grad(-O.barrier_objective(f, g, b_t, sigma.expand(c_n)).sum(), psi_v)
-        opt.step(grad)
+        sigma = torch.clamp(O.sigma_schedule(sigma0, gamma, t).to(torch.float64), min=sigma_min)
+        idx = _batch(gens, len(y), batch, device)
+        opt.step(_barrier_gradient(psi, ref0, y[idx], p_rec[idx], q_rec[idx], b_t, sigma, tau))
         if t % log_every == 0 or t == steps:
             pol = torch.softmax(psi, -1)
-            g_ex = pol @ q_hat
-            logged.append(t)
-            _snapshot(hist, policy=pol, lam=O.barrier_multipliers(g_ex, b_t, sigma), b=b_t, G=g_ex)
+            hist.record(t, pol, q_hat, O.barrier_multipliers(pol @ q_hat, b_t, sigma), b_t)
     pol = torch.softmax(psi, -1)
     g_ex = pol @ q_hat
     lam = O.barrier_multipliers(g_ex, b_t, sigma)
-    return MopoRun(pol, lam, b_t.clone(), g_ex, logged, {k: torch.stack(v) for k, v in hist.items()})
+    return MopoRun(pol, lam, b_t.clone(), g_ex, hist.steps, hist.stacked())
+
+
+def _barrier_gradient(
+    psi: Tensor, ref0: Tensor, y: Tensor, p: Tensor, q: Tensor, b: Tensor, sigma: Tensor, tau: float
+) -> Tensor:
+    """Gradient in ``psi`` of ``-L_LB(rho, sigma)`` (Eq. `logbarrier`) on the batch ``(y, p, q)``: preference
+    terms of ``F`` and ``G`` as batch means, the KL term exact."""
+    psi_v = psi.clone().requires_grad_(True)
+    logp = torch.log_softmax(psi_v, -1)
+    rho = torch.exp(logp - torch.log(ref0))  # [R, A]
+    ratio = torch.gather(rho, 1, y)  # [R, M]
+    kl = (torch.exp(logp) * (logp - torch.log(ref0))).sum(-1)
+    f = (ratio * p).mean(-1) - tau * kl
+    g = (ratio.unsqueeze(-1) * q).mean(-2)
+    (grad,) = torch.autograd.grad(-O.barrier_objective(f, g, b, sigma.expand(b.shape[-1])).sum(), psi_v)
+    return grad
 
 
 def barrier_fixed_point(
@@ -673,14 +761,9 @@ def solve_config(
     ``competence: infer`` and ``out``, the rater plot goes to ``out/rater_competence.png`` (one per
     objective, ``rater_competence_<objective>.png``, when there are several)."""
     problem = parse_tabular(config, device)
-    c_n = problem.n_objectives - 1
-    tau = config.get("tau", 1.0)
-    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0:
-        raise ConfigError("tau", tau, "must be a number > 0")
-    tau = float(tau)
-    solver = config.get("solver", "exact")
+    tau, solver = _tau(config.get("tau", 1.0)), config.get("solver", "exact")
     augment = bool(config.get("augment", True))
-    if solver not in ("exact", "mopo", "mopo-lb"):
+    if solver not in SOLVERS:
         raise ConfigError("solver", solver, "must be one of exact, mopo, mopo-lb")
     problem, pref_extra = apply_preference_model(
         problem, config.get("preference_model", "empirical"), config.get("bradley_terry")
@@ -690,12 +773,10 @@ def solve_config(
         for k, pool in enumerate(pools):
             suffix = "" if len(pools) == 1 else f"_{k}"
             save_plot(pool, out, PLOT_NAME.replace(".png", f"{suffix}.png"))
-    opts: dict[str, Any] = (
-        dict(config.get(solver.replace("-", "_"), {}) or {}) if isinstance(solver, str) else {}
-    )
+    opts: dict[str, Any] = dict(config.get(solver.replace("-", "_"), {}) or {})
     b_cfg = config.get("b")
-    b = None if b_cfg is None else as_threshold(b_cfg, c_n)
-    out: dict[str, Any] = {
+    b = None if b_cfg is None else as_threshold(b_cfg, problem.n_objectives - 1)
+    res: dict[str, Any] = {
         "solver": solver,
         "tau": tau,
         "actions": problem.actions,
@@ -703,24 +784,49 @@ def solve_config(
         **pref_extra,
     }
     if solver == "exact":
-        if b is None:
-            raise ConfigError("b", None, "the exact solver needs a fixed threshold b")
-        sol = solve_exact(problem, tau, b, augment)
-        out.update(
-            policy=dict(zip(problem.actions, sol.policy.tolist(), strict=True)),
-            **{"lambda": sol.lam.tolist()},
-            G=sol.G.tolist(),
-            b=sol.b.tolist(),
-            F=sol.F,
-            kkt=sol.kkt,
-        )
-        return out, None
+        return {**res, **_exact_results(problem, tau, b, augment)}, None
+    run = _stochastic_run(problem, solver, opts, tau, b, augment, device)
+    return {**res, **_run_results(run, problem, tau, b, opts, augment)}, run
+
+
+#: the tabular solvers (``solver``)
+SOLVERS = ("exact", "mopo", "mopo-lb")
+
+
+def _tau(tau: Any) -> float:
+    """``tau`` as a float > 0."""
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0:
+        raise ConfigError("tau", tau, "must be a number > 0")
+    return float(tau)
+
+
+def _exact_results(problem: TabularProblem, tau: float, b: Tensor | None, augment: bool) -> dict[str, Any]:
+    """``solver: exact``: the policy, ``lambda``, ``G``, ``b``, ``F`` and the KKT residuals."""
+    if b is None:
+        raise ConfigError("b", None, "the exact solver needs a fixed threshold b")
+    sol = solve_exact(problem, tau, b, augment)
+    return {
+        "policy": dict(zip(problem.actions, sol.policy.tolist(), strict=True)),
+        "lambda": sol.lam.tolist(),
+        "G": sol.G.tolist(),
+        "b": sol.b.tolist(),
+        "F": sol.F,
+        "kkt": sol.kkt,
+    }
+
+
+def _stochastic_run(
+    problem: TabularProblem, solver: str, opts: Mapping[str, Any], tau: float, b: Tensor | None,
+    augment: bool, device: str | torch.device,
+) -> MopoRun:  # fmt: skip
+    """``solver: mopo`` (:func:`run_mopo`; adaptive thresholds with ``beta``) or ``mopo-lb``
+    (:func:`run_mopo_lb`) with the solver section's settings ``opts``."""
     common = {
         k: opts[k] for k in ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final") if k in opts
     }
     if solver == "mopo":
         beta = opts.get("beta")
-        run = run_mopo(
+        return run_mopo(
             problem,
             tau,
             b=None if beta is not None else b,
@@ -731,26 +837,30 @@ def solve_config(
             device=device,
             **common,
         )
-    elif solver == "mopo-lb":
-        if b is None:
-            raise ConfigError("b", None, "mopo-lb needs a fixed threshold b")
-        extra = {k: opts[k] for k in ("sigma0", "gamma", "sigma_min") if k in opts}
-        run = run_mopo_lb(problem, tau, b, augment=augment, device=device, **common, **extra)
-    else:
-        raise ConfigError("solver", solver, "must be one of exact, mopo, mopo-lb")
-    pol = run.policy.mean(0)
-    out.update(
-        policy=dict(zip(problem.actions, pol.tolist(), strict=True)),
-        **{"lambda": run.lam.mean(0).tolist()},
-        G=run.G.mean(0).tolist(),
-        b=run.b.mean(0).tolist(),
-        policy_per_run=run.policy.tolist(),
-    )
+    if b is None:
+        raise ConfigError("b", None, "mopo-lb needs a fixed threshold b")
+    extra = {k: opts[k] for k in ("sigma0", "gamma", "sigma_min") if k in opts}
+    return run_mopo_lb(problem, tau, b, augment=augment, device=device, **common, **extra)
+
+
+def _run_results(
+    run: MopoRun, problem: TabularProblem, tau: float, b: Tensor | None, opts: Mapping[str, Any],
+    augment: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """A stochastic run's mean policy, ``lambda``, ``G``, ``b`` over runs, the policy per run and, with a
+    fixed ``b``, the exact solution and each run's total-variation distance to it."""
+    out: dict[str, Any] = {
+        "policy": dict(zip(problem.actions, run.policy.mean(0).tolist(), strict=True)),
+        "lambda": run.lam.mean(0).tolist(),
+        "G": run.G.mean(0).tolist(),
+        "b": run.b.mean(0).tolist(),
+        "policy_per_run": run.policy.tolist(),
+    }
     if b is not None and opts.get("beta") is None:
         ex = solve_exact(problem, tau, b, augment)
         out["exact_policy"] = dict(zip(problem.actions, ex.policy.tolist(), strict=True))
         out["tv_to_exact"] = total_variation(run.policy, ex.policy).tolist()
-    return out, run
+    return out
 
 
 def plot_history(
