@@ -85,29 +85,8 @@ def build_table(seed_runs: Sequence[Mapping[str, Any]], hv_reference=(0.0, 0.0))
     rows, fronts = {}, {}
     for a in algos:
         runs = [r for r in seed_runs if a in r["algorithms"]]
-        pts = np.array([table_point(r["algorithms"][a]["points"])["r"] for r in runs], dtype=float)
-        hvs = [
-            _hv(np.array([p["r"] for p in r["algorithms"][a]["points"]], float), hv_reference) for r in runs
-        ]
-        tr = [float(r["algorithms"][a].get("train_seconds", 0.0)) for r in runs]
-        ge = [float(r["algorithms"][a].get("generate_seconds", 0.0)) for r in runs]
-        sd = pts.std(0, ddof=1) if len(pts) > 1 else np.zeros(pts.shape[1])
-        rows[a] = {
-            "name": NAMES.get(a, a),
-            "mean": pts.mean(0).tolist(),
-            "sd": sd.tolist(),
-            "seeds": [int(r["seed"]) for r in runs],
-            "per_seed": pts.tolist(),
-            "hypervolume_mean": float(np.mean(hvs)),
-            "hypervolume_sd": float(np.std(hvs, ddof=1)) if len(hvs) > 1 else 0.0,
-            "train_seconds_mean": float(np.mean(tr)),
-            "generate_seconds_mean": float(np.mean(ge)),
-        }
-        labels: dict[str, list[list[float]]] = {}
-        for r in runs:
-            for p in r["algorithms"][a]["points"]:
-                labels.setdefault(str(p.get("label", "")), []).append(list(p["r"]))
-        fronts[a] = {lab: np.mean(v, 0).tolist() for lab, v in labels.items()}
+        rows[a] = _table_row(a, runs, hv_reference)
+        fronts[a] = _front(a, runs)
     task = seed_runs[0]["task"]
     ranked = [a for a in ORDER if a in rows]
     out = {
@@ -125,6 +104,36 @@ def build_table(seed_runs: Sequence[Mapping[str, Any]], hv_reference=(0.0, 0.0))
         out["thesis_ordering"] = sorted([a for a in ranked if a in th], key=lambda a: -sum(th[a]))
         out["kendall_tau"] = kendall_tau(out["ordering"], out["thesis_ordering"])
     return out
+
+
+def _table_row(a: str, runs: Sequence[Mapping[str, Any]], hv_reference: Sequence[float]) -> dict[str, Any]:
+    """Algorithm ``a``'s row over the seeds ``runs``: mean and sample sd of its table point
+    (:func:`table_point`), its hypervolume, its mean training and generation seconds."""
+    pts = np.array([table_point(r["algorithms"][a]["points"])["r"] for r in runs], dtype=float)
+    hvs = [_hv(np.array([p["r"] for p in r["algorithms"][a]["points"]], float), hv_reference) for r in runs]
+    tr = [float(r["algorithms"][a].get("train_seconds", 0.0)) for r in runs]
+    ge = [float(r["algorithms"][a].get("generate_seconds", 0.0)) for r in runs]
+    sd = pts.std(0, ddof=1) if len(pts) > 1 else np.zeros(pts.shape[1])
+    return {
+        "name": NAMES.get(a, a),
+        "mean": pts.mean(0).tolist(),
+        "sd": sd.tolist(),
+        "seeds": [int(r["seed"]) for r in runs],
+        "per_seed": pts.tolist(),
+        "hypervolume_mean": float(np.mean(hvs)),
+        "hypervolume_sd": float(np.std(hvs, ddof=1)) if len(hvs) > 1 else 0.0,
+        "train_seconds_mean": float(np.mean(tr)),
+        "generate_seconds_mean": float(np.mean(ge)),
+    }
+
+
+def _front(a: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Algorithm ``a``'s points by label, each the mean over the seeds ``runs``."""
+    labels: dict[str, list[list[float]]] = {}
+    for r in runs:
+        for p in r["algorithms"][a]["points"]:
+            labels.setdefault(str(p.get("label", "")), []).append(list(p["r"]))
+    return {lab: np.mean(v, 0).tolist() for lab, v in labels.items()}
 
 
 def kendall_tau(order_a: Sequence[str], order_b: Sequence[str]) -> float | None:
@@ -153,9 +162,15 @@ def _cell(mean: Sequence[float], sd: Sequence[float], n: int) -> str:
 def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
     """The thesis' layout: one row per algorithm, one ``(r1, r2)`` column per task; then the orderings,
     hypervolumes and runtimes."""
+    algos = [a for a in (*ORDER, "reference") if any(a in t["rows"] for t in tables)]
+    lines = [*_points_table(tables, algos), "", *_orderings_table(tables), "", *_costs_table(tables, algos)]
+    return "\n".join(lines) + "\n"
+
+
+def _points_table(tables: Sequence[Mapping[str, Any]], algos: list[str]) -> list[str]:
+    """One row per algorithm, one ``(r1, r2)`` column per task (mean ± sd over seeds)."""
     heads = [f"{t['task']} `{t['objectives'][0]}-{t['objectives'][1]}` (r1, r2)" for t in tables]
     lines = ["| algorithm | " + " | ".join(heads) + " |", "|---" * (len(tables) + 1) + "|"]
-    algos = [a for a in (*ORDER, "reference") if any(a in t["rows"] for t in tables)]
     for a in algos:
         cells = [
             _cell(t["rows"][a]["mean"], t["rows"][a]["sd"], len(t["rows"][a]["seeds"]))
@@ -164,24 +179,31 @@ def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
             for t in tables
         ]
         lines.append(f"| {NAMES.get(a, a)} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("| task | ordering by r1 + r2 (here) | thesis (phi-1.5) | Kendall tau |")
-    lines.append("|---|---|---|---|")
+    return lines
+
+
+def _orderings_table(tables: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per task: the ordering by ``r1 + r2`` here and in the thesis, and their Kendall tau."""
+    lines = ["| task | ordering by r1 + r2 (here) | thesis (phi-1.5) | Kendall tau |", "|---|---|---|---|"]
     for t in tables:
         here = " > ".join(NAMES[a] for a in t["ordering"])
         th = " > ".join(NAMES[a] for a in t.get("thesis_ordering", []))
         tau = t.get("kendall_tau")
         col = t.get("thesis_column", "")
         lines.append(f"| {t['task']} | {here} | {th} (`{col}`) | {'' if tau is None else f'{tau:.2f}'} |")
-    lines.append("")
-    lines.append(
+    return lines
+
+
+def _costs_table(tables: Sequence[Mapping[str, Any]], algos: list[str]) -> list[str]:
+    """One row per algorithm: its hypervolume and its training / generation seconds per task."""
+    lines = [
         "| algorithm | "
         + " | ".join(f"{t['task']} HV" for t in tables)
         + " | "
         + " | ".join(f"{t['task']} train s / generate s" for t in tables)
-        + " |"
-    )
-    lines.append("|---" * (2 * len(tables) + 1) + "|")
+        + " |",
+        "|---" * (2 * len(tables) + 1) + "|",
+    ]
     for a in algos:
         hv = [
             (
@@ -200,7 +222,7 @@ def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
             for t in tables
         ]
         lines.append(f"| {NAMES.get(a, a)} | " + " | ".join(hv + rt) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def plot_fronts(tables: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
