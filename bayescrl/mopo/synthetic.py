@@ -72,6 +72,31 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
     set -> threshold), ``primary`` (default 1), ``estimator`` (``win_rate`` or ``score``),
     ``mopo: {steps, lr, batch, runs, seed, t0, beta, eps}``.
     """
+    names, taus, b_cfg, beta, kw = _sanity_settings(config)
+    primary = int(config.get("primary", 1))
+    estimator = config.get("estimator", "win_rate")
+    results: dict[str, Any] = {
+        "experiment": "sanity",
+        "primary": primary,
+        "estimator": estimator,
+        "settings": kw,
+        "runs": {},
+    }
+    histories = {}
+    for name in names:
+        prob = sanity_problem(name, primary, estimator)
+        b = torch.tensor([float(b_cfg[name])], dtype=torch.float64, device="cpu")
+        for tau in taus:
+            key = f"{name}/tau={tau:g}"
+            results["runs"][key], histories[(name, tau)] = _sanity_run(prob, tau, b, beta, kw, device)
+    if out is not None:
+        _plot_sanity(histories, names, taus, out / "sanity_action_probs.png")
+    return results
+
+
+def _sanity_settings(config: Mapping[str, Any]) -> tuple[list[str], list[float], dict, Any, dict[str, Any]]:
+    """The data sets, the ``tau`` values, the threshold per data set, ``mopo.beta`` (None: fixed ``b``) and
+    the keyword settings of :func:`~bayescrl.mopo.tabular.run_mopo`, with their defaults."""
     names = list(config.get("datasets", list(SANITY_DATASETS)))
     taus = [float(t) for t in config.get("tau", [0.1, 1.0])]
     b_cfg = {**SANITY_B, **dict(config.get("b", {}) or {})}
@@ -87,40 +112,29 @@ def run_sanity(config: Mapping[str, Any], out: Path | None = None, device: str =
         log_every=int(opts.get("log_every", 100)),
         lr_final=opts.get("lr_final"),
     )
-    primary = int(config.get("primary", 1))
-    estimator = config.get("estimator", "win_rate")
-    results: dict[str, Any] = {
-        "experiment": "sanity",
-        "primary": primary,
-        "estimator": estimator,
-        "settings": kw,
-        "runs": {},
+    return names, taus, b_cfg, opts.get("beta"), kw
+
+
+def _sanity_run(
+    prob, tau: float, b: Tensor, beta: Any, kw: dict[str, Any], device: str
+) -> tuple[dict[str, Any], tuple[Any, list[float]]]:
+    """MOPO on one data set and ``tau``: its record (mean and sd of the policy over runs, ``lambda``, the
+    exact solution and the total-variation distance to it) and, for the plot, the run and the exact policy."""
+    run = run_mopo(prob, tau, b=None if beta is not None else b, beta=beta, device=device, **kw)
+    ex = solve_exact(prob, tau, b)
+    rec = {
+        "policy_mean": dict(zip(prob.actions, run.policy.mean(0).tolist(), strict=True)),
+        # sample sd over runs (ddof = 1, bayescrl.utils.spread); none for one run
+        "policy_sd": None
+        if run.policy.shape[0] < 2
+        else dict(zip(prob.actions, run.policy.std(0).tolist(), strict=True)),
+        "lambda": run.lam.mean(0).tolist(),
+        "b": b.tolist(),
+        "exact_policy": dict(zip(prob.actions, ex.policy.tolist(), strict=True)),
+        "exact_lambda": ex.lam.tolist(),
+        "tv_to_exact": total_variation(run.policy, ex.policy).tolist(),
     }
-    histories = {}
-    for name in names:
-        prob = sanity_problem(name, primary, estimator)
-        b = torch.tensor([float(b_cfg[name])], dtype=torch.float64, device="cpu")
-        for tau in taus:
-            beta = opts.get("beta")
-            run = run_mopo(prob, tau, b=None if beta is not None else b, beta=beta, device=device, **kw)
-            ex = solve_exact(prob, tau, b)
-            key = f"{name}/tau={tau:g}"
-            results["runs"][key] = {
-                "policy_mean": dict(zip(prob.actions, run.policy.mean(0).tolist(), strict=True)),
-                # sample sd over runs (ddof = 1, bayescrl.utils.spread); none for one run
-                "policy_sd": None
-                if run.policy.shape[0] < 2
-                else dict(zip(prob.actions, run.policy.std(0).tolist(), strict=True)),
-                "lambda": run.lam.mean(0).tolist(),
-                "b": b.tolist(),
-                "exact_policy": dict(zip(prob.actions, ex.policy.tolist(), strict=True)),
-                "exact_lambda": ex.lam.tolist(),
-                "tv_to_exact": total_variation(run.policy, ex.policy).tolist(),
-            }
-            histories[(name, tau)] = (run, ex.policy.tolist())
-    if out is not None:
-        _plot_sanity(histories, names, taus, out / "sanity_action_probs.png")
-    return results
+    return rec, (run, ex.policy.tolist())
 
 
 def _plot_sanity(histories, names, taus, path: Path) -> None:
@@ -318,6 +332,28 @@ class _MopoRun:
         self.opt_lam = Adam(self.lam, float(cfg.get("lr_lambda", lr)), None, self.steps)
         self.opt_chi = Adam(self.chi, lr, None, self.steps)
         self.b = torch.tensor(thresholds, dtype=torch.float32, device=device)[:, None]
+        self.device = device
+        self.lag: list[Tensor] | None = None  # None = the uniform pi_ref
+        self.saved = self.net.snapshot()
+
+    def chi_lower_bound(self, x: Tensor, weights: Tensor) -> Tensor:
+        """The ``chi`` step on Eq. `chi_update` for the atoms ``x = rho q`` of measure ``weights``, then the
+        lower bound of ``G`` at the new ``chi`` (``eps > 0``)."""
+        chi_v = self.chi.clone().requires_grad_(True)
+        with torch.enable_grad():
+            (g_chi,) = torch.autograd.grad(O.chi_loss(x, chi_v, self.eps, weights).sum(), chi_v)
+        self.opt_chi.step(g_chi)
+        self.chi.clamp_(min=1e-4)
+        return O.lower_bound(x, self.chi, self.eps, weights)
+
+    def update_reference(self, t: int) -> None:
+        """Every ``t0`` steps: ``pi_ref <- pi_psi^(t - t0)`` (``reference_update: lagged``, the snapshot saved
+        ``t0`` steps ago) or ``pi_psi^(t)`` (``current``)."""
+        if self.t0 and t % int(self.t0) == 0:
+            if self.ref_update == "current":
+                self.lag = self.net.snapshot()
+            else:
+                self.lag, self.saved = self.saved, self.net.snapshot()
 
 
 SCORES = ("pooled", "per_example")
@@ -348,30 +384,42 @@ def fit_win_rates(
     Config (``mopo.score_model``): ``kind``, ``steps`` (2000), ``batch`` (1024), ``lr`` (0.01, decayed to
     ``lr_final`` 1e-3), ``hidden`` (64).  Returns ``win(x[B]) -> [B, n_y, 2]`` (objective last).
     """
-    sm = dict(cfg.get("score_model", {}) or {})
-    kind = str(sm.get("kind", "bt"))
-    if kind not in SCORE_MODELS:
-        raise ConfigError("mopo.score_model.kind", kind, f"must be one of {list(SCORE_MODELS)}")
-    steps, batch = int(sm.get("steps", 2000)), int(sm.get("batch", 1024))
-    lr, lr_final = float(sm.get("lr", 0.01)), sm.get("lr_final", 1e-3)
+    kind, steps, batch, lr, lr_final, hidden = _score_model_settings(cfg)
     ys, yps, ind = O.augment_symmetric(
         data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float()
     )
     grid = torch.linspace(0, 1, n_y, device=device)
     xs = torch.cat([data["x"], data["x"]]).float().to(device)
     ys, yps, ind = ys.to(device), yps.to(device), ind.to(device)
-    net = PairMLP(2, int(sm.get("hidden", 64)), gen, device)
-    opts = _optimizer(net.all(), lr, steps, None if lr_final is None else float(lr_final))
-    n = len(xs)
+    net = PairMLP(2, hidden, gen, device)
+    opts = _optimizer(net.all(), lr, steps, lr_final)
     for _ in range(steps):
-        idx = torch.randint(n, (batch,), generator=gen).to(device)
+        idx = torch.randint(len(xs), (batch,), generator=gen).to(device)
         z = net(xs[idx], grid[ys[idx]])  # [2, B]
         if kind == "bt":
             z = z - net(xs[idx], grid[yps[idx]])
         loss = torch.nn.functional.binary_cross_entropy_with_logits(z, ind[idx].T, reduction="none")
         _step(opts, net.all(), loss.mean(-1).sum())
+    return _win_rates(net, kind, grid)
+
+
+def _score_model_settings(cfg: Mapping[str, Any]) -> tuple[str, int, int, float, float | None, int]:
+    """``mopo.score_model``'s kind, steps, batch, lr, lr_final and hidden units, with their defaults."""
+    sm = dict(cfg.get("score_model", {}) or {})
+    kind = str(sm.get("kind", "bt"))
+    if kind not in SCORE_MODELS:
+        raise ConfigError("mopo.score_model.kind", kind, f"must be one of {list(SCORE_MODELS)}")
+    steps, batch = int(sm.get("steps", 2000)), int(sm.get("batch", 1024))
+    lr, lr_final = float(sm.get("lr", 0.01)), sm.get("lr_final", 1e-3)
+    return kind, steps, batch, lr, None if lr_final is None else float(lr_final), int(sm.get("hidden", 64))
+
+
+def _win_rates(net: PairMLP, kind: str, grid: Tensor):
+    """``win(x[B]) -> [B, n_y, 2]``: the fitted net's preference probabilities on the response ``grid``
+    (``bt``: the mean Bradley-Terry probability against the other grid responses)."""
+    n_y = len(grid)
     snap = net.snapshot()
-    off_diag = 1.0 - torch.eye(n_y, device=device)
+    off_diag = 1.0 - torch.eye(n_y, device=grid.device)
 
     def win(x: Tensor) -> Tensor:
         with torch.no_grad():
@@ -425,52 +473,42 @@ def train_mopo_pooled(
     if win is None:
         win = fit_win_rates(data, n_y, cfg, gen, device)
     st = _MopoRun(thresholds, n_y, cfg, gen, device, constraint_default="rho")
-    runs, steps, batch, tau, t0, eps = st.runs, st.steps, st.batch, st.tau, st.t0, st.eps
-    net, opts, lam, chi, opt_lam, opt_chi, b = st.net, st.opts, st.lam, st.chi, st.opt_lam, st.opt_chi, st.b
-    use_policy_g, ref_update = st.use_policy_g, st.ref_update
     xs = data["x"].float().to(device)
     s_all = torch.cat([win(c) for c in xs.split(4096)])  # win rates of every data context [N, n_y, 2]
-    lag: list[Tensor] | None = None  # None = the uniform pi_ref
-    saved = net.snapshot()
-    n = len(xs)
-    for t in range(1, steps + 1):
-        idx = torch.randint(n, (batch,), generator=gen).to(device)
+    for t in range(1, st.steps + 1):
+        idx = torch.randint(len(xs), (st.batch,), generator=gen).to(device)
         xb = xs[idx]
         with torch.no_grad():
-            sp, sq = s_all[idx, :, 0], s_all[idx, :, 1]
-            if lag is None:
-                log_lag = torch.full((runs, batch, n_y), -math.log(n_y), device=device)
-            else:
-                log_lag = net.logp(xb, lag)
+            tgt = _pooled_dual_step(st, xb, s_all[idx, :, 0], s_all[idx, :, 1], n_y)
+        loss = -(tgt * st.net.logp(xb)).sum(-1).mean(-1).sum()
+        _step(st.opts, st.net.all(), loss)
+        st.update_reference(t)
+    return st.net, st.lam
 
-            def target(lam_: Tensor, log_lag=log_lag, sp=sp, sq=sq) -> Tensor:
-                return torch.log_softmax(log_lag + (sp + lam_[:, :, None] * sq) / tau, -1)
 
-            log_t = target(lam)
-            if use_policy_g:
-                g = (torch.exp(net.logp(xb)) * sq).sum(-1).mean(-1, keepdim=True)
-            elif eps > 0:
-                w_atoms = (torch.exp(log_lag) / batch).reshape(runs, -1)
-                x_lb = (torch.exp(log_t - log_lag) * sq).reshape(runs, -1, 1)  # rho q per atom
-                chi_v = chi.clone().requires_grad_(True)
-                with torch.enable_grad():
-                    (g_chi,) = torch.autograd.grad(O.chi_loss(x_lb, chi_v, eps, w_atoms).sum(), chi_v)
-                opt_chi.step(g_chi)
-                chi.clamp_(min=1e-4)
-                g = O.lower_bound(x_lb, chi, eps, w_atoms)
-            else:
-                g = (torch.exp(log_t) * sq).sum(-1).mean(-1, keepdim=True)
-            opt_lam.step(g - b)
-            lam.clamp_(min=0.0)
-            tgt = torch.exp(target(lam))
-        loss = -(tgt * net.logp(xb)).sum(-1).mean(-1).sum()
-        _step(opts, net.all(), loss)
-        if t0 and t % int(t0) == 0:
-            if ref_update == "current":
-                lag = net.snapshot()
-            else:
-                lag, saved = saved, net.snapshot()
-    return net, lam
+def _pooled_dual_step(st: _MopoRun, xb: Tensor, sp: Tensor, sq: Tensor, n_y: int) -> Tensor:
+    """The ``lam`` step of :func:`train_mopo_pooled` on the batch contexts ``xb`` (win rates ``sp``, ``sq``
+    on the grid); returns the new target ``pi*(y | x)`` of the policy step."""
+    if st.lag is None:
+        log_lag = torch.full((st.runs, st.batch, n_y), -math.log(n_y), device=st.device)
+    else:
+        log_lag = st.net.logp(xb, st.lag)
+
+    def target(lam_: Tensor) -> Tensor:
+        return torch.log_softmax(log_lag + (sp + lam_[:, :, None] * sq) / st.tau, -1)
+
+    log_t = target(st.lam)
+    if st.use_policy_g:
+        g = (torch.exp(st.net.logp(xb)) * sq).sum(-1).mean(-1, keepdim=True)
+    elif st.eps > 0:
+        w_atoms = (torch.exp(log_lag) / st.batch).reshape(st.runs, -1)
+        x_lb = (torch.exp(log_t - log_lag) * sq).reshape(st.runs, -1, 1)  # rho q per atom
+        g = st.chi_lower_bound(x_lb, w_atoms)
+    else:
+        g = (torch.exp(log_t) * sq).sum(-1).mean(-1, keepdim=True)
+    st.opt_lam.step(g - st.b)
+    st.lam.clamp_(min=0.0)
+    return torch.exp(target(st.lam))
 
 
 def train_mopo(
@@ -502,55 +540,47 @@ def train_mopo(
     the literal update.
     """
     st = _MopoRun(thresholds, n_y, cfg, gen, device, constraint_default="policy")
-    runs, steps, batch, tau, t0, eps = st.runs, st.steps, st.batch, st.tau, st.t0, st.eps
-    net, opts, lam, chi, opt_lam, opt_chi, b = st.net, st.opts, st.lam, st.chi, st.opt_lam, st.opt_chi, st.b
-    use_policy_g, ref_update = st.use_policy_g, st.ref_update
     ys, yps, ind = O.augment_symmetric(
         data["iy"], data["iyp"], torch.stack([data["z1"], data["z2"]], -1).float()
     )
     xs = torch.cat([data["x"], data["x"]]).float().to(device)
     ys, ind = ys.to(device), ind.to(device)
     p_all, q_all = O.split_objectives(ind, primary=0)  # r1 primary, r2 constrained
-    lag: list[Tensor] | None = None  # None = the uniform pi_ref
-    saved = net.snapshot()
-    n = len(xs)
-    for t in range(1, steps + 1):
-        idx = torch.randint(n, (batch,), generator=gen).to(device)
-        xb, yb, pb, qb = xs[idx], ys[idx], p_all[idx], q_all[idx]
+    for t in range(1, st.steps + 1):
+        idx = torch.randint(len(xs), (st.batch,), generator=gen).to(device)
+        xb, yb = xs[idx], ys[idx]
         with torch.no_grad():
-            if lag is None:
-                log_lag = torch.zeros(runs, batch, device=device)
-            else:
-                log_lag = torch.gather(net.logp(xb, lag), 2, yb.expand(runs, -1)[..., None])[
-                    ..., 0
-                ] + math.log(n_y)
-            wref = O.normalized_ratio(log_lag) / batch  # lagged reference measure on the batch atoms
-            log_rho = O.log_rho_star(pb, qb, lam, tau, wref)
-            x_lb = torch.exp(log_rho)[..., None] * qb  # rho q per atom [R, B, 1]
-            if eps > 0:
-                chi_v = chi.clone().requires_grad_(True)
-                with torch.enable_grad():
-                    (g_chi,) = torch.autograd.grad(O.chi_loss(x_lb, chi_v, eps, wref).sum(), chi_v)
-                opt_chi.step(g_chi)
-                chi.clamp_(min=1e-4)
-                lb = O.lower_bound(x_lb, chi, eps, wref)
-            else:
-                lb = (wref[..., None] * x_lb).sum(-2)
-            if use_policy_g:  # G of the extracted policy pi_psi (ratio to the data's uniform reference)
-                log_pol = torch.gather(net.logp(xb), 2, yb.expand(runs, -1)[..., None])[..., 0]
-                lb = (O.normalized_ratio(log_pol)[..., None] * qb).mean(-2)
-            opt_lam.step(lb - b)
-            lam.clamp_(min=0.0)
-            log_rho = O.log_rho_star(pb, qb, lam, tau, wref)
-            wbc = O.bc_weights(log_rho, log_lag)
-        lp = torch.gather(net.logp(xb), 2, yb.expand(runs, -1)[..., None])[..., 0]
-        _step(opts, net.all(), O.bc_loss(lp, wbc).sum())
-        if t0 and t % int(t0) == 0:
-            if ref_update == "current":
-                lag = net.snapshot()
-            else:
-                lag, saved = saved, net.snapshot()
-    return net, lam
+            wbc = _per_example_dual_step(st, xb, yb, p_all[idx], q_all[idx], n_y)
+        lp = torch.gather(st.net.logp(xb), 2, yb.expand(st.runs, -1)[..., None])[..., 0]
+        _step(st.opts, st.net.all(), O.bc_loss(lp, wbc).sum())
+        st.update_reference(t)
+    return st.net, st.lam
+
+
+def _per_example_dual_step(st: _MopoRun, xb: Tensor, yb: Tensor, pb: Tensor, qb: Tensor, n_y: int) -> Tensor:
+    """The ``lam`` step of :func:`train_mopo` on the batch atoms ``(xb, yb)`` with indicators ``pb``, ``qb``;
+    returns the weights of the behaviour-cloning step."""
+    runs = st.runs
+    if st.lag is None:
+        log_lag = torch.zeros(runs, st.batch, device=st.device)
+    else:
+        log_lag = torch.gather(st.net.logp(xb, st.lag), 2, yb.expand(runs, -1)[..., None])[
+            ..., 0
+        ] + math.log(n_y)
+    wref = O.normalized_ratio(log_lag) / st.batch  # lagged reference measure on the batch atoms
+    log_rho = O.log_rho_star(pb, qb, st.lam, st.tau, wref)
+    x_lb = torch.exp(log_rho)[..., None] * qb  # rho q per atom [R, B, 1]
+    if st.eps > 0:
+        lb = st.chi_lower_bound(x_lb, wref)
+    else:
+        lb = (wref[..., None] * x_lb).sum(-2)
+    if st.use_policy_g:  # G of the extracted policy pi_psi (ratio to the data's uniform reference)
+        log_pol = torch.gather(st.net.logp(xb), 2, yb.expand(runs, -1)[..., None])[..., 0]
+        lb = (O.normalized_ratio(log_pol)[..., None] * qb).mean(-2)
+    st.opt_lam.step(lb - st.b)
+    st.lam.clamp_(min=0.0)
+    log_rho = O.log_rho_star(pb, qb, st.lam, st.tau, wref)
+    return O.bc_weights(log_rho, log_lag)
 
 
 def evaluate(net: BatchedMLP, reward_set: str, n_y: int, n_x: int = 101, greedy: bool = False) -> np.ndarray:
