@@ -347,29 +347,36 @@ def load_trl(
     has_rater = any("rater" in row for row in rows)
     native, raters = [], []
     for i, row in enumerate(rows):
-        for c in ("prompt", "chosen", "rejected", *cols):
-            v = row.get(c)
-            if v is None or (isinstance(v, float) and v != v):  # absent, null or NaN (Parquet/pandas)
-                what = "label missing (other rows have this column)" if c in cols else "missing field"
-                raise DataError(f"{source}.{c}", v, what, index=i)
+        rec, rater = _trl_record(row, i, cols, source, has_rater)
+        native.append(rec)
         if has_rater:
-            r = row.get("rater")
-            if r is None or isinstance(r, bool) or not isinstance(r, (str, int)):
-                raise DataError(f"{source}.rater", r, "rater must be a string or integer id in every row", i)
-            raters.append(str(r))
-        prefs = [_check_bit(row[c], f"{source}.{c}", i) for c in cols]
-        native.append(
-            {
-                "prompt": row["prompt"],
-                "response_a": row["chosen"],
-                "response_b": row["rejected"],
-                "prefs": [*prefs, 1],
-            }
-        )
+            raters.append(rater)
     data = validate_records(native, len(cols) + 1, (*names, primary), source=source)
     return PreferenceData(
         data.prompts, data.responses_a, data.responses_b, data.prefs, data.names, tuple(raters)
     )
+
+
+def _trl_record(
+    row: Mapping[str, Any], i: int, cols: list[str], source: str, has_rater: bool
+) -> tuple[dict[str, Any], str | None]:
+    """Row ``i`` of a TRL file as a native record (``prefs``: the ``pref_`` labels, then 1 for ``chosen``)
+    and its rater id (None without a rater column); a missing field or label, a missing rater (when the file
+    has a rater column) or a label other than 0/1 is refused."""
+    for c in ("prompt", "chosen", "rejected", *cols):
+        v = row.get(c)
+        if v is None or (isinstance(v, float) and v != v):  # absent, null or NaN (Parquet/pandas)
+            what = "label missing (other rows have this column)" if c in cols else "missing field"
+            raise DataError(f"{source}.{c}", v, what, index=i)
+    rater = None
+    if has_rater:
+        r = row.get("rater")
+        if r is None or isinstance(r, bool) or not isinstance(r, (str, int)):
+            raise DataError(f"{source}.rater", r, "rater must be a string or integer id in every row", i)
+        rater = str(r)
+    prefs = [_check_bit(row[c], f"{source}.{c}", i) for c in cols]
+    rec = {"prompt": row["prompt"], "response_a": row["chosen"], "response_b": row["rejected"]}
+    return {**rec, "prefs": [*prefs, 1]}, rater
 
 
 def from_scored_samples(

@@ -120,6 +120,33 @@ class MOPOLMTrainer:
         self.data = data
         self.accelerator = accelerator
         self.k = data.num_objectives
+        self._init_heads(c, policy)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.tok: TokenizedPairs = tokenize(data, tokenizer, c.max_length)
+        self._init_dual(c, data, atom_scores)
+        self.step_count = 0
+        self.lag_snapshot: dict[str, torch.Tensor] | None = None  # None = pi_ref itself
+        self.pending_snapshot: dict[str, torch.Tensor] | None = None
+        self.world = accelerator.num_processes if accelerator is not None else 1
+        self.rank = accelerator.process_index if accelerator is not None else 0
+        self.gen = torch.Generator().manual_seed(c.seed)  # same on every process: one global batch order
+        self._order: list[int] = []
+        self._ahead: list[_Batch] = []  # drawn for a threshold estimate, trained on next
+        n, h = len(data), len(self.head_primary)
+        self._ref_cache = torch.full((2, n), float("nan"), device="cpu")
+        self._lag_cache = torch.full((h, 2, n), float("nan"), device="cpu")
+        self._lag_merged: list | None = None  # merged lagged weights (Policy.merge_snapshot), per lag
+        self._lag_merged_for: object = None  # the snapshot they were merged from
+        self._init_optimizer(c, policy, accelerator)
+        self.log: list[dict[str, Any]] = []
+        self.log_path = Path(log_path) if log_path else None
+        if self.log_path:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self.log_path.write_text("")
+
+    def _init_heads(self, c: MOPOLMConfig, policy: Policy) -> None:
+        """The primary objective and, per policy head, its primary (one head, or one per objective with
+        ``multi_head``); refuses a method, primary or head count the data's ``K`` does not allow."""
         if c.method == "dpo" and self.k != 1:
             raise ConfigError("method", "dpo", f"DPO needs K = 1 chosen/rejected data, got K = {self.k}")
         if not -self.k <= c.primary < self.k:
@@ -133,9 +160,13 @@ class MOPOLMTrainer:
             if policy.num_heads != 1:
                 raise ConfigError("multi_head", False, "a single-objective run needs a 1-head policy")
             self.head_primary = torch.tensor([self.primary], device="cpu")
+
+    def _init_dual(
+        self, c: MOPOLMConfig, data: PreferenceData, atom_scores: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> None:
+        """The dual state, one row per head: ``beta``, ``lam``, ``chi``, ``sigma``, the thresholds ``b``
+        (fixed, or ``beta G(rho^(0))``), and the atoms' indicators (or ``atom_scores``) split per head."""
         h, m = len(self.head_primary), self.k - 1
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        self.tok: TokenizedPairs = tokenize(data, tokenizer, c.max_length)
         if c.thresholds is not None and len(c.thresholds) != m:
             raise ConfigError("thresholds", c.thresholds, f"need K - 1 = {m} values")
         beta = c.beta if isinstance(c.beta, list) else [c.beta] * m
@@ -159,19 +190,9 @@ class MOPOLMTrainer:
         if c.thresholds is None:  # b = beta * G(rho^(0)), rho^(0) = 1: the data win-rate (1/2 here)
             q = self._q_all
             self.b = dual.threshold(self.beta, torch.zeros(q.shape[:2], device="cpu"), q)
-        self.step_count = 0
-        self.lag_snapshot: dict[str, torch.Tensor] | None = None  # None = pi_ref itself
-        self.pending_snapshot: dict[str, torch.Tensor] | None = None
-        self.world = accelerator.num_processes if accelerator is not None else 1
-        self.rank = accelerator.process_index if accelerator is not None else 0
-        self.gen = torch.Generator().manual_seed(c.seed)  # same on every process: one global batch order
-        self._order: list[int] = []
-        self._ahead: list[_Batch] = []  # drawn for a threshold estimate, trained on next
-        n = len(data)
-        self._ref_cache = torch.full((2, n), float("nan"), device="cpu")
-        self._lag_cache = torch.full((h, 2, n), float("nan"), device="cpu")
-        self._lag_merged: list | None = None  # merged lagged weights (Policy.merge_snapshot), per lag
-        self._lag_merged_for: object = None  # the snapshot they were merged from
+
+    def _init_optimizer(self, c: MOPOLMConfig, policy: Policy, accelerator: Any) -> None:
+        """Adam on the policy's trainable parameters (``accelerate``-prepared when given); training mode."""
         params = [p for p in policy.parameters() if p.requires_grad]
         if not params:
             raise ConfigError("peft", c.peft, "the policy has no trainable parameters")
@@ -182,11 +203,6 @@ class MOPOLMTrainer:
         policy.train()
         if accelerator is not None:
             self.policy, self.optimizer = accelerator.prepare(policy, self.optimizer)
-        self.log: list[dict[str, Any]] = []
-        self.log_path = Path(log_path) if log_path else None
-        if self.log_path:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            self.log_path.write_text("")
 
     # ------------------------------------------------------------------------------------- helpers
     @property
