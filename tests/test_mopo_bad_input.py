@@ -29,6 +29,23 @@ from bayescrl.utils import load_yaml
         ("trl_format.yaml", "train.batch_size=0", ["train.batch_size = 0"]),
         ("trl_format.yaml", "train.epsilon=-1", ["train.epsilon = -1", ">= 0"]),  # the field as written
         ("trl_format.yaml", "train.beta=[0.9, 2]", ["train.beta[1] = 2", "(0, 1]"]),
+        # mode lm, every key and value checked by its config dataclass before any work
+        ("trl_format.yaml", "data.format=jsonl", ["data.format = 'jsonl'", "trl"]),
+        ("trl_format.yaml", "progress.log_evry=5", ["progress.log_evry", "did you mean 'log_every'"]),
+        ("trl_format.yaml", "threads=0", ["threads = 0", ">= 1"]),
+        ("trl_format.yaml", "bradley_terry={feature_dim: 0}", ["bradley_terry.feature_dim = 0"]),
+        ("trl_format.yaml", "device=gpu", ["device = 'gpu'", "cpu, cuda"]),
+        ("lm_tiny.yaml", "sweep.thresholds=[[0.6]]", ["sweep.thresholds[0] = [0.6]", "2 numbers"]),
+        ("lm_tiny.yaml", "sweep.thresholds=[[0.6, 1.5]]", ["sweep.thresholds[0] = 1.5", "[0, 1]"]),
+        ("lm_tiny.yaml", "methods=[mopo, dpo_jiont]", ["methods[1] = 'dpo_jiont'", "'dpo_joint'"]),
+        ("lm_tiny.yaml", "task.l_high=3", ["task.l_high = 3", "task.l_low = 6"]),
+        ("lm_tiny.yaml", "task.l_hgh=3", ["task.l_hgh", "did you mean 'l_high'"]),
+        ("lm_tiny.yaml", "model.sft_steps=0", ["model.sft_steps = 0", ">= 1"]),
+        ("lm_tiny.yaml", "scalarise_weights=[[0, 0, 0]]", ["scalarise_weights[0]", "not all be 0"]),
+        ("lm_tiny.yaml", "hv_reference=[0]", ["hv_reference = [0]", "2 numbers"]),
+        ("lm_tiny.yaml", "seed=-1", ["seed = -1", ">= 0"]),
+        ("textgen_assistant.yaml", "threads=0", ["threads = 0", ">= 1"]),
+        ("textgen_assistant.yaml", "ric.steps=0", ["ric.steps = 0", ">= 1"]),
     ],
 )
 def test_one_line_exit_2(config, setting, words, tmp_path, capsys):
@@ -39,7 +56,20 @@ def test_one_line_exit_2(config, setting, words, tmp_path, capsys):
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert all(w in lines[0] for w in words), lines[0]
-    assert not (tmp_path / "o" / "results.json").exists()
+    assert not (tmp_path / "o").exists()  # refused before the output folder is made
+
+
+def test_lm_model_directory_is_checked_before_the_data_is_read(tmp_path, capsys):
+    """``--model`` without config.json stops the run up front: no output folder, the data not read (a file
+    that is not JSON would be named otherwise)."""
+    bad = tmp_path / "prefs.jsonl"
+    bad.write_text("not json\n")
+    args = ["mopo", "examples/mopo/trl_format.yaml", "--model", str(tmp_path), "--out", str(tmp_path / "o")]
+    code, err = run([*args, "--set", f"data.path={bad}"], capsys)
+    lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
+    assert code == 2 and len(lines) == 1, err
+    assert "model.path = " in lines[0] and "no config.json" in lines[0], lines[0]
+    assert not (tmp_path / "o").exists()
 
 
 def test_every_bradley_terry_option_is_a_valid_key():

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from bayescrl.mopo.lm.experiment import lm_experiment
+from bayescrl.mopo.preferences import PREFERENCE_MODELS, parse_bt_options
 from bayescrl.mopo.tabular import parse_tabular
 from bayescrl.mopo.textgen.run import validate as validate_textgen
-from bayescrl.utils.checks import number, positive_int
+from bayescrl.utils.checks import choice, number, positive_int
 from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 
@@ -372,3 +373,6 @@ def check_config(config: dict) -> None:
             raise ConfigError("tau", t, "must be a number > 0", index=i if isinstance(tau, list) else None)
     if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
         parse_tabular(config)
+        model = choice(config.get("preference_model", "empirical"), "preference_model", PREFERENCE_MODELS)
+        if model != "empirical":  # the engine and its options, before any fit
+            parse_bt_options(config.get("bradley_terry"))

@@ -324,14 +324,14 @@ class UserExperiment(Config):
         if not self.data.path:
             raise ConfigError("data.path", None, "give a preference file (TRL format, JSONL or Parquet)")
         cfg = self.train_config()  # bad values (batch_size: 0) stop here
-        ctx = model_context(check_model_dir(str(self.model.path)))
-        if ctx is not None and cfg.max_length > ctx:
-            why = f"longer than the model's context ({ctx} tokens)"
-            raise ConfigError("train.max_length", cfg.max_length, why)
         prefs = self.preferences()
         if prefs.model != "empirical" and cfg.method == "dpo":
             why = "train.method dpo trains on the labels: use mopo"
             raise ConfigError("preference_model", prefs.model, why)
+        ctx = model_context(check_model_dir(str(self.model.path)))
+        if ctx is not None and cfg.max_length > ctx:
+            why = f"longer than the model's context ({ctx} tokens)"
+            raise ConfigError("train.max_length", cfg.max_length, why)
 
     def train_config(self) -> MOPOLMConfig:
         """``train`` with the top-level seed as its default seed (it also orders the data)."""
