@@ -132,6 +132,11 @@ class TextgenTask(Config):
                 "task.samples_per_prompt", self.samples_per_prompt, "must be even (answers are paired)"
             )
         self.temperature = _positive(self.temperature, "task.temperature")
+        self.build()  # the prompt counts within the task's pools
+
+    def build(self) -> Task:
+        """The task: its training and held-out prompts."""
+        return build_task(self.name, self.n_train_prompts, self.n_eval_prompts)
 
 
 @dataclass
@@ -180,6 +185,9 @@ class TextgenLabels(Config):
     SECTION: ClassVar[str] = "labels"
     raters: list | None = None
     """Bradley-Terry raters [{id, beta, lam, objective}, ...] (null: the default pool)"""
+
+    def validate(self) -> None:
+        lab.parse_raters(self.raters)
 
 
 @dataclass
@@ -440,7 +448,7 @@ def validate(config: dict[str, Any]) -> dict[str, Any]:
     t, m = exp.task, exp.model.given()
     base_cfg, lb_cfg, lag_cfg = exp.train_configs()
     return {
-        "task": build_task(t.name, t.n_train_prompts, t.n_eval_prompts),
+        "task": t.build(),
         "scorers": list(t.scorers),
         "seeds": list(exp.seeds),
         "algorithms": list(exp.algorithms),
