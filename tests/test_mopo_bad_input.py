@@ -76,3 +76,21 @@ def test_every_bradley_terry_option_is_a_valid_key():
     cfg = load_yaml("examples/mopo/tabular_bayes.yaml")
     cfg["bradley_terry"] = {**cfg["bradley_terry"], "beta_prior_sd": 1.0, "seed": 3, "engine_options": {}}
     check_config(cfg)  # no ConfigError
+
+
+def test_sweep_check_of_an_lm_run_takes_its_model_and_device_flags(tmp_path):
+    """A sweep's check of ``mopo CONFIG --model PATH`` sees ``--model`` (the config names none) and
+    ``--device``, as the command does."""
+    from bayescrl.commands.mopo import sweep_check
+    from bayescrl.utils import ConfigError
+
+    (tmp_path / "config.json").write_text('{"n_positions": 64}')
+    p = {"config_path": "examples/mopo/trl_format.yaml", "overrides": (), "resume": False}
+    sweep_check({**p, "model_path": str(tmp_path), "device": "cpu"})  # no ConfigError
+    with pytest.raises(ConfigError, match="model.path = None"):
+        sweep_check({**p, "model_path": None, "device": None})
+    with pytest.raises(ConfigError, match="--device = 'gpu'"):
+        sweep_check({**p, "model_path": str(tmp_path), "device": "gpu"})
+    with pytest.raises(ConfigError, match="train.max_length = 128.*64 tokens"):
+        long = ("train.max_length=128",)
+        sweep_check({**p, "overrides": long, "model_path": str(tmp_path), "device": None})

@@ -133,17 +133,7 @@ def mopo(
 
     ``--log-dir DIR`` also writes the results' numbers and curves as TensorBoard scalars."""
     set_torch_threads()
-    config = apply_overrides(load_config(config_path, PATH_KEYS), overrides)
-    if model_path is not None or resume:
-        mode = config.get("mode")
-        if resume and mode != "lm":
-            raise ConfigError("--resume", True, "only for mode: lm")
-        if mode not in ("lm", "textgen"):
-            raise ConfigError("--model", model_path, "only for mode: lm or textgen")
-        if model_path is not None:
-            config = {**config, "model": {**(config.get("model") or {}), "path": model_path}}
-        if mode == "lm":
-            config = {**config, "resume": resume or bool(config.get("resume", False))}
+    config = command_config(config_path, overrides, model_path, resume)
     check_config(with_device(config, device))  # before the log folder is made
     prepare_out_dir(out, force=force, resume=resume, resumable=config.get("mode") == "lm", create=False)
     logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
@@ -275,16 +265,39 @@ def summary_table(results: dict) -> str:
     return "\n\n".join(parts)
 
 
+def command_config(
+    config_path: str, overrides: tuple[str, ...], model_path: str | None = None, resume: bool = False
+) -> dict:
+    """The config file with the ``--set`` overrides, ``--model`` as ``model.path`` (modes lm, textgen) and
+    ``--resume`` as ``resume`` (mode lm)."""
+    config = apply_overrides(load_config(config_path, PATH_KEYS), overrides)
+    if model_path is None and not resume:
+        return config
+    mode = config.get("mode")
+    if resume and mode != "lm":
+        raise ConfigError("--resume", True, "only for mode: lm")
+    if mode not in ("lm", "textgen"):
+        raise ConfigError("--model", model_path, "only for mode: lm or textgen")
+    if model_path is not None:
+        config = {**config, "model": {**(config.get("model") or {}), "path": model_path}}
+    if mode == "lm":
+        config = {**config, "resume": resume or bool(config.get("resume", False))}
+    return config
+
+
 def sweep_check(p: dict) -> None:
     """Check one ``mopo`` run of a sweep before any run starts (``p``: the command's parsed options)."""
-    cfg = apply_overrides(load_config(p["config_path"], PATH_KEYS), p.get("overrides") or ())
+    overrides = p.get("overrides") or ()
+    cfg = command_config(p["config_path"], overrides, p.get("model_path"), bool(p.get("resume")))
+    if p.get("device") is not None:
+        check_device(p["device"], "--device")
     if cfg.get("mode") == "lm":  # an unknown top-level key: most likely the sweep's seed key
         try:
             check_keys(cfg, LM_KEYS)
         except ConfigError as exc:
             hint = " (mode lm seeds by the top-level key: give 'seed_key: seed' in the sweep file)"
             raise ConfigError(exc.field, exc.value, exc.reason + hint) from None
-    check_config(cfg)
+    check_config(with_device(cfg, p.get("device")))
 
 
 #: how ``bayescrl sweep`` runs ``mopo`` (``--set mopo.seed=S``, or the sweep's ``seed_key``): the command's
