@@ -355,8 +355,7 @@ def config_class(config: dict) -> type[Config] | None:
 def check_config(config: dict) -> None:
     """Refuse unknown keys (with the closest valid one) and degenerate sizes before anything runs."""
     mode = config.get("mode")
-    if mode not in MODES:
-        raise ConfigError("mode", mode, f"must be one of {', '.join(MODES)}")
+    choice(mode, "mode", MODES, f"must be one of {', '.join(MODES)}")
     if mode == "textgen":  # every key and value, before the output folder is made
         validate_textgen(config)
         return
