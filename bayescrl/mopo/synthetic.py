@@ -564,9 +564,8 @@ def _per_example_dual_step(st: _MopoRun, xb: Tensor, yb: Tensor, pb: Tensor, qb:
     if st.lag is None:
         log_lag = torch.zeros(runs, st.batch, device=st.device)
     else:
-        log_lag = torch.gather(st.net.logp(xb, st.lag), 2, yb.expand(runs, -1)[..., None])[
-            ..., 0
-        ] + math.log(n_y)
+        lp_lag = torch.gather(st.net.logp(xb, st.lag), 2, yb.expand(runs, -1)[..., None])[..., 0]
+        log_lag = lp_lag + math.log(n_y)
     wref = O.normalized_ratio(log_lag) / st.batch  # lagged reference measure on the batch atoms
     log_rho = O.log_rho_star(pb, qb, st.lam, st.tau, wref)
     x_lb = torch.exp(log_rho)[..., None] * qb  # rho q per atom [R, B, 1]
