@@ -71,6 +71,9 @@ def test_copied_examples_validate_from_any_folder(tmp_path, monkeypatch, capsys)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
+    model = tmp_path / "model"  # stands for --model PATH: a local Hugging Face model directory
+    model.mkdir()
+    (model / "config.json").write_text('{"n_positions": 2048}')
     checked = 0
     for f in sorted(ex.rglob("*.yaml")):
         family, rel = f.parent.name, str(f.relative_to(tmp_path))
@@ -82,8 +85,11 @@ def test_copied_examples_validate_from_any_folder(tmp_path, monkeypatch, capsys)
                 resolve_config(apply_overrides(cfg, sets))
         elif family == "pspl":
             validator("pspl")({"config": f"../{rel}"})  # a relative config path works too
-        elif family == "mopo":
-            validator("mopo")({"config_path": str(f)})
+        elif family == "mopo":  # a config of your own data takes its model from --model (a local directory)
+            cfg = load_yaml(f)
+            data, given = cfg.get("data"), (cfg.get("model") or {}).get("path")
+            own = cfg.get("mode") == "lm" and isinstance(data, dict) and data.get("path") and not given
+            validator("mopo")({"config_path": str(f), **({"model_path": str(model)} if own else {})})
         elif family in ("ecop", "acpo"):
             validator("train")({"config_file": str(f)})
         elif family == "prefrl":
