@@ -351,6 +351,14 @@ class TextgenPARM(Config):
 class TextgenExperiment(Config):
     """A ``mode: textgen`` experiment (every key optional)."""
 
+    mode: str = "textgen"
+    """textgen"""
+    name: str | None = None
+    """a name for the run"""
+    description: str | None = None
+    """a description"""
+    out: Any = None
+    """not used (the output folder is ``--out``)"""
     seeds: list = field(default_factory=lambda: [0, 1, 2])
     """seeds (distinct); a run per seed"""
     task: TextgenTask = field(default_factory=TextgenTask)
@@ -436,15 +444,11 @@ class TextgenExperiment(Config):
         return base_cfg, lb_cfg, lag_cfg
 
 
-#: keys of a textgen config besides the experiment's settings
-EXTRA_KEYS = ("mode", "name", "description", "out")
-
-
 def validate(config: dict[str, Any]) -> dict[str, Any]:
     """Check every key and value before any work (:class:`TextgenExperiment`); returns the resolved
     settings: the task, raters and :class:`MOPOLMConfig` of each MOPO variant built, ``null`` settings
     resolved against ``train``."""
-    exp = TextgenExperiment.from_dict(config, extra=dict.fromkeys(EXTRA_KEYS))
+    exp = TextgenExperiment.from_dict(config)
     t, m = exp.task, exp.model.given()
     base_cfg, lb_cfg, lag_cfg = exp.train_configs()
     return {
