@@ -7,7 +7,9 @@ points and hypervolume per method. LM: delegated to :func:`bayescrl.mopo.lm.run_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -118,25 +120,25 @@ def _bar(policy: dict[str, float], path: Path, title: str) -> None:
 @click.option("--resume", is_flag=True, help="lm mode: continue from OUT/checkpoint (same settings).")
 @force_option
 @log_options
-def mopo(
-    config_path: str,
-    out: str,
-    overrides: tuple[str, ...],
-    device: str | None,
-    model_path: str | None,
-    resume: bool,
-    force: bool,
-    log_dir: str | None,
-    wandb: bool | None,
-) -> None:
+def mopo(**options: Any) -> None:
     """MOPO multi-objective preference optimisation (tabular exact/stochastic, synthetic, language models).
 
     ``--log-dir DIR`` also writes the results' numbers and curves as TensorBoard scalars."""
+    run(options)
+
+
+def run(p: Mapping[str, Any]) -> dict:
+    """``bayescrl mopo`` without click: ``p`` holds the command's parameters by name (``config_path``,
+    ``out``, ``overrides``, ``device``, ``model_path``, ``resume``, ``force``, ``log_dir``, ``wandb``).
+    Checks them, runs the config through :func:`run_config` (which a Python user calls with a config
+    dict), prints the summary and returns the results. A sweep's run calls it in its own process."""
     set_torch_threads()
-    config = command_config(config_path, overrides, model_path, resume)
+    out, device = p["out"], p["device"]
+    config = command_config(p["config_path"], p["overrides"], p["model_path"], p["resume"])
     check_config(with_device(config, device))  # before the log folder is made
-    prepare_out_dir(out, force=force, resume=resume, resumable=config.get("mode") == "lm", create=False)
-    logger = RunLogger(log_dir, wandb, config=config, name=f"mopo:{out}")
+    resumable = config.get("mode") == "lm"
+    prepare_out_dir(out, force=p["force"], resume=p["resume"], resumable=resumable, create=False)
+    logger = RunLogger(p["log_dir"], p["wandb"], config=config, name=f"mopo:{out}")
     with logger:
         results = run_config(config, Path(out), device=device, logger=logger)
         logger.log_results({k: v for k, v in results.items() if k != "config"})
@@ -145,8 +147,9 @@ def mopo(
         click.echo(table)
     if results.get("raters"):
         click.echo(format_table(results["raters"]))
-    files = sorted(p.name for p in Path(out).iterdir() if p.name != "results.json")
+    files = sorted(q.name for q in Path(out).iterdir() if q.name != "results.json")
     click.echo(written(out, ["results.json", *files]))
+    return results
 
 
 def _rows(head: list[str], rows: list[list]) -> str:
@@ -301,10 +304,10 @@ def sweep_check(p: dict) -> None:
 
 
 #: how ``bayescrl sweep`` runs ``mopo`` (``--set mopo.seed=S``, or the sweep's ``seed_key``): the command's
-#: function without click parsing; lm runs with a checkpoint resume with ``--resume``
+#: :func:`run` without click parsing; lm runs with a checkpoint resume with ``--resume``
 sweep_adapter = SweepAdapter(
     command=mopo,
-    call=lambda p: mopo.callback(**p),
+    call=run,
     check=sweep_check,
     result="results.json",
     seed=lambda s, key: ["--set", f"{key or 'mopo.seed'}={s}"],
