@@ -3,7 +3,7 @@
 See ``docs/envs.md``. Importing this package registers the ``bayescrl/...`` environment ids with gymnasium.
 """
 
-from bayescrl.envs.registration import ENV_IDS, TRAFFIC_IDS, register_envs
+from bayescrl.envs.registration import ENV_IDS, TRAFFIC_IDS, VARIANT_IDS, register_envs
 from bayescrl.envs.tabular_cmdp import (
     InfeasibleCMDPError,
     LPSolution,
@@ -22,6 +22,7 @@ register_envs()
 __all__ = [
     "ENV_IDS",
     "TRAFFIC_IDS",
+    "VARIANT_IDS",
     "SafetyGymnasiumStepWrapper",
     "cost_vector",
     "register_envs",

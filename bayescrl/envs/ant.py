@@ -9,10 +9,16 @@ leaves ``healthy_z_range`` (gymnasium's default), which is reported as ``termina
 Observation: ``qpos`` (15, including the torso's x, y, which the tasks need) + ``qvel`` (14) + the task's
 sensors; contact forces are left out (``include_cfrc_ext_in_observation=False``). The thesis' Ant-Circle has
 ``S in R^32`` (rllab's ant: qpos, qvel and the centre of mass); ours has 29 dimensions for Circle.
+
+Option ``cone="elliptic"`` (the ids ``bayescrl/AntCircleElliptic-v0``, ``bayescrl/AntReachElliptic-v0``)
+sets MuJoCo's elliptic friction cone instead of ``ant.xml``'s default pyramidal one: a declared variant
+with other contact dynamics, the one the MJX backend can run (MJX orients the pyramidal cone's frame
+differently from CPU MuJoCo, so only the elliptic cone gives the same trajectories on both).
 """
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.mujoco.ant_v5 import AntEnv
@@ -28,12 +34,26 @@ def quat_to_yaw(q: np.ndarray) -> float:
     return float(np.arctan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
 
 
-class AntTaskEnv(CopyByArgs, AntEnv):
-    """A :class:`~bayescrl.envs.tasks.Task` solved by gymnasium's Ant (``Ant-v5`` model, ``dt = 0.05`` s)."""
+#: MuJoCo's friction cones by name (``option cone``)
+CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
 
-    def __init__(self, task: Task, **kwargs):
+
+def set_cone(model: mujoco.MjModel, cone: str) -> None:
+    """Set ``model.opt.cone`` by name (``"pyramidal"``, the MJCF default, or ``"elliptic"``)."""
+    if cone not in CONES:
+        raise ConfigError("cone", cone, f"must be one of {list(CONES)}")
+    model.opt.cone = CONES[cone]
+
+
+class AntTaskEnv(CopyByArgs, AntEnv):
+    """A :class:`~bayescrl.envs.tasks.Task` solved by gymnasium's Ant (``Ant-v5`` model, ``dt = 0.05`` s).
+    ``cone``: MuJoCo's friction cone, ``"pyramidal"`` (``ant.xml``) or ``"elliptic"`` (the MJX variant)."""
+
+    def __init__(self, task: Task, cone: str = "pyramidal", **kwargs):
         if not isinstance(task, Task):
             raise ConfigError("task", type(task).__name__, "must be a bayescrl.envs.tasks.Task")
+        if cone not in CONES:
+            raise ConfigError("cone", cone, f"must be one of {list(CONES)}")
         for key in ("exclude_current_positions_from_observation", "include_cfrc_ext_in_observation"):
             if key in kwargs:
                 raise ConfigError(
@@ -43,6 +63,8 @@ class AntTaskEnv(CopyByArgs, AntEnv):
         super().__init__(
             exclude_current_positions_from_observation=False, include_cfrc_ext_in_observation=False, **kwargs
         )
+        self.cone = cone
+        set_cone(self.model, cone)
         base = self.observation_space.shape[0]
         self.observation_space = spaces.Box(-np.inf, np.inf, shape=(base + task.obs_dim,), dtype=np.float64)
         self.num_costs = task.num_costs

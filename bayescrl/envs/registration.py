@@ -30,6 +30,13 @@ ENV_IDS: dict[str, tuple[str, int | None]] = {
     "bayescrl/ErgodicCMDP-v0": ("bayescrl.envs.registration:ergodic_cmdp_env", None),
 }
 
+#: declared variants: id -> (entry point, max_episode_steps, constructor keywords). The Ant tasks with
+#: MuJoCo's elliptic friction cone, the contact model the MJX backend reproduces (docs/envs.md)
+VARIANT_IDS: dict[str, tuple[str, int, dict]] = {
+    "bayescrl/AntCircleElliptic-v0": ("bayescrl.envs.ant:AntCircleEnv", 200, {"cone": "elliptic"}),
+    "bayescrl/AntReachElliptic-v0": ("bayescrl.envs.ant:AntReachEnv", 200, {"cone": "elliptic"}),
+}
+
 #: the SUMO tasks (the `traffic` extra); tested in tests/test_envs_traffic.py
 TRAFFIC_IDS: tuple[str, ...] = ("bayescrl/Grid-v0", "bayescrl/Bottleneck-v0")
 
@@ -57,8 +64,11 @@ def ergodic_cmdp_env(
 
 
 def register_envs() -> list[str]:
-    """Register every id (idempotent); returns the ids."""
+    """Register every id and declared variant (idempotent); returns the ids."""
     for env_id, (entry, steps) in ENV_IDS.items():
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry, max_episode_steps=steps)
-    return list(ENV_IDS)
+    for env_id, (entry, steps, kwargs) in VARIANT_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=entry, max_episode_steps=steps, kwargs=dict(kwargs))
+    return list(ENV_IDS) + list(VARIANT_IDS)
