@@ -1,9 +1,11 @@
-"""GPU-batched physics for the point-robot tasks: MuJoCo MJX on JAX (the optional ``mjx`` extra).
+"""GPU-batched physics for the Circle and Reach tasks: MuJoCo MJX on JAX (the optional ``mjx`` extra).
 
 :class:`MJXVectorEnv` steps ``num_envs`` copies of a task at once (``jax.jit`` of ``jax.vmap`` of
-``mjx.step``) and hands back torch tensors through DLPack, on the accelerator JAX runs on. The tasks'
-observations, rewards and costs are re-written in JAX from their CPU definitions
-(:mod:`bayescrl.envs.tasks`); ``tests/test_mjx_parity.py`` checks whole episodes against the CPU envs.
+``mjx.step``) and hands back torch tensors through DLPack, on the accelerator JAX runs on. The robots'
+and tasks' observations, rewards, costs and terminations are re-written in JAX from their CPU
+definitions (:mod:`bayescrl.envs.mjx.robots`, :mod:`bayescrl.envs.mjx.jax_tasks`);
+``tests/test_mjx_parity.py`` checks whole episodes against the CPU envs. The Ant tasks run as their
+declared elliptic-cone variants (MJX orients the pyramidal friction cone differently from CPU MuJoCo).
 
 Importing this package needs neither jax nor ``mujoco.mjx``: the names below load them on first use.
 """
@@ -14,13 +16,19 @@ import importlib
 import importlib.util
 
 #: gymnasium ids with an MJX backend
-MJX_ENV_IDS: tuple[str, ...] = ("bayescrl/PointCircle-v0", "bayescrl/PointReach-v0")
+MJX_ENV_IDS: tuple[str, ...] = (
+    "bayescrl/PointCircle-v0",
+    "bayescrl/PointReach-v0",
+    "bayescrl/AntCircleElliptic-v0",
+    "bayescrl/AntReachElliptic-v0",
+)
 
 _LAZY = {
     "MJXVectorEnv": "bayescrl.envs.mjx.vector",
     "JaxCircle": "bayescrl.envs.mjx.jax_tasks",
     "JaxReach": "bayescrl.envs.mjx.jax_tasks",
     "jax_task": "bayescrl.envs.mjx.jax_tasks",
+    "jax_robot": "bayescrl.envs.mjx.robots",
 }
 
 

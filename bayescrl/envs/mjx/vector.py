@@ -1,12 +1,21 @@
-"""``MJXVectorEnv``: ``num_envs`` copies of a point task stepped at once with MuJoCo MJX (JAX).
+"""``MJXVectorEnv``: ``num_envs`` copies of a task stepped at once with MuJoCo MJX (JAX).
 
 The physics is the CPU env's own compiled ``MjModel`` (the same MJCF, task markers included) moved to the
 accelerator with ``mjx.put_model``; one env step is ``frame_skip`` calls of ``mjx.step``, like the CPU
-env's ``mj_step(..., nstep=frame_skip)``. Observations, rewards and costs are the JAX mirrors of the CPU
-task (:mod:`bayescrl.envs.mjx.jax_tasks`). All copies run under one ``jax.jit`` of a ``jax.vmap``; the
-results reach torch through DLPack (``torch.from_dlpack``), without a copy through host memory.
+env's ``mj_step(..., nstep=frame_skip)``. The robot's observation, reset and termination
+(:mod:`bayescrl.envs.mjx.robots`) and the task's observation, reward and cost
+(:mod:`bayescrl.envs.mjx.jax_tasks`) are JAX mirrors of the CPU env. All copies run under one
+``jax.jit`` of a ``jax.vmap``; the results reach torch through DLPack (``torch.from_dlpack``), without a
+copy through host memory.
 
 Precision: float32 unless JAX runs with ``jax_enable_x64`` (then float64, the CPU envs' precision).
+
+Contacts: MJX orients the pyramidal friction cone's frame differently from CPU MuJoCo, so a model whose
+bodies touch (the Ant's feet on the floor) runs here only with ``cone="elliptic"``: the Ant tasks as their
+declared elliptic variants (``bayescrl/AntCircleElliptic-v0``, ...); a model with contacts and a pyramidal
+cone is refused. Even so, MJX's Runge-Kutta step of a free joint (the Ant's torso) differs from CPU
+MuJoCo's in the last digits, so Ant episodes agree step by step and drift apart over many steps
+(``docs/envs.md``, ``tests/test_mjx_parity.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import torch
 
 from bayescrl.envs.mjx import MJX_ENV_IDS
 from bayescrl.envs.mjx.jax_tasks import jax_task
+from bayescrl.envs.mjx.robots import jax_robot
 from bayescrl.envs.registration import register_envs
 from bayescrl.utils.errors import ConfigError
 
@@ -106,9 +116,10 @@ class MJXVectorEnv:
     """A batch of ``num_envs`` copies of ``env`` (a gymnasium id of :data:`MJX_ENV_IDS`), on ``device``.
 
     ``reset(seed) -> obs`` and ``step(actions) -> MJXStep`` take and return torch tensors; episodes are
-    truncated at ``horizon`` (default: the id's ``max_episode_steps``, 200) and reset in the same step
-    (``MJXStep.final_obs`` keeps the last observation). Circle and Reach never terminate. ``env_kwargs``
-    are the CPU env's (radius, hazards, ...). Spaces, ``num_costs`` and ``cost_limits`` are the CPU env's.
+    truncated at ``horizon`` (default: the id's ``max_episode_steps``, 200), terminated where the robot
+    is unhealthy (the Ant's torso height; the point robot never terminates), and reset in the same step
+    (``MJXStep.final_obs`` keeps the last observation). ``env_kwargs`` are the CPU env's (radius,
+    hazards, ...). Spaces, ``num_costs`` and ``cost_limits`` are the CPU env's.
     """
 
     def __init__(
@@ -134,12 +145,17 @@ class MJXVectorEnv:
         self.observation_space, self.action_space = self.single_observation_space, self.single_action_space
         self.num_costs, self.cost_limits = u.num_costs, np.asarray(u.cost_limits, float)
         self.task = jax_task(u.task)
+        self.robot = jax_robot(u)
         self.jax_device = _jax_device(device)
         self.mj_model: mujoco.MjModel = u.model
-        self.frame_skip, self.dt, self.start_noise = int(u.frame_skip), float(u.dt), float(u.start_noise)
-        self._qpos0 = np.asarray(u.init_qpos, float)
+        self.frame_skip, self.dt = int(u.frame_skip), float(u.dt)
         cpu.close()
-        self.model = mjx.put_model(_without_contacts(self.mj_model), device=self.jax_device)
+        model = _without_contacts(self.mj_model)
+        if _can_collide(model) and model.opt.cone != mujoco.mjtCone.mjCONE_ELLIPTIC:
+            raise ConfigError(
+                "env", env, "a model with contacts needs cone='elliptic' on MJX (use the elliptic variant)"
+            )
+        self.model = mjx.put_model(model, device=self.jax_device)
         self.data0 = mjx.make_data(self.model, device=self.jax_device)
         self.dtype = self.data0.qpos.dtype
         # one set of jitted functions per task, horizon, device and precision, shared by every instance
@@ -158,11 +174,8 @@ class MJXVectorEnv:
 
     # ------------------------------------------------------------------ one env (vmapped below)
     def _obs(self, d, ts):
-        x, y, yaw = d.qpos[0], d.qpos[1], d.qpos[2]
-        c, s = jnp.cos(yaw), jnp.sin(yaw)
-        vx, vy, w = d.qvel[0], d.qvel[1], d.qvel[2]
-        base = jnp.stack([x, y, c, s, vx, vy, w, c * vx + s * vy, -s * vx + c * vy])
-        return jnp.concatenate([base, self.task.observe(ts, d.qpos[:2], yaw)])
+        rb = self.robot
+        return jnp.concatenate([rb.obs(d), self.task.observe(ts, rb.xy(d), rb.yaw(d))])
 
     def _start(self, qpos, qvel, ts):
         # no mj_forward here (the CPU env runs one after a reset): an observation needs only qpos and qvel,
@@ -171,40 +184,45 @@ class MJXVectorEnv:
         return d, ts, self._obs(d, ts)
 
     def _reset_one(self, key):
-        k_yaw, k_xy, k_task = jax.random.split(key, 3)
-        qpos = jnp.asarray(self._qpos0, self.dtype)
-        qpos = qpos.at[2].set(jax.random.uniform(k_yaw, (), self.dtype, -jnp.pi, jnp.pi))  # random heading
-        if self.start_noise > 0:
-            qpos = qpos.at[:2].add(
-                jax.random.uniform(k_xy, (2,), self.dtype, -self.start_noise, self.start_noise)
-            )
-        ts = self.task.reset(k_task, qpos[:2])
-        return self._start(qpos, jnp.zeros_like(self.data0.qvel), ts)
+        k_a, k_b, k_task = jax.random.split(key, 3)  # the robot's two draws, then the task's layout
+        qpos, qvel = self.robot.reset(k_a, k_b, self.dtype)
+        d = self.data0.replace(qpos=qpos)
+        ts = self.task.reset(k_task, self.robot.xy(d))
+        return self._start(qpos, qvel, ts)
 
     def _step_one(self, d, ts, a):
-        xy_prev = d.qpos[:2]
+        xy_prev = self.robot.xy(d)
         lo, hi = self.mj_model.actuator_ctrlrange[:, 0], self.mj_model.actuator_ctrlrange[:, 1]
         d = d.replace(ctrl=jnp.clip(a.astype(self.dtype), lo, hi))
         d = jax.lax.fori_loop(0, self.frame_skip, lambda _, dd: mjx.step(self.model, dd), d)
-        xy = d.qpos[:2]
+        xy = self.robot.xy(d)
         v = (xy - xy_prev) / self.dt
         r, c = self.task.step(ts, xy_prev, xy, v)
-        return d, self._obs(d, ts), r, c
+        obs = self._obs(d, ts)
+        if not self.robot.terminates:
+            return d, obs, r, c, jnp.asarray(False)
+        # a diverged simulation (not finite; CPU MuJoCo resets its data with a warning there) ends the
+        # episode as unhealthy, with zeros in place of what it cannot compute, so a batch stays finite
+        ok = jnp.isfinite(d.qpos).all() & jnp.isfinite(d.qvel).all()
+        r, c, obs = (jnp.where(ok, x, jnp.zeros_like(x)) for x in (r, c, obs))
+        return d, obs, r, c, ~self.robot.healthy(d)
 
     # ------------------------------------------------------------------ batched, jitted
     def _reset_batch(self, keys):
         d, ts, obs = jax.vmap(self._reset_one)(keys)
         return (d, ts, jnp.zeros(keys.shape[0], jnp.int32), keys), obs
 
-    def _set_batch(self, qpos, qvel, ts, keys):
+    def _set_batch(self, qpos, qvel, ts, keys, warmstart):
         d, ts, obs = jax.vmap(self._start)(qpos.astype(self.dtype), qvel.astype(self.dtype), ts)
+        d = d.replace(qacc_warmstart=warmstart.astype(self.dtype))
         return (d, ts, jnp.zeros(keys.shape[0], jnp.int32), keys), obs
 
     def _step_batch(self, state, actions):
         d, ts, t, keys = state
-        d, obs, r, c = jax.vmap(self._step_one)(d, ts, actions)
+        d, obs, r, c, term = jax.vmap(self._step_one)(d, ts, actions)
         t = t + 1
         trunc = t >= self.horizon
+        done = term | trunc
 
         def reset(args):
             d, ts, t, keys, obs = args
@@ -212,14 +230,13 @@ class MJXVectorEnv:
             (d0, ts0, _, _), obs0 = self._reset_batch(both[:, 1])
 
             def sel(a, b):
-                return jnp.where(trunc.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+                return jnp.where(done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
 
             d = jax.tree_util.tree_map(sel, d0, d)
             ts = jax.tree_util.tree_map(sel, ts0, ts)
-            return d, ts, jnp.where(trunc, 0, t), sel(both[:, 0], keys), sel(obs0, obs)
+            return d, ts, jnp.where(done, 0, t), sel(both[:, 0], keys), sel(obs0, obs)
 
-        d, ts, t, keys, next_obs = jax.lax.cond(trunc.any(), reset, lambda a: a, (d, ts, t, keys, obs))
-        term = jnp.zeros_like(trunc)
+        d, ts, t, keys, next_obs = jax.lax.cond(done.any(), reset, lambda a: a, (d, ts, t, keys, obs))
         return (d, ts, t, keys), (next_obs, r, c, term, trunc, obs)
 
     # ------------------------------------------------------------------ torch API
@@ -231,17 +248,22 @@ class MJXVectorEnv:
         self._state, obs = self._reset_jit(self._keys(self.seed if seed is None else int(seed)))
         return to_torch(obs)
 
-    def set_state(self, qpos, qvel, task_state: dict | None = None, seed: int = 0) -> torch.Tensor:
+    def set_state(
+        self, qpos, qvel, task_state: dict | None = None, seed: int = 0, qacc_warmstart=None
+    ) -> torch.Tensor:
         """Start every copy from given joint positions/velocities ``(n, nq)``, ``(n, nv)`` and task layouts
         (arrays with a leading ``n`` axis; ``task.state_of(cpu_task)`` gives one), e.g. to replay a CPU
-        episode. Returns ``obs (n, D)``."""
+        episode; ``qacc_warmstart (n, nv)``: the constraint solver's warm start (default zeros, as after a
+        reset), to continue a CPU episode from any of its steps. The episode clocks restart at 0.
+        Returns ``obs (n, D)``."""
         put = lambda a: jax.device_put(np.asarray(a), self.jax_device)  # noqa: E731
         ts = {k: put(v).astype(self.dtype) for k, v in (task_state or {}).items()}
-        self._state, obs = self._set_jit(put(qpos), put(qvel), ts, self._keys(seed))
+        warm = np.zeros((self.num_envs, self.mj_model.nv)) if qacc_warmstart is None else qacc_warmstart
+        self._state, obs = self._set_jit(put(qpos), put(qvel), ts, self._keys(seed), put(warm))
         return to_torch(obs)
 
     def step(self, actions: torch.Tensor) -> MJXStep:
-        """Step every copy with ``actions (n, 2)`` (clipped to the control range, as MuJoCo does)."""
+        """Step every copy with ``actions (n, A)`` (clipped to the control range, as MuJoCo does)."""
         if self._state is None:
             raise ConfigError("step", None, "call reset() first")
         a = to_jax(actions, self.jax_device)
