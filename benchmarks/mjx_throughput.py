@@ -1,7 +1,7 @@
 """Env-steps per second of the MJX backend (``bayescrl.envs.mjx.MJXVectorEnv``) against the CPU gymnasium
 vector env the trainer uses, in one run, plus a short ppo-lag training on MJX batches.
 
-    PYTHONPATH=. python benchmarks/mjx_throughput.py [--out results.json] [--device cuda]
+    PYTHONPATH=. python benchmarks/mjx_throughput.py [--out results.json] [--device cuda] [--env ID]
         [--sizes 256 1024 4096 16384 65536] [--budget-s 100]
 
 Stages (each guarded: an error is recorded in the JSON and the next stage runs; a stage that would start
@@ -17,7 +17,8 @@ stage, so a killed run still leaves what it measured):
    apart), and the same on the gym backend with 16 envs for the ratio.
 
 Defaults: on a GPU (torch and JAX see one) sizes 256..65,536 (under 2 minutes on an H100); on CPU-JAX
-sizes 64 and 256 with fewer steps, so the script also runs on a laptop.
+sizes 64 and 256 with fewer steps, so the script also runs on a laptop. ``--env`` takes any id of
+``bayescrl.envs.mjx.MJX_ENV_IDS`` (default Point-Circle; e.g. ``bayescrl/AntCircleElliptic-v0``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def gym_steps_per_s(env_id: str, n: int, steps: int) -> dict:
     envs = make_vector_env(resolve_env_factory(env_id), n, 1)
     envs.reset(seed=0)
     rng = np.random.default_rng(0)
-    acts = rng.uniform(-1, 1, (steps, n, 2))
+    acts = rng.uniform(-1, 1, (steps, n, envs.single_action_space.shape[0]))
     t0 = time.perf_counter()
     for a in acts:
         envs.step(a)
@@ -58,11 +59,12 @@ def mjx_steps_per_s(env_id: str, n: int, steps: int, device: str) -> dict:
     env = MJXVectorEnv(env_id, n, seed=0, device=device)
     t0 = time.perf_counter()
     env.reset()
-    out = env.step(torch.zeros(n, 2, device=device))
+    a_dim = env.single_action_space.shape[0]
+    out = env.step(torch.zeros(n, a_dim, device=device))
     jax.block_until_ready(env._state)
     compile_s = time.perf_counter() - t0
     gen = torch.Generator(device=device).manual_seed(0)
-    acts = torch.rand((steps, n, 2), generator=gen, device=device) * 2 - 1
+    acts = torch.rand((steps, n, a_dim), generator=gen, device=device) * 2 - 1
     t0 = time.perf_counter()
     for a in acts:
         out = env.step(a)
