@@ -9,8 +9,10 @@ on the one GPU, one CPU thread each), in the plan's priority order: seed-major (
 algorithm, then seed 1, ...), algorithms in the order listed (e-COP first), so that a budget that runs out
 leaves every table cell with about the same number of seeds rather than some cells full and others empty.
 
-Budget: a run starts only while its expected wall time (the slowest finished run of its task so far, or
-``--first-run-s`` before any has finished) fits before the deadline; at the deadline the runs still going
+Budget: a run starts only while its expected wall time fits before the deadline: before any run of its
+task has finished ``--first-run-s``, then the slowest finished run of the task with its first iteration
+(which held the XLA compile) counted as a later one, since later processes load the compiled step from
+the persistent cache (:func:`expected_wall`); at the deadline the runs still going
 are stopped (their last iteration record is kept, marked ``partial``, and their checkpoint); the runs never
 started are listed as ``skipped``. The script ends as soon as no further run fits. A second call with the
 same ``--work`` (on the same machine, or with the first call's ``--out``/work copied back there) goes on
@@ -160,6 +162,17 @@ def run_record(run: dict, run_dir: Path) -> dict:
     return rec
 
 
+def expected_wall(wall_s: float, rec: dict) -> float:
+    """A finished run's wall time with its first iteration (compile included) replaced by a later one (the
+    next processes of the task load the compiled step from the cache), plus 15 s for the process start."""
+    first, rate, steps = rec.get("first_iter_s"), rec.get("env_steps_per_s_after_first"), rec.get("env_steps")
+    iters = rec.get("iterations_done") or 0
+    if not first or not rate or not steps or iters < 2:
+        return wall_s
+    later = steps / iters / rate  # seconds per iteration after the first
+    return max(0.0, wall_s - first + later) + 15.0
+
+
 def _stats(xs: list[float]) -> dict:
     xs = [x for x in xs if x is not None and math.isfinite(x)]
     if not xs:
@@ -302,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             procs.pop(run["key"], None)
             results[run["key"]] = rec
-            if rc == 0:
-                walls.setdefault(run["task"], []).append(wall)
+            if rc == 0 and "--resume" not in argv:  # a resumed run's wall is only its last part
+                walls.setdefault(run["task"], []).append(expected_wall(wall, rec))
         write_summary()
         print(f"{run['key']}: rc {rc}, {wall:.0f} s, return {rec.get('train_final_return')}", flush=True)
 

@@ -38,7 +38,7 @@ def test_runs_are_seed_major_with_ecop_first_and_every_task_has_an_mjx_port():
     assert argv[argv.index("--total-steps") + 1] == "1000000"
 
 
-def test_cells_summarise_finished_seeds_only():
+def test_cells_summarise_finished_seeds_and_later_runs_are_expected_without_the_compile():
     gt = _module()
     runs = gt.plan_runs(gt.PLANS["ant1e6"], ["ecop"], ["AntCircle"], [0, 1, 2])
     results = {
@@ -54,6 +54,15 @@ def test_cells_summarise_finished_seeds_only():
     (cell,) = gt.cells(runs, results)
     assert cell["seeds"] == 2 and cell["seeds_within_limit"] == 1
     assert cell["train_final_return"] == {"n": 2, "mean": 15.0, "sd": pytest.approx(7.0710678)}
+    # the next run of a task is expected to take the finished one's time without its compile
+    rec = {
+        "first_iter_s": 100.0,
+        "env_steps_per_s_after_first": 1000.0,
+        "env_steps": 20_000,
+        "iterations_done": 4,
+    }
+    assert gt.expected_wall(160.0, rec) == pytest.approx(160.0 - 100.0 + 5.0 + 15.0)
+    assert gt.expected_wall(160.0, {}) == 160.0
 
 
 @pytest.mark.slow
