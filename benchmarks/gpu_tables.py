@@ -1,7 +1,9 @@
 """The e-COP table rows on the MJX backend, on one GPU, inside a time budget.
 
-    PYTHONPATH=. python benchmarks/gpu_tables.py --plan ant1e6 --budget 420 --workers 12 \\
-        --work runs/gpu_tables --out $OUT/gpu_tables
+    PYTHONPATH=. python benchmarks/gpu_tables.py --plan ant1e6 --algos ecop focops p3o appo \\
+        --workers 14 --budget 500 --work runs/gpu_tables --out $OUT/gpu_tables
+
+(the GPU session's commands, and the estimate behind them: docs/gpu.md, "Next GPU runs").
 
 Runs ``python -m bayescrl -q train ... --set config.env_backend=mjx --device DEV`` for every (task,
 algorithm, seed) of a plan (:data:`PLANS`), ``--workers`` processes at a time (each its own JAX and torch
@@ -12,9 +14,9 @@ leaves every table cell with about the same number of seeds rather than some cel
 Budget: a run starts only while its expected wall time fits before the deadline: before any run of its
 task has finished ``--first-run-s``, then the slowest finished run of the task with its first iteration
 (which held the XLA compile) counted as a later one, since later processes load the compiled step from
-the persistent cache (:func:`expected_wall`); at the deadline the runs still going
-are stopped (their last iteration record is kept, marked ``partial``, and their checkpoint); the runs never
-started are listed as ``skipped``. The script ends as soon as no further run fits. A second call with the
+the persistent cache (:func:`expected_wall`); at the deadline the runs still going are stopped (their
+last iteration record is kept, marked ``partial``, and their checkpoint); the runs never started are
+listed as ``skipped``. The script ends as soon as no further run fits. A second call with the
 same ``--work`` (on the same machine, or with the first call's ``--out``/work copied back there) goes on
 where the first stopped: a run with a ``metrics.json`` is not run again, a stopped one is resumed from its
 checkpoint (``train --resume``; on the MJX backend its episodes restart, docs/envs.md).
