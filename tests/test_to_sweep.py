@@ -161,8 +161,13 @@ def test_acpo_aggregate_reports_the_sample_sd_of_the_seeds():
     sample sd over seeds (values 1, 2, 4: sd 1.528, not the population 1.247); one seed has sd 0."""
     aggregate = resolve(f"{ROOT / 'benchmarks' / 'acpo_common.py'}:aggregate")
     recs = [
-        {"algo": "a", "seed": s, "curve": [{"env_steps": 1, "avg_reward": v, "avg_costs": [v]}],
-         "final_avg_reward": v, "final_avg_costs": [2 * v]}
+        {
+            "algo": "a",
+            "seed": s,
+            "curve": [{"env_steps": 1, "avg_reward": v, "avg_costs": [v]}],
+            "final_avg_reward": v,
+            "final_avg_costs": [2 * v],
+        }
         for s, v in enumerate([1.0, 2.0, 4.0])
     ]
     out = aggregate(recs, "algo")["a"]
