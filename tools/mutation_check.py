@@ -249,8 +249,8 @@ MUTATIONS: list[Mutation] = [
         "20-rater-pool-block-solve",
         "block-arrow solve: x_i = A_i⁻¹ r_i, dropping the rater beliefs' coupling λ_i² A_i⁻¹ x_θ to θ",
         "bayescrl/inference/hierarchical.py",
-        "x_V = y + lam2 * (lp.ainv @ x_theta.unsqueeze(1))",
-        "x_V = y + 0 * lam2 * (lp.ainv @ x_theta.unsqueeze(1))",
+        "x_V = y + lam2 * (x_theta.unsqueeze(1).to(lp.ainv.dtype) @ lp.ainv).to(dt)",
+        "x_V = y + 0 * lam2 * (x_theta.unsqueeze(1).to(lp.ainv.dtype) @ lp.ainv).to(dt)",
         "tests/test_hierarchical_raters.py::test_block_arrow_solve_and_log_det_match_the_dense_hessian",
     ),
     _one(
@@ -268,6 +268,14 @@ MUTATIONS: list[Mutation] = [
         "half + e_V.permute(1, 2, 0)",
         "e_V.permute(1, 2, 0)",
         "tests/test_hierarchical_raters.py::test_latent_draws_have_the_inverse_hessian_as_covariance",
+    ),
+    _one(
+        "20d-rater-pool-woodbury-logdet",
+        "laplace-eb U < d blocks: log det A_i = log det C_i without the (d − U) log λ_i² of the lemma",
+        "bayescrl/inference/hierarchical.py",
+        "logdet = (d - U) * lam2.log() + 2 * chol_c",
+        "logdet = 0 * lam2.log() + 2 * chol_c",
+        "tests/test_hierarchical_raters.py::test_woodbury_blocks_match_the_dense_factorisations",
     ),
     _one(
         "21-torn-log-keeps-one-record-too-few",

@@ -21,7 +21,8 @@ Engines (:func:`fit_rater_pool`):
   log p(D | log β, log λ) + log p(log β, log λ), the marginal likelihood of the data with (θ, ϑ) integrated
   out by a Laplace approximation at the MAP of lemma `mapestimatelemma`, over the log competences with
   SciPy's L-BFGS-B. The Hessian of (θ, ϑ_1..ϑ_R) is block-arrow (each ϑ_i couples only to θ), so its
-  log det and solves cost R d×d factorisations of A_i = λ_i² I + K_i and one of the θ Schur complement.
+  log det and solves cost R factorisations of A_i = λ_i² I + K_i (d×d, or U×U by Woodbury and the matrix
+  determinant lemma where every rater has U < d comparisons) and one of the θ Schur complement.
   The gradient is analytic and exact: the trace terms of d log det H/dh plus the MAP's response
   dẑ/dh = −H⁻¹ ∂g/∂h (implicit differentiation). The inner MAP is found by inexact Newton with the line
   search and convergence test of :mod:`bayescrl.inference.bootstrap` (gradient 2-norm ≤ 10⁻⁹), started
@@ -327,6 +328,7 @@ class _Pool:
     cov0: torch.Tensor
     prec0: torch.Tensor
     logdet_prec0: torch.Tensor
+    Q: torch.Tensor | None = None  # D_i D_iᵀ [R,U,U] where U < d (A_i⁻¹ by Woodbury, :func:`_block_inverses`)
 
 
 def _pool(x0, x1, y, rater, R: int, mu0, cov0, device, dtype) -> _Pool:
@@ -345,7 +347,8 @@ def _pool(x0, x1, y, rater, R: int, mu0, cov0, device, dtype) -> _Pool:
     M[rater[order], slot] = 1.0
     chol = torch.linalg.cholesky(cov0)
     prec0 = torch.cholesky_inverse(chol)
-    return _Pool(x0, x1, y, rater, D, Y, M, mu0, cov0, prec0, -2 * chol.diagonal().log().sum())
+    Q = D @ D.mT if U < d else None
+    return _Pool(x0, x1, y, rater, D, Y, M, mu0, cov0, prec0, -2 * chol.diagonal().log().sum(), Q)
 
 
 # ---------------------------------------------------------------------------- laplace-eb core
@@ -415,7 +418,7 @@ class _Laplace:
     """The Laplace approximation at a point (θ, ϑ) for log competences h, batched over a leading dim B.
 
     Factors of the block-arrow Hessian H = [[Σ0⁻¹ + Σ_i λ_i² I, −λ_i² I], [−λ_i² I, A_i]]
-    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹, ``chol_a`` its Cholesky factors and ``chol_s`` that
+    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹ (symmetric, row-major), ``chol_s`` the Cholesky factor
     of the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i²(I − λ_i² A_i⁻¹); ``F [B]`` the log evidence plus log
     prior (as :func:`_objective`), ``loss [B]`` the loss L at the point.
     """
@@ -429,7 +432,6 @@ class _Laplace:
     g_theta: torch.Tensor
     g_V: torch.Tensor
     ainv: torch.Tensor
-    chol_a: torch.Tensor
     chol_s: torch.Tensor
     F: torch.Tensor
     loss: torch.Tensor
@@ -462,27 +464,52 @@ def _chol_inverse(chol: torch.Tensor) -> torch.Tensor:
     return inv.mT if inv.device.type == "cpu" else 0.5 * (inv + inv.mT)
 
 
-def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l) -> _Laplace:
-    """Evidence and Hessian factors at ``theta [B,d]``, ``V [B,R,d]`` (the MAP) for ``h_b, h_l [B,R]``:
-    R d×d factorisations of A_i and one of the Schur complement (no ((R+1)d)² matrix)."""
-    beta, lam2, dv, z, s, g_theta, g_V, loss = _loss_grad(pool, h_b, h_l, theta, V)
-    d = theta.shape[-1]
-    w = pool.M * s * (1 - s)
+def _block_inverses(pool: _Pool, beta, lam2, w):
+    """A_i⁻¹ for A_i = λ_i² I + K_i, K_i = β_i² Σ_n w_n Δ_n Δ_nᵀ (``w [B,R,U]`` = M σ'(z)), its log det
+    ``[B,R]`` and Σ_i λ_i² (I − λ_i² A_i⁻¹) ``[B,d,d]`` (S − Σ0⁻¹). Where the raters have fewer comparisons
+    U than features d, by Woodbury in the U-dimensional space: with G_i = β_i diag(√w) D_i and
+    C_i = λ_i² I_U + G_i G_iᵀ = L Lᵀ, M_i = L⁻¹ G_i: I − λ_i² A_i⁻¹ = M_iᵀ M_i and
+    log det A_i = (d − U) log λ_i² + log det C_i (U×U factorisations, no d×d one); otherwise by the d×d
+    Cholesky factors of A_i (singular to round-off when λ_i → 0 with U < d: jittered, see spd_cholesky)."""
+    d = pool.D.shape[-1]
+    eye = torch.eye(d, dtype=beta.dtype, device=beta.device)
+    l2 = lam2[..., None, None]
+    if pool.Q is not None:
+        U = pool.D.shape[1]
+        sw = beta.unsqueeze(-1) * w.sqrt()  # [B,R,U]
+        C = sw.unsqueeze(-1) * pool.Q * sw.unsqueeze(-2)
+        C.diagonal(dim1=-2, dim2=-1).add_(lam2.unsqueeze(-1))
+        chol_c = spd_cholesky(C)
+        Mw = torch.linalg.solve_triangular(chol_c, sw.unsqueeze(-1) * pool.D, upper=False)  # [B,R,U,d]
+        P = Mw.mT @ Mw  # I − λ² A⁻¹
+        ainv = (eye - P) / l2
+        logdet = (d - U) * lam2.log() + 2 * chol_c.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return ainv, logdet, (l2 * P).sum(-3)
     A = ((w * beta.unsqueeze(-1) ** 2).unsqueeze(-1) * pool.D).mT @ pool.D  # K_i
     A.diagonal(dim1=-2, dim2=-1).add_(lam2.unsqueeze(-1))  # A_i = λ_i² I + K_i
     chol_a = spd_cholesky(A)
     ainv = _chol_inverse(chol_a)
-    # λ²(I − λ² A⁻¹) = λ² A⁻¹ K: the θ Schur complement without forming A⁻¹K
-    S = pool.prec0 - (lam2.square().unsqueeze(-2) @ ainv.flatten(-2)).reshape(ainv.shape[:-3] + (d, d))
-    S.diagonal(dim1=-2, dim2=-1).add_(lam2.sum(-1, keepdim=True))
+    # λ²(I − λ² A⁻¹) = λ² A⁻¹ K: without forming A⁻¹K
+    schur = -(lam2.square().unsqueeze(-2) @ ainv.flatten(-2)).reshape(ainv.shape[:-3] + (d, d))
+    schur.diagonal(dim1=-2, dim2=-1).add_(lam2.sum(-1, keepdim=True))
+    return ainv, 2 * chol_a.diagonal(dim1=-2, dim2=-1).log().sum(-1), schur
+
+
+def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l) -> _Laplace:
+    """Evidence and Hessian factors at ``theta [B,d]``, ``V [B,R,d]`` (the MAP) for ``h_b, h_l [B,R]``:
+    the R blocks A_i (:func:`_block_inverses`) and one factorisation of the Schur complement (no
+    ((R+1)d)² matrix)."""
+    beta, lam2, dv, z, s, g_theta, g_V, loss = _loss_grad(pool, h_b, h_l, theta, V)
+    d = theta.shape[-1]
+    w = pool.M * s * (1 - s)
+    ainv, logdet_a, schur = _block_inverses(pool, beta, lam2, w)
+    S = pool.prec0 + schur
     chol_s = spd_cholesky(0.5 * (S + S.mT))
-    logdet = 2 * chol_a.diagonal(dim1=-2, dim2=-1).log().sum((-1, -2)) + 2 * chol_s.diagonal(
-        dim1=-2, dim2=-1
-    ).log().sum(-1)
+    logdet = logdet_a.sum(-1) + 2 * chol_s.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     ev = -loss + d * h_l.sum(-1) + 0.5 * pool.logdet_prec0 - 0.5 * logdet
     lp = -0.5 * (((h_b - prior.beta_loc) / prior.beta_scale) ** 2 * free_b).sum(-1)
     lp = lp - 0.5 * (((h_l - prior.lam_loc) / prior.lam_scale) ** 2 * free_l).sum(-1)
-    return _Laplace(beta, lam2, dv, z, s, w, g_theta, g_V, ainv, chol_a, chol_s, ev + lp, loss)
+    return _Laplace(beta, lam2, dv, z, s, w, g_theta, g_V, ainv, chol_s, ev + lp, loss)
 
 
 _INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
@@ -496,13 +523,17 @@ _HESS_BYTES = 2**29  # memory for one batch of competence-Hessian columns
 def _block_solve(lp: _Laplace, r_theta, r_V):
     """H⁻¹ r for the block-arrow Hessian of ``lp``: ``r_theta [B,k,d]``, ``r_V [B,k,R,d]`` (k right-hand
     sides) → (x_θ, x_ϑ) of the same shapes, by eliminating the ϑ_i:
-    S x_θ = r_θ + Σ_i λ_i² A_i⁻¹ r_i,   x_i = A_i⁻¹(r_i + λ_i² x_θ)."""
+    S x_θ = r_θ + Σ_i λ_i² A_i⁻¹ r_i,   x_i = A_i⁻¹(r_i + λ_i² x_θ). ``lp.ainv`` may be a lower-precision
+    copy (a preconditioner): the products run in its dtype, the rest in that of ``r_V``."""
     lam2 = lp.lam2[:, :, None, None]  # [B,R,1,1]
-    y = lp.ainv @ r_V.permute(0, 2, 3, 1)  # [B,R,d,k] (A_i⁻¹ applied in place, no copy of it)
-    rhs = r_theta.mT + (lam2 * y).sum(1)  # [B,d,k]
-    x_theta = torch.cholesky_solve(rhs, lp.chol_s)
-    x_V = y + lam2 * (lp.ainv @ x_theta.unsqueeze(1))
-    return x_theta.mT, x_V.permute(0, 3, 1, 2)
+    # right-hand sides as rows (r_iᵀ A_i⁻¹ = (A_i⁻¹ r_i)ᵀ, A_i⁻¹ symmetric): a batched product with a
+    # single column runs several times slower than with a single row
+    dt = r_V.dtype
+    y = (r_V.transpose(1, 2).to(lp.ainv.dtype) @ lp.ainv).to(dt)  # [B,R,k,d]
+    rhs = r_theta.mT + (lam2 * y).sum(1).mT  # [B,d,k]
+    x_theta = torch.cholesky_solve(rhs, lp.chol_s).mT  # [B,k,d]
+    x_V = y + lam2 * (x_theta.unsqueeze(1).to(lp.ainv.dtype) @ lp.ainv).to(dt)
+    return x_theta, x_V.transpose(1, 2)
 
 
 def _newton_direction(lp: _Laplace, R: int, d: int, g: torch.Tensor) -> torch.Tensor:
@@ -515,7 +546,8 @@ def _newton_direction(lp: _Laplace, R: int, d: int, g: torch.Tensor) -> torch.Te
 def _hess_vec(pool: _Pool, wb2, lam2, v_t, v_V):
     """H v for the block-arrow Hessian of the loss at curvature weights ``wb2 = M σ'(z) β² [R,U]``:
     ``v_t [d]``, ``v_V [R,d]`` → ((H v)_θ, (H v)_ϑ), O(N d + R d) (no d×d block formed)."""
-    Kv = ((wb2 * (pool.D @ v_V.unsqueeze(-1)).squeeze(-1)).unsqueeze(-2) @ pool.D).squeeze(-2)
+    Dv = (v_V.unsqueeze(-2) @ pool.D.mT).squeeze(-2)  # [R,U] (as rows: see _block_solve)
+    Kv = ((wb2 * Dv).unsqueeze(-2) @ pool.D).squeeze(-2)
     diff = lam2.unsqueeze(-1) * (v_t - v_V)
     return v_t @ pool.prec0 + diff.sum(0), Kv - diff
 
@@ -527,7 +559,8 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
     :func:`~bayescrl.inference.bootstrap.newton_solve` (Armijo 1e-4 with halving; gradient 2-norm ≤
     ``_INNER_TOL``), on the padded per-rater data: each Newton system H s = −g is solved by conjugate
     gradients on exact Hessian-vector products (O(N d + R d)), preconditioned by the block-arrow factors of
-    ``lp`` (those of the previous evaluation, a nearby problem), to a relative residual min(0.5, ‖g‖^½)
+    ``lp`` (those of the previous evaluation, a nearby problem; its A_i⁻¹ rounded to float32, which
+    changes the preconditioner, not the system solved), to a relative residual min(0.5, ‖g‖^½)
     (Eisenstat–Walker-type forcing, superlinear convergence; absolute residual at least 0.1
     ``_INNER_TOL``). Where ``_CG_MAX`` iterations do not reach it (the factors are too far from the current
     Hessian) the factors are rebuilt at the current point (:func:`_laplace`) and the step is solved again
@@ -535,6 +568,8 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
     Returns ``(theta, V, converged)``."""
     hb1, hl1 = hb[None], hl[None]
     theta, V = theta[None], V[None]
+    if lp is not None and bool(torch.isfinite(pre := lp.ainv.float()).all()):
+        lp = replace(lp, ainv=pre)  # the preconditioner's A_i⁻¹ in float32: half the memory traffic
     out = _loss_grad(pool, hb1, hl1, theta, V)
     gn = float(torch.sqrt(out[5].square().sum() + out[6].square().sum()))
     fresh = False
@@ -589,11 +624,15 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
     return theta[0], V[0], gn <= _INNER_TOL
 
 
-def _latent_draws(lp: _Laplace, e_t, e_V):
+def _latent_draws(pool: _Pool, lp: _Laplace, e_t, e_V):
     """(θ − θ̂, ϑ − ϑ̂) ~ N(0, H⁻¹) from standard normals ``e_t [n,d]``, ``e_V [n,R,d]`` with the block
     factors of ``lp`` (B = 1): θ − θ̂ = L_S⁻ᵀ e, ϑ_i − ϑ̂_i = A_i⁻¹ λ_i² (θ − θ̂) + L_i⁻ᵀ e_i
-    = L_i⁻ᵀ(L_i⁻¹ λ_i² (θ − θ̂) + e_i) (A_i = L_i L_iᵀ): two triangular solves per rater."""
-    chol_a, chol_s, lam2 = lp.chol_a[0], lp.chol_s[0], lp.lam2[0]
+    = L_i⁻ᵀ(L_i⁻¹ λ_i² (θ − θ̂) + e_i) (A_i = L_i L_iᵀ, factored here once): two triangular solves per
+    rater."""
+    chol_s, lam2 = lp.chol_s[0], lp.lam2[0]
+    A = ((lp.w[0] * lp.beta[0].unsqueeze(-1) ** 2).unsqueeze(-1) * pool.D).mT @ pool.D
+    A.diagonal(dim1=-2, dim2=-1).add_(lam2.unsqueeze(-1))
+    chol_a = spd_cholesky(A)
     dtheta = torch.linalg.solve_triangular(chol_s.mT, e_t.T, upper=True).T  # [n,d]
     half = torch.linalg.solve_triangular(chol_a, lam2[:, None, None] * dtheta.T.unsqueeze(0), upper=False)
     dV = torch.linalg.solve_triangular(chol_a.mT, half + e_V.permute(1, 2, 0), upper=True)  # [R,d,n]
@@ -792,7 +831,7 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         dh = torch.zeros(n, 0, dtype=dt, device=dev)
     e_t = torch.randn(n, d, generator=gen, dtype=dt).to(dev)
     e_V = torch.randn(n, R, d, generator=gen, dtype=dt).to(dev)
-    dtheta, dV = _latent_draws(lp, e_t, e_V)
+    dtheta, dV = _latent_draws(pool, lp, e_t, e_V)
     theta_d = th_hat + dtheta + dh @ J_t.T
     V_d = V_hat + dV + torch.einsum("rdj,nj->nrd", J_V, dh)
     h_all = torch.cat([hb, hl]).expand(n, 2 * R).clone()
