@@ -693,56 +693,66 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
     return g
 
 
-def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws, gen, tol, max_iter):
-    R, d = pool.D.shape[0], pool.D.shape[-1]
-    dev, dt = pool.D.device, pool.D.dtype
-    free = torch.cat([free_b, free_l]).bool()
-    nf = int(free.sum())
-    diag: dict[str, Any] = {"warnings": [], "objective_evals": 0, "inner_steps": 0, "factorisations": 0}
-    # the last evaluation: h, the MAP, its sensitivity dẑ/dh (warm start of the next inner solve), F, dF/dh
-    state: dict[str, Any] = {"h": None, "lp": None, "inner_ok": True}
+class _Evidence:
+    """The laplace-eb objective over the free log competences ``u`` (the known ones fixed at ``h_b0``,
+    ``h_l0``): :meth:`evaluate` solves the inner MAP, the Laplace evidence F and its exact gradient, and
+    keeps the last evaluation in ``state`` (h, the MAP, its sensitivity dẑ/dh = J as the next warm start,
+    F, dF/du, the factors ``lp``)."""
 
-    def split(u):
-        h = torch.cat([h_b0, h_l0]).clone()
-        h = h.masked_scatter(free, u) if nf else h
-        return h[:R], h[R:]
+    def __init__(self, pool: _Pool, prior: RaterPrior, problem, h_b0, h_l0, free_b, free_l):
+        self.pool, self.prior, self.problem = pool, prior, problem
+        self.h0 = torch.cat([h_b0, h_l0])
+        self.free_b, self.free_l = free_b, free_l
+        self.free = torch.cat([free_b, free_l]).bool()
+        self.nf = int(self.free.sum())
+        self.R, self.d = pool.D.shape[0], pool.D.shape[-1]
+        self.diag: dict[str, Any] = {"warnings": [], "objective_evals": 0, "inner_steps": 0}
+        self.diag["factorisations"] = 0
+        self.state: dict[str, Any] = {"h": None, "lp": None, "inner_ok": True}
 
-    def evaluate(u: torch.Tensor) -> None:
-        hb, hl = split(u)
-        h = torch.cat([hb, hl])
-        init = None
-        if state["h"] is not None:  # first-order prediction of the MAP at the new h, or the last MAP
-            dh = h - state["h"]
-            th0 = torch.stack([state["theta"] + dh @ state["J_t"], state["theta"]])
-            V0 = torch.stack([state["V"] + torch.einsum("j,jrd->rd", dh, state["J_V"]), state["V"]])
-            k = int(_loss_grad(pool, hb.expand(2, R), hl.expand(2, R), th0, V0)[7].argmin())
-            init = (th0[k], V0[k])  # the lower loss: a long step of the outer optimiser extrapolates badly
-        # tight: the evidence and its gradient are evaluated at this point (no further correction).
-        # Newton's steps solve with the block factors of the previous evaluation (a nearby problem: cheap
-        # steps, linear convergence), refactored at the current point where they converge slowly; a plain
-        # map_estimate as the last resort.
-        if init is None:
-            init = (pool.mu0, pool.mu0.expand(R, d))  # map_estimate's own cold start
+    def split(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.h0.clone()
+        h = h.masked_scatter(self.free, u) if self.nf else h
+        return h[: self.R], h[self.R :]
+
+    def _start(self, hb, hl) -> tuple[torch.Tensor, torch.Tensor]:
+        """The inner solve's start: the better (lower loss) of the last MAP and its first-order prediction
+        ẑ + J Δh at the new h (a long step of the outer optimiser extrapolates badly); cold: μ0."""
+        st, R = self.state, self.R
+        if st["h"] is None:
+            return self.pool.mu0, self.pool.mu0.expand(R, self.d)  # map_estimate's own cold start
+        dh = torch.cat([hb, hl]) - st["h"]
+        th0 = torch.stack([st["theta"] + dh @ st["J_t"], st["theta"]])
+        V0 = torch.stack([st["V"] + torch.einsum("j,jrd->rd", dh, st["J_V"]), st["V"]])
+        k = int(_loss_grad(self.pool, hb.expand(2, R), hl.expand(2, R), th0, V0)[7].argmin())
+        return th0[k], V0[k]
+
+    def evaluate(self, u: torch.Tensor) -> None:
+        """F and dF/du at ``u``. The inner MAP is tight (the evidence and its gradient are evaluated at
+        that point, no further correction): Newton steps solved with the block factors of the previous
+        evaluation (:func:`_inner_map`), a plain map_estimate as the last resort."""
+        pool, prior, diag, fb, fl = self.pool, self.prior, self.diag, self.free_b, self.free_l
+        hb, hl = self.split(u)
         diag["refactor_left"] = _REFACTOR
         diag.setdefault("cg_iters", 0)
-        th, V, ok = _inner_map(pool, prior, hb, hl, *init, state["lp"], free_b, free_l, diag)
+        th, V, ok = _inner_map(pool, prior, hb, hl, *self._start(hb, hl), self.state["lp"], fb, fl, diag)
         if not ok:
-            prob = replace(problem, beta=hb.exp(), lam=hl.exp())
+            prob = replace(self.problem, beta=hb.exp(), lam=hl.exp())
             res = map_estimate(prob, tol=_INNER_TOL, max_iter=200, return_hessian=False, init=(th, V))
             diag["inner_steps"] += int(res.iters)
             th, V, ok = res.theta[0], res.vartheta[0], bool(res.converged.all())
-        lp = _laplace(pool, prior, hb[None], hl[None], th[None], V[None], free_b, free_l)
-        g = _evidence_grad(pool, prior, lp, hb[None], hl[None], free_b, free_l)[0]
+        lp = _laplace(pool, prior, hb[None], hl[None], th[None], V[None], fb, fl)
+        g = _evidence_grad(pool, prior, lp, hb[None], hl[None], fb, fl)[0]
         x_t, x_V = _block_solve(lp, *_dg_dh(pool, lp))  # dẑ/dh = −H⁻¹ ∂g/∂h
-        state.update(
-            h=h,
+        self.state.update(
+            h=torch.cat([hb, hl]),
             u=u.clone(),
             theta=th,
             V=V,
             J_t=-x_t[0],
             J_V=-x_V[0],
             F=float(lp.F[0]),
-            g=g[free],
+            g=g[self.free],
             lp=lp,
             inner_ok=ok,  # judged at the last (returned) point
         )
@@ -750,80 +760,90 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         diag["factorisations"] += 1
         diag.pop("refactor_left")
 
-    u0 = torch.cat([h_b0, h_l0])[free].clone()
-    grad_norm = 0.0
-    t0 = time.perf_counter()
-    if nf:
 
-        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            evaluate(torch.as_tensor(x, dtype=dt, device=dev))
-            return -state["F"], -state["g"].cpu().numpy()
+def _optimise_competences(ev: _Evidence, u0: torch.Tensor, tol: float, max_iter: int) -> tuple[Any, float]:
+    """Maximise F over the free log competences with L-BFGS-B from ``u0``; ``ev.state`` ends at the
+    optimum. Returns ``(u_hat, max |dF/du|)`` (a warning in ``ev.diag`` where the gradient stayed large)."""
+    if not ev.nf:
+        ev.evaluate(u0)
+        return u0, 0.0
+    dt, dev = u0.dtype, u0.device
 
-        res = scipy.optimize.minimize(
-            fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 30},
-        )  # fmt: skip
-        u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
-        if not torch.equal(state["u"], u_hat):  # L-BFGS-B may end elsewhere than its last trial
-            evaluate(u_hat)
-        grad_norm = float(state["g"].abs().max())
-        diag["competence_iters"] = int(res.nit)
-        diag["log_evidence_map"] = state["F"]  # log p(D | ĥ) + log p(ĥ), Laplace (up to a constant)
-        if not grad_norm <= 100 * tol or not math.isfinite(grad_norm):
-            diag["warnings"].append(
-                f"laplace-eb: competence optimiser stopped with gradient {grad_norm:.2e} after {res.nit} "
-                f"iterations (max_iter = {max_iter}): {res.message}"
-            )
-    else:
-        u_hat = u0
-        evaluate(u_hat)
-    if not state["inner_ok"]:
-        diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
-    hb, hl = split(u_hat)
-    th_hat, V_hat = state["theta"], state["V"]
-    t1 = time.perf_counter()
-    # Hessian of −F over the free log competences: forward differences of the exact gradient, each at the
-    # MAP predicted to second order (first-order step along dẑ/dh, then one Newton correction with the
-    # factors at ĥ), batched; the MAP's sensitivity J = dθ̂/dh, dϑ̂/dh comes from the same factors
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        ev.evaluate(torch.as_tensor(x, dtype=dt, device=dev))
+        return -ev.state["F"], -ev.state["g"].cpu().numpy()
+
+    res = scipy.optimize.minimize(
+        fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
+        options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 30},
+    )  # fmt: skip
+    u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
+    if not torch.equal(ev.state["u"], u_hat):  # L-BFGS-B may end elsewhere than its last trial
+        ev.evaluate(u_hat)
+    grad_norm = float(ev.state["g"].abs().max())
+    ev.diag["competence_iters"] = int(res.nit)
+    ev.diag["log_evidence_map"] = ev.state["F"]  # log p(D | ĥ) + log p(ĥ), Laplace (up to a constant)
+    if not grad_norm <= 100 * tol or not math.isfinite(grad_norm):
+        ev.diag["warnings"].append(
+            f"laplace-eb: competence optimiser stopped with gradient {grad_norm:.2e} after {res.nit} "
+            f"iterations (max_iter = {max_iter}): {res.message}"
+        )
+    return u_hat, grad_norm
+
+
+def _competence_hessian(ev: _Evidence, hb, hl) -> torch.Tensor:
+    """Hessian of −F over the free log competences at the optimum ``hb, hl`` (``ev.state`` there):
+    forward differences of the exact gradient, each at the MAP predicted to second order (first-order
+    step along dẑ/dh, then one Newton correction with the factors at ĥ), in batches of columns."""
+    pool, prior, st, R, d, nf = ev.pool, ev.prior, ev.state, ev.R, ev.d, ev.nf
     eps = 1e-4
-    cols = torch.nonzero(free).flatten()
-    J_t = state["J_t"][cols].T.contiguous()  # [d,nf]
-    J_V = state["J_V"][cols].permute(1, 2, 0).contiguous()  # [R,d,nf]
-    Hh = torch.zeros(nf, nf, dtype=dt, device=dev)
-    if nf:
-        lp0, g0 = state["lp"], state["g"]
-        h_hat = torch.cat([hb, hl])
-        # columns per batch: about 8 [R,d,d] float64 temporaries per column within _HESS_BYTES
-        chunk = max(1, min(_HESS_CHUNK, _HESS_BYTES // (64 * R * d * d)))
-        for c in range(0, nf, chunk):
-            js = cols[c : c + chunk]
-            k = js.shape[0]
-            hj = h_hat.expand(k, 2 * R).clone()
-            hj[torch.arange(k, device=hj.device), js] += eps
-            thj = th_hat + eps * state["J_t"][js]
-            Vj = V_hat + eps * state["J_V"][js]
-            g_t, g_V = _loss_grad(pool, hj[:, :R], hj[:, R:], thj, Vj)[5:7]
-            x_t, x_V = _block_solve(lp0, g_t.unsqueeze(0), g_V.unsqueeze(0))
-            thj, Vj = thj - x_t[0], Vj - x_V[0]
-            lpj = _laplace(pool, prior, hj[:, :R], hj[:, R:], thj, Vj, free_b, free_l)
-            gj = _evidence_grad(pool, prior, lpj, hj[:, :R], hj[:, R:], free_b, free_l)
-            Hh[:, c : c + k] = -(gj[:, free].T - g0[:, None]) / eps
-        Hh = 0.5 * (Hh + Hh.T)
-        evals, evecs = torch.linalg.eigh(Hh)
-        if bool((evals <= 0).any()):
-            diag["warnings"].append(
-                "laplace-eb: the competence posterior is not locally concave (smallest curvature "
-                f"{float(evals.min()):.2e}); its intervals use the prior curvature in those directions"
-            )
-            floor = 1.0 / max(prior.beta_scale, prior.lam_scale) ** 2
-            evals = torch.where(evals > 0, evals, torch.full_like(evals, floor))
-        cov_h = (evecs / evals) @ evecs.T
-    else:
-        cov_h = Hh
-    t2 = time.perf_counter()
-    # (θ, ϑ) | ĥ: Gaussian with precision H (block form) at the MAP: the factors of the last evaluation
-    lp = state["lp"]
-    n = num_draws
+    cols = torch.nonzero(ev.free).flatten()
+    Hh = hb.new_zeros(nf, nf)
+    lp0, g0 = st["lp"], st["g"]
+    h_hat = torch.cat([hb, hl])
+    # columns per batch: about 8 [R,d,d] float64 temporaries per column within _HESS_BYTES
+    chunk = max(1, min(_HESS_CHUNK, _HESS_BYTES // (64 * R * d * d)))
+    for c in range(0, nf, chunk):
+        js = cols[c : c + chunk]
+        k = js.shape[0]
+        hj = h_hat.expand(k, 2 * R).clone()
+        hj[torch.arange(k, device=hj.device), js] += eps
+        thj = st["theta"] + eps * st["J_t"][js]
+        Vj = st["V"] + eps * st["J_V"][js]
+        g_t, g_V = _loss_grad(pool, hj[:, :R], hj[:, R:], thj, Vj)[5:7]
+        x_t, x_V = _block_solve(lp0, g_t.unsqueeze(0), g_V.unsqueeze(0))
+        thj, Vj = thj - x_t[0], Vj - x_V[0]
+        lpj = _laplace(pool, prior, hj[:, :R], hj[:, R:], thj, Vj, ev.free_b, ev.free_l)
+        gj = _evidence_grad(pool, prior, lpj, hj[:, :R], hj[:, R:], ev.free_b, ev.free_l)
+        Hh[:, c : c + k] = -(gj[:, ev.free].T - g0[:, None]) / eps
+    return 0.5 * (Hh + Hh.T)
+
+
+def _competence_cov(ev: _Evidence, hb, hl) -> torch.Tensor:
+    """The competences' Laplace covariance (in log space) at the optimum: the inverse of
+    :func:`_competence_hessian`, with the prior curvature in directions where that is not positive."""
+    if not ev.nf:
+        return ev.h0.new_zeros(0, 0)
+    evals, evecs = torch.linalg.eigh(_competence_hessian(ev, hb, hl))
+    if bool((evals <= 0).any()):
+        ev.diag["warnings"].append(
+            "laplace-eb: the competence posterior is not locally concave (smallest curvature "
+            f"{float(evals.min()):.2e}); its intervals use the prior curvature in those directions"
+        )
+        floor = 1.0 / max(ev.prior.beta_scale, ev.prior.lam_scale) ** 2
+        evals = torch.where(evals > 0, evals, torch.full_like(evals, floor))
+    return (evecs / evals) @ evecs.T
+
+
+def _laplace_draws(ev: _Evidence, hb, hl, cov_h, n: int, gen) -> dict[str, torch.Tensor]:
+    """Draws ``[n,...]``: competences h ~ N(ĥ, cov_h); (θ, ϑ) | ĥ Gaussian with precision H at the MAP
+    (the factors of the last evaluation), θ widened by the competences' uncertainty through the MAP's
+    sensitivity (θ ≈ θ̂ + J (h − ĥ) + N(0, S⁻¹))."""
+    st, R, d, nf = ev.state, ev.R, ev.d, ev.nf
+    dt, dev = hb.dtype, hb.device
+    cols = torch.nonzero(ev.free).flatten()
+    J_t = st["J_t"][cols].T.contiguous()  # [d,nf]
+    J_V = st["J_V"][cols].permute(1, 2, 0).contiguous()  # [R,d,nf]
     if nf:
         ch = spd_cholesky(0.5 * (cov_h + cov_h.T))
         dh = torch.randn(n, nf, generator=gen, dtype=dt).to(dev) @ ch.T  # [n, nf]
@@ -831,12 +851,28 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         dh = torch.zeros(n, 0, dtype=dt, device=dev)
     e_t = torch.randn(n, d, generator=gen, dtype=dt).to(dev)
     e_V = torch.randn(n, R, d, generator=gen, dtype=dt).to(dev)
-    dtheta, dV = _latent_draws(pool, lp, e_t, e_V)
-    theta_d = th_hat + dtheta + dh @ J_t.T
-    V_d = V_hat + dV + torch.einsum("rdj,nj->nrd", J_V, dh)
+    dtheta, dV = _latent_draws(ev.pool, st["lp"], e_t, e_V)
+    theta_d = st["theta"] + dtheta + dh @ J_t.T
+    V_d = st["V"] + dV + torch.einsum("rdj,nj->nrd", J_V, dh)
     h_all = torch.cat([hb, hl]).expand(n, 2 * R).clone()
     if nf:
-        h_all[:, free] = h_all[:, free] + dh
+        h_all[:, ev.free] = h_all[:, ev.free] + dh
+    return {"theta": theta_d, "vartheta": V_d, "beta": h_all[:, :R].exp(), "lam": h_all[:, R:].exp()}
+
+
+def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws, gen, tol, max_iter):
+    """The laplace-eb engine: type-II MAP of the competences, their Laplace covariance, then draws."""
+    ev = _Evidence(pool, prior, problem, h_b0, h_l0, free_b, free_l)
+    t0 = time.perf_counter()
+    u_hat, grad_norm = _optimise_competences(ev, torch.cat([h_b0, h_l0])[ev.free].clone(), tol, max_iter)
+    diag = ev.diag
+    if not ev.state["inner_ok"]:
+        diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
+    hb, hl = ev.split(u_hat)
+    t1 = time.perf_counter()
+    cov_h = _competence_cov(ev, hb, hl)
+    t2 = time.perf_counter()
+    draws = _laplace_draws(ev, hb, hl, cov_h, num_draws, gen)
     diag.update(
         optimise_seconds=t1 - t0,
         hessian_seconds=t2 - t1,
@@ -844,9 +880,8 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         competence_grad=grad_norm,
         log_competence_map=torch.cat([hb, hl]).tolist(),
         log_competence_cov=cov_h.tolist(),
-        theta_map=th_hat.tolist(),
+        theta_map=ev.state["theta"].tolist(),
     )
-    draws = {"theta": theta_d, "vartheta": V_d, "beta": h_all[:, :R].exp(), "lam": h_all[:, R:].exp()}
     return {k: v.unsqueeze(0) for k, v in draws.items()}, diag
 
 
