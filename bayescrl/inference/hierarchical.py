@@ -973,6 +973,47 @@ def fit_rater_pool(
     """
     if engine not in POOL_ENGINES:
         raise ConfigError("engine", engine, f"must be one of {list(POOL_ENGINES)}")
+    prior = _rater_prior(prior)
+    if num_draws < 1:
+        raise ConfigError("num_draws", num_draws, "must be >= 1")
+    rs = _raters(raters)
+    ids = [r.id for r in rs]
+    X0, X1, y_t, rater, mu0_t, cov0_t = _pool_tensors(X0, X1, y, rater_index, ids, mu0, cov0, device)
+    comp = _Competences.of(rs, prior, device)
+    user_warn = []
+    if not bool(comp.known_b.any() | comp.known_l.any()):
+        user_warn.append(
+            "no rater's competence is known: only the prior (of theta and of log beta, log lam) fixes the "
+            "beta-theta scale; anchor the pool with a rater of known beta/lam where one exists"
+        )
+    pool = _pool(X0, X1, y_t, rater, len(rs), mu0_t, cov0_t, device, torch.float64)
+    gen = torch.Generator().manual_seed(int(seed))
+    if engine == "laplace-eb":
+        if engine_options:
+            raise ConfigError("engine_options", sorted(engine_options), "laplace-eb takes no further options")
+        problem = BTLinearProblem.from_data(
+            mu0_t, cov0_t, comp.h_b0.exp(), comp.h_l0.exp(), x0=X0, x1=X1, y=y_t, rater=rater,
+            rater_ids=ids, device=device,
+        )  # fmt: skip
+        fb, fl = (f.to(device).to(torch.float64) for f in (comp.free_b, comp.free_l))
+        draws, diag = _fit_laplace_eb(
+            pool, prior, problem, comp.h_b0, comp.h_l0, fb, fl, num_draws, gen, tol, max_iter
+        )
+    else:
+        draws, diag = _fit_pyro(engine, pool, prior, comp, ids, num_draws, seed, gen, engine_options)
+    post = _posterior(engine, ids, rs, prior, comp, draws, diag, gen, X0, X1)
+    for msg in user_warn:
+        warnings.warn(msg, UserWarning, stacklevel=2)
+        post.diagnostics["warnings"].append(msg)
+    for msg in diag.get("warnings", []):
+        if msg.startswith(("one rater", "no rater")):
+            continue
+        warnings.warn(f"{engine} did not converge: {msg}", RuntimeWarning, stacklevel=2)
+    return post
+
+
+def _rater_prior(prior: RaterPrior | Mapping | None) -> RaterPrior:
+    """``prior`` as a validated :class:`RaterPrior` (None: the defaults; a mapping: its fields)."""
     if prior is None:
         prior = RaterPrior()
     elif isinstance(prior, Mapping):
@@ -983,11 +1024,12 @@ def fit_rater_pool(
             )
         prior = RaterPrior(**prior)
     prior.validate()
-    if num_draws < 1:
-        raise ConfigError("num_draws", num_draws, "must be >= 1")
-    rs = _raters(raters)
-    ids = [r.id for r in rs]
-    R = len(rs)
+    return prior
+
+
+def _pool_tensors(X0, X1, y, rater_index, ids: list[str], mu0, cov0, device):
+    """Checked float64 tensors on ``device``: ``X0, X1 [N,d]``, ``y [N]`` (0/1), the rater positions
+    ``[N]``, ``mu0 [d]`` and ``cov0 [d,d]`` (defaults N(0, I)); a ConfigError names the bad input."""
     dt = torch.float64
     X0 = torch.as_tensor(X0, dtype=dt, device=device)
     X1 = torch.as_tensor(X1, dtype=dt, device=device)
@@ -1018,91 +1060,80 @@ def fit_rater_pool(
         raise ConfigError(
             "cov0", tuple(cov0_t.shape), f"must be a symmetric positive-definite [{d}, {d}] matrix"
         )
+    return X0, X1, y_t, rater, mu0_t, cov0_t
 
-    known_b = torch.tensor([r.beta is not None for r in rs], device="cpu")
-    known_l = torch.tensor([r.lam is not None for r in rs], device="cpu")
-    single = R == 1
-    lam_prior_only = (~known_l) & torch.tensor(single, device="cpu")
-    free_b, free_l = ~known_b, (~known_l) & ~lam_prior_only
-    h_b0 = torch.tensor(
-        [math.log(r.beta) if r.beta is not None else prior.beta_loc for r in rs], dtype=dt, device=device
-    )
-    h_l0 = torch.tensor(
-        [math.log(r.lam) if r.lam is not None else prior.lam_loc for r in rs], dtype=dt, device=device
-    )
-    user_warn = []
-    if not bool(known_b.any() | known_l.any()):
-        user_warn.append(
-            "no rater's competence is known: only the prior (of theta and of log beta, log lam) fixes the "
-            "beta-theta scale; anchor the pool with a rater of known beta/lam where one exists"
+
+@dataclass
+class _Competences:
+    """Which competences are known (``known_b``, ``known_l [R]`` bool, CPU), which λ only have their prior
+    (``lam_prior_only``: a single rater), which are inferred (``free_b``, ``free_l``), and the log
+    competences to start from (``h_b0``, ``h_l0 [R]``: the known values, else the prior location)."""
+
+    known_b: torch.Tensor
+    known_l: torch.Tensor
+    lam_prior_only: torch.Tensor
+    free_b: torch.Tensor
+    free_l: torch.Tensor
+    h_b0: torch.Tensor
+    h_l0: torch.Tensor
+
+    @classmethod
+    def of(cls, rs: list[PoolRater], prior: RaterPrior, device) -> _Competences:
+        dt = torch.float64
+        known_b = torch.tensor([r.beta is not None for r in rs], device="cpu")
+        known_l = torch.tensor([r.lam is not None for r in rs], device="cpu")
+        lam_prior_only = (~known_l) & torch.tensor(len(rs) == 1, device="cpu")
+        h_b0 = torch.tensor(
+            [math.log(r.beta) if r.beta is not None else prior.beta_loc for r in rs], dtype=dt, device=device
         )
-    pool = _pool(X0, X1, y_t, rater, R, mu0_t, cov0_t, device, dt)
-    gen = torch.Generator().manual_seed(int(seed))
-    if engine == "laplace-eb":
-        unknown = set(engine_options)
-        if unknown:
-            raise ConfigError("engine_options", sorted(unknown), "laplace-eb takes no further options")
-        problem = BTLinearProblem.from_data(
-            mu0_t,
-            cov0_t,
-            h_b0.exp(),
-            h_l0.exp(),
-            x0=X0,
-            x1=X1,
-            y=y_t,
-            rater=rater,
-            rater_ids=ids,
-            device=device,
+        h_l0 = torch.tensor(
+            [math.log(r.lam) if r.lam is not None else prior.lam_loc for r in rs], dtype=dt, device=device
         )
-        draws, diag = _fit_laplace_eb(
-            pool,
-            prior,
-            problem,
-            h_b0,
-            h_l0,
-            free_b.to(device).to(dt),
-            free_l.to(device).to(dt),
-            num_draws,
-            gen,
-            tol,
-            max_iter,
-        )
+        return cls(known_b, known_l, lam_prior_only, ~known_b, (~known_l) & ~lam_prior_only, h_b0, h_l0)
+
+
+def _fit_pyro(engine: str, pool: _Pool, prior, comp: _Competences, ids, num_draws, seed, gen, options):
+    """The svi and nuts engines on :func:`_pyro_model`: draws in the pool layout and diagnostics."""
+    beta_fixed, lam_fixed = comp.h_b0.exp(), comp.h_l0.exp()
+    free_b, free_l = comp.free_b.tolist(), comp.free_l.tolist()
+    fn = _pyro_model(pool, beta_fixed, lam_fixed, free_b, free_l, prior, ids)
+    infos = site_infos(fn)
+    if engine == "nuts":
+        chains, _stats, diag = fit_nuts(fn, infos, seed=seed, **options)
     else:
-        beta_fixed, lam_fixed = h_b0.exp(), h_l0.exp()
-        fn = _pyro_model(pool, beta_fixed, lam_fixed, free_b.tolist(), free_l.tolist(), prior, ids)
-        infos = site_infos(fn)
-        if engine == "nuts":
-            chains, _stats, diag = fit_nuts(fn, infos, seed=seed, **engine_options)
-        else:
-            opts = {"guide": "mvn", "reparam": True, **engine_options}
-            sampler, diag = fit_svi(fn, infos, seed=seed, **opts)
-            chains = {k: v.unsqueeze(0) for k, v in sampler(num_draws, gen).items()}
-        draws = _assemble(chains, beta_fixed, lam_fixed, free_b.tolist(), free_l.tolist(), ids)
-        diag = {k: v for k, v in diag.items() if k != "elbo"}
-        diag.setdefault("warnings", [])
-    for name, known, vals in (("beta", known_b, [r.beta for r in rs]), ("lam", known_l, [r.lam for r in rs])):
+        opts = {"guide": "mvn", "reparam": True, **options}
+        sampler, diag = fit_svi(fn, infos, seed=seed, **opts)
+        chains = {k: v.unsqueeze(0) for k, v in sampler(num_draws, gen).items()}
+    draws = _assemble(chains, beta_fixed, lam_fixed, free_b, free_l, ids)
+    diag = {k: v for k, v in diag.items() if k != "elbo"}
+    diag.setdefault("warnings", [])
+    return draws, diag
+
+
+def _posterior(engine, ids, rs, prior, comp: _Competences, draws, diag, gen, X0, X1) -> RaterPoolPosterior:
+    """The posterior object: known competences exactly the user's values, a single rater's λ drawn from
+    its prior (with the warning that says so), ``converged`` and the margin scale of the verdicts."""
+    for name, known, vals in (
+        ("beta", comp.known_b, [r.beta for r in rs]),
+        ("lam", comp.known_l, [r.lam for r in rs]),
+    ):
         for i in torch.nonzero(known).flatten().tolist():
             draws[name][..., i] = float(vals[i])  # exactly the user's value (not exp(log(value)))
-    if bool(lam_prior_only.any()):
+    if bool(comp.lam_prior_only.any()):
         C, Dn = draws["lam"].shape[:2]
-        z = torch.randn(C, Dn, generator=gen, dtype=dt)
+        z = torch.randn(C, Dn, generator=gen, dtype=torch.float64)
         draws["lam"][..., 0] = torch.exp(prior.lam_loc + prior.lam_scale * z).to(draws["lam"])
         diag["warnings"] = list(diag.get("warnings", [])) + [
             "one rater: lam is not identified from a single rater's data (the thesis' observation) and "
             "stays at its prior (lam_from_prior)"
         ]
     diag["converged"] = not any(not w.startswith(("one rater",)) for w in diag.get("warnings", []))
+    N, d = X0.shape
     th_mean = draws["theta"].reshape(-1, d).mean(0)
     margin = float(((X1 - X0) @ th_mean).pow(2).mean().sqrt()) if N else 1.0
-    post = RaterPoolPosterior(engine, ids, draws, known_b, known_l, lam_prior_only, margin, diag)
-    for msg in user_warn:
-        warnings.warn(msg, UserWarning, stacklevel=2)
-        post.diagnostics["warnings"].append(msg)
-    for msg in diag.get("warnings", []):
-        if msg.startswith(("one rater", "no rater")):
-            continue
-        warnings.warn(f"{engine} did not converge: {msg}", RuntimeWarning, stacklevel=2)
-    return post
+    return RaterPoolPosterior(
+        engine, ids, draws, comp.known_b, comp.known_l, comp.lam_prior_only, margin, diag
+    )
 
 
 def simulate_pool(
