@@ -12,7 +12,7 @@
     .venv/bin/python benchmarks/rater_pool_speed.py --no-nuts  # part 1 and laplace-eb/svi only
     .venv/bin/python benchmarks/rater_pool_speed.py --large-only  # re-measure part 1 into the JSON
     .venv/bin/python benchmarks/rater_pool_speed.py --stored-nuts  # both parts, NUTS from the JSON
-    .venv/bin/python benchmarks/rater_pool_speed.py --large-only --vs-ref 8828b2b --repeat 3
+    .venv/bin/python benchmarks/rater_pool_speed.py --large-only --vs-ref 2375eee --repeat 5
         # part 1 of this checkout and of the package at a git ref, alternately, in fresh processes:
         # medians and the per-pair CPU-time ratio (this / ref) into large_vs_ref
 
