@@ -239,16 +239,14 @@ def _as_list(value: Any, field_: str) -> list:
 
 
 def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
+    """A sweep file's data (paths already resolved) checked for structure and made a :class:`SweepSpec`;
+    the first problem raises :class:`ConfigError` naming its field (:func:`validate_runs` checks the
+    values)."""
     check_keys(data, SWEEP_KEYS, "sweep")
     command = data.get("command")
     if command not in ADAPTERS:
         raise ConfigError("command", command, f"must be one of {', '.join(ADAPTERS)}")
-    sections = {}
-    for name in ("grid", "args", "set", "reference", "report"):
-        value = data.get(name) or {}
-        if not isinstance(value, Mapping):
-            raise ConfigError(name, value, "must be a mapping")
-        sections[name] = dict(value)
+    sections = _sections(data)
     grid = {str(k): _as_list(v, f"grid.{k}") for k, v in sections["grid"].items()}
     cases = {
         k: _cases(k, v, grid, sections) for k, v in grid.items() if any(isinstance(x, Mapping) for x in v)
@@ -256,29 +254,9 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
     _check_case_axes(cases)
     set_grid = {str(k): _as_list(v, f"set.{k}") for k, v in sections["set"].items() if isinstance(v, list)}
     set_fixed = {str(k): v for k, v in sections["set"].items() if not isinstance(v, list)}
-    for key in grid:
-        if key in sections["args"]:
-            raise ConfigError(f"args.{key}", sections["args"][key], "is also a grid axis; give it once")
-    for key in sections["args"]:
-        if str(key).replace("_", "-") in RESERVED:
-            raise ConfigError(f"args.{key}", sections["args"][key], "is set by the sweep for every run")
-    for key in grid:
-        if key.replace("_", "-") in RESERVED:
-            raise ConfigError(f"grid.{key}", grid[key], "is set by the sweep for every run")
-    if "seed" in grid:
-        for s in grid["seed"]:
-            if isinstance(s, bool) or not isinstance(s, int) or s < 0:
-                raise ConfigError("grid.seed", s, "seeds must be integers >= 0")
+    _check_grid_and_args(grid, sections["args"])
     target = data.get("target")
-    if command == "call":
-        if not isinstance(target, str) or ":" not in target.strip(":"):
-            raise ConfigError(
-                "target", target, "command call needs target: FILE.py:FUNCTION or MODULE:FUNCTION"
-            )
-        if not (sections["report"].get("metrics")):
-            raise ConfigError("report.metrics", None, "command call needs the result keys to tabulate")
-    elif target is not None:
-        raise ConfigError("target", target, "only command call takes a target")
+    _check_target(command, target, sections["report"])
     seed_key = data.get("seed_key")
     if seed_key is not None and not isinstance(seed_key, str):
         raise ConfigError("seed_key", seed_key, "must be a dotted config key, e.g. mopo.seed")
@@ -300,6 +278,49 @@ def parse_sweep(data: Mapping[str, Any]) -> SweepSpec:
     _check_reference(spec)
     _check_report(spec)
     return spec
+
+
+def _sections(data: Mapping[str, Any]) -> dict[str, dict]:
+    """The sweep file's mapping sections (``grid``, ``args``, ``set``, ``reference``, ``report``) as dicts;
+    a missing one is empty."""
+    sections = {}
+    for name in ("grid", "args", "set", "reference", "report"):
+        value = data.get(name) or {}
+        if not isinstance(value, Mapping):
+            raise ConfigError(name, value, "must be a mapping")
+        sections[name] = dict(value)
+    return sections
+
+
+def _check_grid_and_args(grid: dict[str, list], args: dict) -> None:
+    """A key is either a grid axis or in ``args``, never an option the sweep sets itself
+    (:data:`RESERVED`); grid seeds are integers >= 0."""
+    for key in grid:
+        if key in args:
+            raise ConfigError(f"args.{key}", args[key], "is also a grid axis; give it once")
+    for key in args:
+        if str(key).replace("_", "-") in RESERVED:
+            raise ConfigError(f"args.{key}", args[key], "is set by the sweep for every run")
+    for key in grid:
+        if key.replace("_", "-") in RESERVED:
+            raise ConfigError(f"grid.{key}", grid[key], "is set by the sweep for every run")
+    for s in grid.get("seed", ()):
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise ConfigError("grid.seed", s, "seeds must be integers >= 0")
+
+
+def _check_target(command: str, target: Any, report: dict) -> None:
+    """``command: call`` needs a ``target`` and the ``report.metrics`` to tabulate; no other command takes
+    a target."""
+    if command == "call":
+        if not isinstance(target, str) or ":" not in target.strip(":"):
+            raise ConfigError(
+                "target", target, "command call needs target: FILE.py:FUNCTION or MODULE:FUNCTION"
+            )
+        if not (report.get("metrics")):
+            raise ConfigError("report.metrics", None, "command call needs the result keys to tabulate")
+    elif target is not None:
+        raise ConfigError("target", target, "only command call takes a target")
 
 
 def _exclude(value: Any, axes: dict[str, list]) -> list[dict[str, list]]:
@@ -553,57 +574,76 @@ def build_runs(spec: SweepSpec, out_dir: Path) -> list[Run]:
     refused by name."""
     if spec.command == "call":
         return _call_runs(spec, out_dir)
-    adapter = spec.adapter
-    cmd = adapter.command
-    opts = _options(cmd)
-    runs = []
-    for rid, point in run_ids(spec):
-        out = (out_dir / rid).resolve()
-        argv, resume = [spec.command], [spec.command, "--resume", str(out)]
-        sets = [f"{k}={_yaml_value(v)}" for k, v in spec.set_fixed.items()]
-        values = {**spec.args, **{k: v for k, v in point.items() if k in spec.grid and k not in spec.cases}}
-        origin = {}
-        for axis in spec.cases:
-            case = spec.cases[axis][point[axis]]
-            for key, value in case.items():
-                if key == "set":
-                    sets += [f"{k}={_yaml_value(v)}" for k, v in value.items()]
-                elif key != "name":
-                    values[key], origin[key] = value, f"grid.{axis}[{point[axis]}].{key}"
-        for key, value in values.items():
-            where = origin.get(key) or (f"grid.{key}" if key in spec.grid else f"args.{key}")
-            if key == "seed":
-                argv += adapter.seed(value, spec.seed_key)
-                continue
-            if key in adapter.refused:
-                raise ConfigError(where, value, adapter.refused[key])
-            if key in adapter.aliases:
-                sets.append(adapter.aliases[key](value))
-                continue
-            if key not in opts:
-                check_keys({key: value}, _user_keys(cmd, adapter), where.rsplit(".", 1)[0])
-            param = opts[key]
-            if param.name in ("out", "out_dir", "resume_dir", "overrides", "progress", "no_progress"):
-                raise ConfigError(where, value, "is set by the sweep for every run")
-            piece = _option_argv(param, where, value)
-            argv += piece
-            if param.name in adapter.resume_options:
-                resume += piece
-        sets += [f"{k}={_yaml_value(point[k])}" for k in spec.set_grid]
-        for item in sets:
-            argv += ["--set", item]
-        if "no_progress" in opts or "--no-progress" in opts.get("progress", _NoOpt).secondary_opts:
-            argv.append("--no-progress")
-            resume.append("--no-progress")
-        argv += ["--out", str(out)]
-        resume += ["--out", str(out)]
-        if adapter.resume == "flag":
-            resume = [*argv, "--resume"]
-        resume = resume if adapter.resume else None
-        run = Run(rid, point, argv, resume, out, _params(cmd, rid, argv))
-        run.resume_params = None if resume is None else _params(cmd, rid, resume)
-        runs.append(run)
-    return runs
+    opts = _options(spec.adapter.command)
+    return [_command_run(spec, opts, rid, point, (out_dir / rid).resolve()) for rid, point in run_ids(spec)]
+
+
+def _command_run(spec: SweepSpec, opts: dict[str, Any], rid: str, point: dict[str, Any], out: Path) -> Run:
+    """One grid point's run of a command: its command line (options, ``--set`` items, ``--out``), the line
+    that resumes it (None: the command does not resume) and both as the command parses them."""
+    adapter, cmd = spec.adapter, spec.adapter.command
+    sets = [f"{k}={_yaml_value(v)}" for k, v in spec.set_fixed.items()]
+    values, origin, case_sets = _point_values(spec, point)
+    options, resume_options, alias_sets = _option_args(spec, opts, values, origin)
+    sets += case_sets + alias_sets + [f"{k}={_yaml_value(point[k])}" for k in spec.set_grid]
+    no_progress = "no_progress" in opts or "--no-progress" in opts.get("progress", _NoOpt).secondary_opts
+    tail = [*(["--no-progress"] if no_progress else []), "--out", str(out)]
+    argv = [spec.command, *options, *(x for item in sets for x in ("--set", item)), *tail]
+    resume: list[str] | None = [spec.command, "--resume", str(out), *resume_options, *tail]
+    if adapter.resume == "flag":
+        resume = [*argv, "--resume"]
+    resume = resume if adapter.resume else None
+    run = Run(rid, point, argv, resume, out, _params(cmd, rid, argv))
+    run.resume_params = None if resume is None else _params(cmd, rid, resume)
+    return run
+
+
+def _point_values(spec: SweepSpec, point: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """A grid point's option values (``args``, its grid values, its cases' options), where each case option
+    comes from (``grid.AXIS[CASE].KEY``, for error messages) and its cases' ``--set`` items."""
+    values = {**spec.args, **{k: v for k, v in point.items() if k in spec.grid and k not in spec.cases}}
+    origin: dict[str, str] = {}
+    sets: list[str] = []
+    for axis in spec.cases:
+        case = spec.cases[axis][point[axis]]
+        for key, value in case.items():
+            if key == "set":
+                sets += [f"{k}={_yaml_value(v)}" for k, v in value.items()]
+            elif key != "name":
+                values[key], origin[key] = value, f"grid.{axis}[{point[axis]}].{key}"
+    return values, origin, sets
+
+
+def _option_args(
+    spec: SweepSpec, opts: dict[str, Any], values: dict[str, Any], origin: dict[str, str]
+) -> tuple[list[str], list[str], list[str]]:
+    """A run's values as command-line options (the seed as the adapter gives it), the options its resume
+    line repeats, and the ``--set`` items of the adapter's aliases; a key the command refuses or lacks is
+    one line naming where the sweep file gives it."""
+    adapter, cmd = spec.adapter, spec.adapter.command
+    argv: list[str] = []
+    resume: list[str] = []
+    sets: list[str] = []
+    for key, value in values.items():
+        where = origin.get(key) or (f"grid.{key}" if key in spec.grid else f"args.{key}")
+        if key == "seed":
+            argv += adapter.seed(value, spec.seed_key)
+            continue
+        if key in adapter.refused:
+            raise ConfigError(where, value, adapter.refused[key])
+        if key in adapter.aliases:
+            sets.append(adapter.aliases[key](value))
+            continue
+        if key not in opts:
+            check_keys({key: value}, _user_keys(cmd, adapter), where.rsplit(".", 1)[0])
+        param = opts[key]
+        if param.name in ("out", "out_dir", "resume_dir", "overrides", "progress", "no_progress"):
+            raise ConfigError(where, value, "is set by the sweep for every run")
+        piece = _option_argv(param, where, value)
+        argv += piece
+        if param.name in adapter.resume_options:
+            resume += piece
+    return argv, resume, sets
 
 
 def _params(cmd: click.Command, rid: str, argv: list[str]) -> dict[str, Any]:
