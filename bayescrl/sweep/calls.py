@@ -67,15 +67,44 @@ def map_calls(
     top-level code: a run forked from the fork server first imports the caller's main module, as with
     multiprocessing's forkserver and spawn start methods (without the guard every call fails).
     """
-    if ids is None:
-        ids = [f"job{i:04d}" for i in range(len(jobs))]
-    if len(set(ids)) != len(ids) or len(ids) != len(jobs):
-        raise ValueError("ids must be unique, one per job")
+    ids = _job_ids(ids, jobs)
     temp = workdir is None
     work = Path(tempfile.mkdtemp(prefix="bayescrl-calls-") if temp else workdir).resolve()
     (work / "jobs").mkdir(parents=True, exist_ok=True)
     tasks = [_task(target, rid, job, work, retries) for rid, job in zip(ids, jobs, strict=True)]
     by_id = dict(zip(ids, jobs, strict=True))
+    results, failed = _run_tasks(tasks, work, by_id, workers, backend, retries, on_done)
+    if failed:
+        first = failed[0]
+        raise RuntimeError(
+            f"{len(failed)} of {len(jobs)} call(s) of {target} failed; {first['id']}: {first.get('error')} "
+            f"(log: {work / 'logs' / (first['id'] + '.log')})"
+        )
+    if temp:
+        shutil.rmtree(work, ignore_errors=True)
+    return [results[rid] for rid in ids]
+
+
+def _job_ids(ids: list[str] | None, jobs: list[dict]) -> list[str]:
+    """The jobs' ids (default ``job0000``, ``job0001``, ...), checked: unique, one per job."""
+    if ids is None:
+        ids = [f"job{i:04d}" for i in range(len(jobs))]
+    if len(set(ids)) != len(ids) or len(ids) != len(jobs):
+        raise ValueError("ids must be unique, one per job")
+    return ids
+
+
+def _run_tasks(
+    tasks: list[dict],
+    work: Path,
+    by_id: dict[str, dict],
+    workers: int,
+    backend: str,
+    retries: int,
+    on_done: Callable[[dict, dict], None] | None,
+) -> tuple[dict[str, dict], list[dict]]:
+    """Run the tasks on the local pool or Ray; the results of those that succeeded (by id, each passed to
+    ``on_done(job, result)`` as it finishes) and the records of those that failed."""
     results: dict[str, dict] = {}
     failed: list[dict] = []
 
@@ -92,12 +121,4 @@ def map_calls(
         runner.run_ray(tasks, workers, None, retries, done)
     else:
         runner.run_local(tasks, workers, done)
-    if failed:
-        first = failed[0]
-        raise RuntimeError(
-            f"{len(failed)} of {len(jobs)} call(s) of {target} failed; {first['id']}: {first.get('error')} "
-            f"(log: {work / 'logs' / (first['id'] + '.log')})"
-        )
-    if temp:
-        shutil.rmtree(work, ignore_errors=True)
-    return [results[rid] for rid in ids]
+    return results, failed
