@@ -416,13 +416,20 @@ def _markdown(spec, table, varying, keys, ref_keys, fixed, n_runs, missing, warn
 
 def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> list[Path]:
     """Learning curves per curve key: one line per group (mean ± 1 sd over its seeds)."""
-    import numpy as np
-
-    adapter = spec.adapter
-    patterns = spec.report.get("curves") or list(adapter.curves)
-    if not adapter.curve_file or not patterns:
+    patterns = spec.report.get("curves") or list(spec.adapter.curves)
+    if not spec.adapter.curve_file or not patterns:
         return []
-    per: dict[str, dict[str, list]] = {}  # curve name -> group -> [(x, y)]
+    per, limits = _group_curves(out, spec, manifest, varying, patterns)
+    return [_plot_curve(out, spec, name, by_group, limits.get(name, set())) for name, by_group in per.items()]
+
+
+def _group_curves(
+    out: Path, spec: SweepSpec, manifest: dict, varying: list[str], patterns: list[str]
+) -> tuple[dict[str, dict[str, list]], dict[str, set]]:
+    """The finished runs' curves: curve name -> group label -> ``[(x, y), ...]`` (x: the adapter's
+    ``curve_x`` when it fits, else 1, 2, ...), and per ``ep_costs.I`` curve the runs' cost limits."""
+    adapter = spec.adapter
+    per: dict[str, dict[str, list]] = {}
     limits: dict[str, set] = {}
     found: list[dict] = []
     labels: list[tuple] = []
@@ -443,30 +450,33 @@ def _figures(out: Path, spec: SweepSpec, manifest: dict, varying: list[str]) -> 
             per.setdefault(name, {}).setdefault(label, []).append((x, ys))
             if name.startswith("ep_costs.") and name.split(".")[1].isdigit():
                 limits.setdefault(name, set()).add(_cost_limit(out / rid, int(name.split(".")[1])))
-    paths = []
-    for name, by_group in per.items():
-        curves, xs = {}, {}
-        for label, runs in by_group.items():
-            n = min(len(y) for _, y in runs)
-            ys = np.asarray([y[:n] for _, y in runs], float)
-            curves[label] = (ys.mean(0), ys.std(0, ddof=1) if len(runs) > 1 else np.zeros(n))
-            xs[label] = runs[0][0][:n]
-        lim = limits.get(name, set())
-        hline = next(iter(lim)) if len(lim) == 1 and None not in lim else None
-        safe = name.replace("*", "all").replace("/", "-")
-        paths.append(
-            plot_mean_sd(
-                curves,
-                out / f"curves_{safe}.png",
-                adapter.curve_x.replace("_", " ") if adapter.curve_x else "round / episode",
-                _axis_label(name),
-                f"{spec.name or spec.command}: {name}",
-                x=xs,
-                hline=hline,
-                hline_label=f"limit {hline:g}" if hline is not None else "limit",
-            )
-        )
-    return paths
+    return per, limits
+
+
+def _plot_curve(out: Path, spec: SweepSpec, name: str, by_group: dict[str, list], lim: set) -> Path:
+    """``out/curves_<name>.png``: each group's mean ± 1 sd over its runs (cut to the shortest run), with
+    the cost limit as a line when every run has the same one."""
+    import numpy as np
+
+    curves, xs = {}, {}
+    for label, runs in by_group.items():
+        n = min(len(y) for _, y in runs)
+        ys = np.asarray([y[:n] for _, y in runs], float)
+        curves[label] = (ys.mean(0), ys.std(0, ddof=1) if len(runs) > 1 else np.zeros(n))
+        xs[label] = runs[0][0][:n]
+    hline = next(iter(lim)) if len(lim) == 1 and None not in lim else None
+    safe = name.replace("*", "all").replace("/", "-")
+    curve_x = spec.adapter.curve_x
+    return plot_mean_sd(
+        curves,
+        out / f"curves_{safe}.png",
+        curve_x.replace("_", " ") if curve_x else "round / episode",
+        _axis_label(name),
+        f"{spec.name or spec.command}: {name}",
+        x=xs,
+        hline=hline,
+        hline_label=f"limit {hline:g}" if hline is not None else "limit",
+    )
 
 
 def _axis_label(name: str) -> str:
