@@ -100,31 +100,10 @@ def prepare_train(
         total_steps = spec.get("total_steps")
     prefs = _preference_spec(preferences, spec)
     if resume_dir is not None:
-        stored = _stored_preferences(resume_dir)
-        if prefs is not None and stored is not None and prefs.to_dict() != stored:
-            raise ConfigError("preferences", preferences, "differs from the spec of the run being resumed")
-        if prefs is not None and stored is None:
-            raise ConfigError(
-                "preferences",
-                preferences or spec.get("preferences"),
-                "the run being resumed learned from the env reward; a preference spec would switch its "
-                "reward source mid-run (start a new run with --out instead)",
-            )
-        if stored is not None:
-            prefs = parse_preference_spec(_spec_from_dict(stored))
-        given = {"algo": ("--algo", algo), "env": ("--env", env), "seed": ("--seed", seed)}
-        given["cost_limits"] = ("--cost-limit", limits)
-        for key in ("algo", "env", "seed", "cost_limits"):
-            if spec.get(key) is not None and given[key][1] is None:
-                given[key] = (f"{key} (--config/--set)", spec[key])
-        given["env_kwargs"] = ("env_kwargs (--config/--set)", spec.get("env_kwargs"))
-        given["config"] = ("config", spec.get("config"))
+        prefs = _resumed_preferences(prefs, preferences, spec, resume_dir)
+        given = _given_settings(spec, algo, env, seed, limits)
         run = resume_run(resume_dir, given=given, total_steps=total_steps, out_dir=out_dir, device=device)
-        learner = None
-        if prefs is not None:
-            learner = _learner(run.agent, prefs, run.out)
-            if (Path(resume_dir) / PREFS_STATE).exists():
-                learner.load(resume_dir)
+        learner = _resumed_learner(run, prefs, resume_dir)
     else:
         run = new_run(
             algo or spec.get("algo"),
@@ -143,6 +122,54 @@ def prepare_train(
     if prefs is not None:
         run.record["preferences"] = prefs.to_dict()
     return PreparedTrain(run, learner, prefs)
+
+
+def _resumed_preferences(
+    prefs: PreferenceSpec | None, preferences: Any, spec: dict, resume_dir: str | Path
+) -> PreferenceSpec | None:
+    """The preference spec of a resumed run: the one it saved (a spec given now must equal it; none may be
+    given to a run that learned from the env reward)."""
+    stored = _stored_preferences(resume_dir)
+    if prefs is not None and stored is not None and prefs.to_dict() != stored:
+        raise ConfigError("preferences", preferences, "differs from the spec of the run being resumed")
+    if prefs is not None and stored is None:
+        raise ConfigError(
+            "preferences",
+            preferences or spec.get("preferences"),
+            "the run being resumed learned from the env reward; a preference spec would switch its "
+            "reward source mid-run (start a new run with --out instead)",
+        )
+    if stored is not None:
+        return parse_preference_spec(_spec_from_dict(stored))
+    return prefs
+
+
+def _resumed_learner(
+    run: TrainRun, prefs: PreferenceSpec | None, resume_dir: str | Path
+) -> PreferenceLearner | None:
+    """A resumed run's preference learner (None: it learns from the env reward), with its saved state when
+    the run saved one."""
+    if prefs is None:
+        return None
+    learner = _learner(run.agent, prefs, run.out)
+    if (Path(resume_dir) / PREFS_STATE).exists():
+        learner.load(resume_dir)
+    return learner
+
+
+def _given_settings(
+    spec: dict, algo: str | None, env: Any, seed: int | None, limits: list[float] | None
+) -> dict[str, tuple[str, Any]]:
+    """What a resume is given, setting -> (where it was given, value): the explicit arguments, else the run
+    file's (``--config``/``--set``) values; the saved run must agree with each."""
+    given = {"algo": ("--algo", algo), "env": ("--env", env), "seed": ("--seed", seed)}
+    given["cost_limits"] = ("--cost-limit", limits)
+    for key in ("algo", "env", "seed", "cost_limits"):
+        if spec.get(key) is not None and given[key][1] is None:
+            given[key] = (f"{key} (--config/--set)", spec[key])
+    given["env_kwargs"] = ("env_kwargs (--config/--set)", spec.get("env_kwargs"))
+    given["config"] = ("config", spec.get("config"))
+    return given
 
 
 def run_train(
