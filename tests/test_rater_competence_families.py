@@ -12,8 +12,9 @@ import pytest
 import torch
 import yaml
 
-from bayescrl.bandits.experiment import run_experiment
+from bayescrl.bandits.experiment import final_table, run_experiment
 from bayescrl.cli import main
+from bayescrl.inference.rater_report import format_seed_summary, seed_summary
 from bayescrl.mopo.preferences import DEFAULT_LAM, fit_bradley_terry
 from bayescrl.prefrl.reward_model import LinearRewardPosterior
 from bayescrl.raters import Rater
@@ -193,6 +194,44 @@ def test_bandit_infer_flags_the_misinformed_rater_and_infer_beta_is_mle(tmp_path
     assert res["agents"]["infer-beta"]["assumed_beta_mean"] == res["agents"]["mle"]["assumed_beta_mean"]
     assert res["agents"]["infer-beta"]["final_regret_per_seed"] != []
     assert "raters" not in res["agents"]["mle"]
+
+
+def test_bandit_rater_table_covers_every_seed(tmp_path):
+    """The rater table of ``beta: infer`` has a row per seed and rater, and a per-rater summary over the
+    seeds (mean and sd of the posterior means, verdict counts) that the printed table shows."""
+    cfg = {**BANDIT, "agents": BANDIT["agents"][:1]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = run_experiment(cfg, seeds=2, out=tmp_path)
+    hier = res["agents"]["hier"]
+    rows = hier["raters"]
+    assert [(r["seed"], r["id"]) for r in rows] == [(s, i) for s in (0, 1) for i in ("a", "b", "w")]
+    assert rows[0]["beta_mean"] != rows[3]["beta_mean"]  # seed 1 is its own fit, not seed 0 again
+    over = {e["id"]: e for e in hier["raters_over_seeds"]}
+    assert list(over) == ["a", "b", "w"] and all(e["fits"] == 2 for e in over.values())
+    w = [r for r in rows if r["id"] == "w"]
+    assert over["w"]["lam_mean"] == pytest.approx((w[0]["lam_mean"] + w[1]["lam_mean"]) / 2, rel=1e-12)
+    assert over["w"]["lam_sd"] == pytest.approx(abs(w[0]["lam_mean"] - w[1]["lam_mean"]) / 2**0.5, rel=1e-12)
+    assert sum(over["w"]["verdicts"].values()) == 2
+    on_disk = json.loads((tmp_path / "results.json").read_text())["agents"]["hier"]
+    assert len(on_disk["raters"]) == 6 and len(on_disk["raters_over_seeds"]) == 3
+    printed = final_table(res)
+    assert "over seeds" in printed and printed.count(" ± ") >= 6
+
+
+def test_seed_summary_of_known_rows():
+    rows = [
+        {"id": "x", "seed": 0, "beta_mean": 1.0, "lam_mean": 2.0, "verdict": "trusted", "note": ""},
+        {"id": "y", "seed": 0, "beta_mean": 5.0, "lam_mean": 0.5, "verdict": "uncertain", "note": "beta known"},
+        {"id": "x", "seed": 1, "beta_mean": 3.0, "lam_mean": 4.0, "verdict": "trusted", "note": ""},
+        {"id": "x", "seed": 2, "beta_mean": 5.0, "lam_mean": 9.0, "verdict": "random", "note": ""},
+    ]
+    x, y = seed_summary(rows)
+    assert (x["id"], x["fits"], x["beta_mean"], x["beta_sd"], x["lam_mean"]) == ("x", 3, 3.0, 2.0, 5.0)
+    assert x["lam_sd"] == pytest.approx(13**0.5) and x["verdicts"] == {"trusted": 2, "random": 1}
+    assert (y["fits"], y["beta_sd"], y["note"]) == (1, 0.0, "beta known")
+    text = format_seed_summary([x, y])
+    assert "3 ± 2" in text and "trusted 2, random 1" in text and "(beta known)" in text
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,13 @@ from bayescrl.bandits.offline import OfflineData, sample_offline
 from bayescrl.bandits.prior import informed_prior
 from bayescrl.bandits.warmtsof import WarmTSOFAgent
 from bayescrl.inference.hierarchical import RaterPrior, fit_rater_pool
-from bayescrl.inference.rater_report import format_table, save_plot, table_rows
+from bayescrl.inference.rater_report import (
+    format_seed_summary,
+    format_table,
+    save_plot,
+    seed_summary,
+    table_rows,
+)
 from bayescrl.raters.competence import beta_bayes, beta_entropy, beta_mle
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, write_json
@@ -292,7 +298,7 @@ def run_agent(
         out["assumed_beta_mean"] = agent.assumed_beta.mean(0).tolist()
     if getattr(agent, "rater_pools", None):
         out["assumed_lam_mean"] = agent.assumed_lam.mean(0).tolist()
-        out["rater_pool"] = agent.rater_pools[0]  # seed 0's posterior: the rater table and plot
+        out["rater_pools"] = list(agent.rater_pools)  # one posterior per seed: the rater table
     return out
 
 
@@ -312,8 +318,9 @@ def summarise(label: str, res: Mapping[str, Any]) -> dict[str, Any]:
     for k in ("map_not_converged_fraction", "queries_mean", "assumed_beta_mean", "assumed_lam_mean"):
         if k in res:
             summary[k] = res[k]
-    if "rater_pool" in res:  # beta: infer: the hierarchical rater table of seed 0's D0
-        summary["raters"] = table_rows(res["rater_pool"], seed=0)
+    if res.get("rater_pools"):  # beta: infer: the hierarchical rater table of every seed's D0
+        summary["raters"] = [row for s, post in enumerate(res["rater_pools"]) for row in table_rows(post, seed=s)]
+        summary["raters_over_seeds"] = seed_summary(summary["raters"])
     return summary
 
 
@@ -336,8 +343,8 @@ def run_experiment(
     pools = []
     for spec in cfg["agents"]:
         res = run_agent(spec, cfg, env, data, progress)
-        if "rater_pool" in res:
-            pools.append(res["rater_pool"])
+        if res.get("rater_pools"):
+            pools.append(res["rater_pools"][0])
         agents[spec["label"]] = summarise(spec["label"], res)
     result = {"config": cfg, "seeds": seeds, "agents": agents, "wall_time_s": time.perf_counter() - t0}
     if out is not None:
@@ -349,7 +356,7 @@ def run_experiment(
         plot_mean_sd(
             curves, out / "regret.png", "round t", "cumulative pseudo-regret (reward units)", title=title
         )
-        if pools:  # the first agent with beta: infer (seed 0)
+        if pools:  # the first agent with beta: infer (seed 0's posterior)
             save_plot(pools[0], out)
     return result
 
@@ -459,7 +466,9 @@ def final_table(result: Mapping[str, Any]) -> str:
         reg = fmt_spread(s["final_regret_mean"], s["final_regret_std"], n, show_n=False)
         lines.append(f"{label:28s} {reg:>30s} {s['wall_time_s']:9.2f}")
     for label, s in result["agents"].items():
-        if s.get("raters"):
+        if s.get("raters_over_seeds") and (n or 1) > 1:
+            lines.append(f"{label}: " + format_seed_summary(s["raters_over_seeds"]))
+        elif s.get("raters"):
             lines.append(f"{label}: " + format_table(s["raters"]))
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ hierarchical rater model (:func:`~bayescrl.inference.hierarchical.fit_rater_pool
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,55 @@ def format_table(rows: Iterable[dict[str, Any]]) -> str:
     width = [max(len(x[j]) for x in [head, *body]) for j in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(x, width, strict=True)).rstrip() for x in [head, *body]]
     return "rater competence (hierarchical model):\n" + "\n".join("  " + s for s in lines)
+
+
+def seed_summary(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of :func:`table_rows` over several fits (e.g. one per seed, each row with a ``seed`` key),
+    summarised per rater (first-seen order): ``id``, ``fits`` (how many rows it has), ``beta_mean`` /
+    ``beta_sd`` and ``lam_mean`` / ``lam_sd`` (mean and sample sd over the fits of the posterior means; sd
+    0 for one fit), ``verdicts`` (how many fits gave each verdict) and ``note`` (that of its first row)."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_id.setdefault(str(r["id"]), []).append(r)
+    out = []
+    for rid, rs in by_id.items():
+        entry: dict[str, Any] = {"id": rid, "fits": len(rs)}
+        for key in ("beta", "lam"):
+            v = [float(r[f"{key}_mean"]) for r in rs]
+            m = sum(v) / len(v)
+            sd = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
+            entry[f"{key}_mean"], entry[f"{key}_sd"] = m, sd
+        verdicts: dict[str, int] = {}
+        for r in rs:
+            verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+        entry["verdicts"] = verdicts
+        entry["note"] = rs[0].get("note", "")
+        out.append(entry)
+    return out
+
+
+def format_seed_summary(summary: Iterable[dict[str, Any]]) -> str:
+    """The per-rater summary of :func:`seed_summary` as a short aligned text table (one line per rater)."""
+    summary = list(summary)
+    if not summary:
+        return ""
+    head = ["rater", "fits", "beta (mean ± sd)", "lam (mean ± sd)", "verdicts"]
+    body = [
+        [
+            e["id"],
+            str(e["fits"]),
+            f"{e['beta_mean']:.3g} ± {e['beta_sd']:.2g}",
+            f"{e['lam_mean']:.3g} ± {e['lam_sd']:.2g}",
+            ", ".join(f"{k} {v}" for k, v in sorted(e["verdicts"].items(), key=lambda kv: -kv[1]))
+            + (f" ({e['note']})" if e["note"] else ""),
+        ]
+        for e in summary
+    ]
+    width = [max(len(x[j]) for x in [head, *body]) for j in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(x, width, strict=True)).rstrip() for x in [head, *body]]
+    return "rater competence over seeds (hierarchical model, posterior means):\n" + "\n".join(
+        "  " + s for s in lines
+    )
 
 
 def save_plot(post: RaterPoolPosterior, out: str | Path, name: str = PLOT_NAME) -> Path:
