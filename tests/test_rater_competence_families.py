@@ -222,16 +222,16 @@ def test_bandit_rater_table_covers_every_seed(tmp_path):
 def test_seed_summary_of_known_rows():
     rows = [
         {"id": "x", "seed": 0, "beta_mean": 1.0, "lam_mean": 2.0, "verdict": "trusted", "note": ""},
-        {"id": "y", "seed": 0, "beta_mean": 5.0, "lam_mean": 0.5, "verdict": "uncertain", "note": "beta known"},
+        {"id": "y", "seed": 0, "beta_mean": 5.0, "lam_mean": 0.5, "verdict": "uncertain", "note": "known"},
         {"id": "x", "seed": 1, "beta_mean": 3.0, "lam_mean": 4.0, "verdict": "trusted", "note": ""},
         {"id": "x", "seed": 2, "beta_mean": 5.0, "lam_mean": 9.0, "verdict": "random", "note": ""},
     ]
     x, y = seed_summary(rows)
     assert (x["id"], x["fits"], x["beta_mean"], x["beta_sd"], x["lam_mean"]) == ("x", 3, 3.0, 2.0, 5.0)
     assert x["lam_sd"] == pytest.approx(13**0.5) and x["verdicts"] == {"trusted": 2, "random": 1}
-    assert (y["fits"], y["beta_sd"], y["note"]) == (1, 0.0, "beta known")
+    assert (y["fits"], y["beta_sd"], y["note"]) == (1, 0.0, "known")
     text = format_seed_summary([x, y])
-    assert "3 ± 2" in text and "trusted 2, random 1" in text and "(beta known)" in text
+    assert "3 ± 2" in text and "trusted 2, random 1" in text and "(known)" in text
 
 
 @pytest.mark.parametrize(

@@ -319,7 +319,8 @@ def summarise(label: str, res: Mapping[str, Any]) -> dict[str, Any]:
         if k in res:
             summary[k] = res[k]
     if res.get("rater_pools"):  # beta: infer: the hierarchical rater table of every seed's D0
-        summary["raters"] = [row for s, post in enumerate(res["rater_pools"]) for row in table_rows(post, seed=s)]
+        pools = res["rater_pools"]
+        summary["raters"] = [row for s, post in enumerate(pools) for row in table_rows(post, seed=s)]
         summary["raters_over_seeds"] = seed_summary(summary["raters"])
     return summary
 
