@@ -76,7 +76,7 @@ def test_no_known_competence_warns_that_only_the_prior_fixes_the_scale(pool):
 
 def test_single_rater_keeps_lambda_at_its_prior():
     s = simulate_pool(2, [5.0], [0.5], 120, seed=3)
-    prior = RaterPrior(lam_loc=math.log(2.0), lam_scale=0.5)
+    prior = RaterPrior(lam_loc=math.log(2.0), lam_scale=0.5, lam_pool_scale=0.0)
     with pytest.warns(UserWarning):
         post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], ["solo"], prior, num_draws=4000)
     assert bool(post.lam_from_prior[0])
@@ -106,7 +106,8 @@ def test_fast_engine_theta_agrees_with_the_stored_nuts_reference():
     assert int(lam_f[1:].argmin()) == int(torch.tensor(nuts["lam_mean"][1:]).argmin()) == 1
 
 
-def test_nuts_and_svi_engines_return_the_pool_layout():
+@pytest.mark.parametrize("prior", [None, RaterPrior(lam_pool_scale=0.0)])  # pooled (default), independent
+def test_nuts_and_svi_engines_return_the_pool_layout(prior):
     s = simulate_pool(2, [5.0, 5.0], [10.0, 1.0], 20, seed=0)
     raters = [PoolRater("a", beta=5.0, lam=10.0), "b"]
     for engine, kw in (
@@ -116,7 +117,7 @@ def test_nuts_and_svi_engines_return_the_pool_layout():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tiny budgets: convergence warnings expected
             post = fit_rater_pool(
-                s["X0"], s["X1"], s["y"], s["rater"], raters, engine=engine, num_draws=7, **kw
+                s["X0"], s["X1"], s["y"], s["rater"], raters, prior, engine=engine, num_draws=7, **kw
             )
         n = 4 if engine == "nuts" else 7
         assert post.draws["theta"].shape == (1, n, 2) and post.draws["vartheta"].shape == (1, n, 2, 2)
@@ -262,15 +263,18 @@ def test_block_arrow_solve_and_log_det_match_the_dense_hessian():
     assert torch.allclose(logdet_blocks, torch.logdet(Hd), rtol=1e-10)
 
 
-def test_analytic_competence_gradient_matches_autograd_of_the_laplace_objective():
+@pytest.mark.parametrize("prior", [RaterPrior(), RaterPrior(beta_pool_scale=3.0, lam_pool_scale=2.0)])
+def test_analytic_competence_gradient_matches_autograd_of_the_laplace_objective(prior):
     """laplace-eb's analytic dF/d(log β, log λ) (trace terms and the MAP's implicit response) equals the
-    autograd gradient of the reference objective (one Newton correction differentiated), and F agrees."""
+    autograd gradient of the reference objective (one Newton correction differentiated), and F agrees;
+    with the independent and with the pooled (hierarchical) competence prior."""
     p, _, h, th, V, lp, ones = _tiny_laplace()
+    lp = H._laplace(p, prior, h[None, :3], h[None, 3:], th, V, ones, ones)
     R = 3
     hh = h.clone().requires_grad_(True)
-    f = H._objective(p, RaterPrior(), hh[None, :R], hh[None, R:], th, V, ones, ones)[0][0]
+    f = H._objective(p, prior, hh[None, :R], hh[None, R:], th, V, ones, ones)[0][0]
     (g,) = torch.autograd.grad(f, hh)
-    ga = H._evidence_grad(p, RaterPrior(), lp, h[None, :R], h[None, R:], ones, ones)[0]
+    ga = H._evidence_grad(p, prior, lp, h[None, :R], h[None, R:], ones, ones)[0]
     assert torch.allclose(lp.F[0], f.detach(), rtol=1e-12)
     assert torch.allclose(ga, g, rtol=1e-8, atol=1e-10)
 
@@ -393,3 +397,92 @@ def test_latent_draws_have_the_inverse_hessian_as_covariance():
     dth, dV = H._latent_draws(p, lp, E[:, :d], E[:, d:].reshape(n, R, d))
     T = torch.cat([dth, dV.reshape(n, R * d)], -1).T  # column k: the image of unit vector k
     assert torch.allclose(T @ T.T, torch.linalg.inv(Hd), rtol=1e-9, atol=1e-12)
+
+
+def test_pooled_competence_prior_is_the_marginal_of_the_pool_level():
+    """μ ~ N(loc, s²), log λ_i | μ ~ N(μ, τ²): RaterPrior's closed form (μ integrated out) equals the
+    multivariate normal N(loc·1, τ² I + s² 11ᵀ) over the free raters (differences of log densities), its
+    gradient equals autograd, known raters do not enter, and s = 0 is the independent prior."""
+    dt = torch.float64
+    loc, tau, s = 0.3, 1.5, 2.0
+    prior = RaterPrior(lam_loc=loc, lam_scale=tau, lam_pool_scale=s, beta_pool_scale=0.7)
+    free = torch.tensor([1.0, 0.0, 1.0, 1.0], dtype=dt)  # rater 1 known
+    cov = tau**2 * torch.eye(3, dtype=dt) + s**2 * torch.ones(3, 3, dtype=dt)
+    mvn = torch.distributions.MultivariateNormal(torch.full((3,), loc, dtype=dt), covariance_matrix=cov)
+    gen = torch.Generator().manual_seed(0)
+    h = torch.randn(2, 4, generator=gen, dtype=dt) * 2
+    hb = torch.full((2, 4), prior.beta_loc, dtype=dt)  # β at its prior location: no β term
+    lp, _, gl = prior.log_density(hb, h, free, free)
+    ref = mvn.log_prob(h[:, free.bool()])
+    assert torch.allclose(lp[0] - lp[1], ref[0] - ref[1], rtol=1e-12)
+    hh = h.clone().requires_grad_(True)
+    (g_auto,) = torch.autograd.grad(prior.log_density(hb, hh, free, free)[0].sum(), hh)
+    assert torch.allclose(gl, g_auto, rtol=1e-12) and bool((gl[:, 1] == 0).all())
+    h2 = h.clone()
+    h2[:, 1] += 5.0  # the known rater's value does not matter
+    assert torch.equal(prior.log_density(hb, h2, free, free)[0], lp)
+    indep = RaterPrior(lam_loc=loc, lam_scale=tau, lam_pool_scale=0.0)
+    lp0, _, g0 = replace(prior, lam_pool_scale=0.0, beta_pool_scale=0.0).log_density(hb, h, free, free)
+    lpi, _, gi = indep.log_density(hb, h, free, free)
+    assert torch.equal(lp0, lpi) and torch.equal(g0, gi)
+    assert torch.allclose(lpi, -0.5 * (((h - loc) / tau) ** 2 * free).sum(-1), rtol=1e-14)
+    assert prior.marginal_scale("lam") == pytest.approx(math.hypot(tau, s))
+
+
+def test_pyro_model_samples_the_pool_level_with_the_same_marginal_prior():
+    """The svi/nuts model of a pooled prior samples μ as ``pool_lam_loc``; integrating its joint prior
+    density of (μ, λ_1..R) over μ (quadrature) gives the closed form laplace-eb optimises (in log λ, the
+    LogNormal Jacobian Σ log λ_i removed), up to a constant: compared as a difference at two points."""
+    import pyro.poutine as poutine  # noqa: PLC0415  (test-local: only this test traces Pyro)
+
+    dt = torch.float64
+    s_pool = simulate_pool(2, [5.0, 5.0, 5.0], [2.0, 2.0, 2.0], 5, seed=0)
+    prior = RaterPrior(lam_loc=0.2, lam_scale=1.5, lam_pool_scale=2.0)
+    p = H._pool(s_pool["X0"], s_pool["X1"], s_pool["y"], s_pool["rater"], 3, torch.zeros(2, dtype=dt),
+                torch.eye(2, dtype=dt), "cpu", dt)  # fmt: skip
+    fixed = torch.tensor([5.0, 1.0, 1.0], dtype=dt)
+    free_b, free_l = [False, True, True], [False, True, True]
+    model = H._pyro_model(p, fixed, fixed, free_b, free_l, prior, ["a", "b", "c"])
+    mus = torch.linspace(-25, 25, 4001, dtype=dt)
+
+    def log_marginal(h_l: torch.Tensor) -> float:
+        vals = []
+        for mu in mus[::40]:  # coarse grid for the trace, refined below by the closed-form conditional
+            cond = {"pool_lam_loc": mu, "lam_b": h_l[0].exp(), "lam_c": h_l[1].exp(), "beta_b": fixed[1],
+                    "beta_c": fixed[2]}  # fmt: skip
+            tr = poutine.trace(poutine.condition(model, cond)).get_trace()
+            vals.append(sum(float(tr.nodes[k]["fn"].log_prob(tr.nodes[k]["value"]))
+                            for k in ("pool_lam_loc", "lam_b", "lam_c")))  # fmt: skip
+        lv = torch.tensor(vals, dtype=dt)
+        w = mus[::40][1] - mus[::40][0]
+        return float(torch.logsumexp(lv, 0) + math.log(w)) + float(h_l.sum())  # dλ = λ dlog λ
+
+    ha, hb2 = torch.tensor([0.5, -1.0], dtype=dt), torch.tensor([2.0, 1.5], dtype=dt)
+    diff_model = log_marginal(ha) - log_marginal(hb2)
+    ones = torch.tensor([0.0, 1.0, 1.0], dtype=dt)
+    lp = prior.log_density(torch.zeros(2, 3, dtype=dt), torch.stack([torch.cat([ha.new_zeros(1), ha]),
+                           torch.cat([ha.new_zeros(1), hb2])]), ones * 0, ones)[0]  # fmt: skip
+    assert diff_model == pytest.approx(float(lp[0] - lp[1]), abs=1e-6)
+
+
+def test_noncentred_leaves_lognormal_competences_centred():
+    """svi/nuts decentre latent Normals only: a LogNormal competence (whose base is a Normal) keeps its
+    prior — LocScaleReparam would draw loc + scale·LogNormal(0, 1) instead (negative under a pool level
+    below 0)."""
+    import pyro  # noqa: PLC0415  (test-local: only these tests run Pyro directly)
+    import pyro.distributions as pdist  # noqa: PLC0415
+    import pyro.poutine as poutine  # noqa: PLC0415
+
+    from bayescrl.inference.sites import noncentred, site_infos  # noqa: PLC0415
+
+    def model():
+        mu = pyro.sample("mu", pdist.Normal(-3.0, 0.1))
+        return pyro.sample("lam", pdist.LogNormal(mu, 1.5))
+
+    run_model, infos = noncentred(model, site_infos(model))
+    assert "mu_decentered" in infos and "lam_decentered" not in infos and "lam" in infos
+    pyro.set_rng_seed(0)
+    draws = torch.stack([poutine.trace(run_model).get_trace().nodes["lam"]["value"] for _ in range(2000)])
+    assert bool((draws > 0).all())
+    assert float(draws.log().median()) == pytest.approx(-3.0, abs=0.15)
+    assert float(draws.log().std()) == pytest.approx(1.5, rel=0.08)

@@ -278,6 +278,22 @@ MUTATIONS: list[Mutation] = [
         "tests/test_hierarchical_raters.py::test_woodbury_blocks_match_the_dense_factorisations",
     ),
     _one(
+        "20e-rater-pool-level-prior-gradient",
+        "pooled λ prior: gradient without the pool level's term c Σ e (the independent prior's gradient)",
+        "bayescrl/inference/hierarchical.py",
+        "return logp, -(e - c * se * free) / scale**2",
+        "return logp, -e / scale**2",
+        "tests/test_hierarchical_raters.py::test_pooled_competence_prior_is_the_marginal_of_the_pool_level",
+    ),
+    _one(
+        "20f-noncentred-lognormal",
+        "svi/nuts decentre LogNormal sites too (their base is a Normal): loc + scale·LogNormal(0, 1)",
+        "bayescrl/inference/sites.py",
+        'if not i.observed and i.dist_name == "Normal" and _real(i.support)',
+        'if not i.observed and i.dist_name == "Normal"',
+        "tests/test_hierarchical_raters.py::test_noncentred_leaves_lognormal_competences_centred",
+    ),
+    _one(
         "21-torn-log-keeps-one-record-too-few",
         "resume trims the metrics log to records before the checkpoint (< instead of <=)",
         "bayescrl/utils/io.py",

@@ -70,7 +70,8 @@ def pool_competence(
 ) -> list:
     """``beta: infer``: per seed, the hierarchical rater model on ``D0``
     (:func:`~bayescrl.inference.hierarchical.fit_rater_pool`, engine ``options.engine``: laplace ->
-    laplace-eb; priors ``log β ~ N(beta_prior_loc, beta_prior_scale²)``, ``log λ ~ N(0, 1.5²)``, θ ~ the
+    laplace-eb; priors ``log β ~ N(beta_prior_loc, beta_prior_scale²)``, ``log λ_i ~ N(μ_λ, 1.5²)`` with the
+    pool's level ``μ_λ ~ N(0, 10²)`` (:class:`~bayescrl.inference.hierarchical.RaterPrior`), θ ~ the
     bandit's prior). Raters with ``infer[r]`` get β_i and λ_i inferred (posterior medians written into
     ``beta, lam [S,R]`` in place); the others anchor the pool with their assumed (β, λ). A single rater's λ
     stays at its prior median (not identified from one rater). Returns the pool posteriors, one per

@@ -6,9 +6,15 @@ lemma `mapestimatelemma`; :func:`bayescrl.models.pyro_models.bt_linear_model` wr
     θ ~ N(μ0, Σ0),   ϑ_i | θ, λ_i ~ N(θ, I/λ_i²),
     Y_n | ϑ, β ~ Bernoulli(σ(β_i ⟨x1_n − x0_n, ϑ_i⟩)),   i = rater(n)   (Y = 1: x1 preferred),
 
-with LogNormal priors on the unknown competences,
+with LogNormal priors on the unknown competences, the λ_i (and optionally the β_i) hierarchical across the
+pool (:class:`RaterPrior`; default μ_β = beta_loc fixed, lam_pool_scale = 10):
 
-    log β_i ~ N(prior.beta_loc, prior.beta_scale²),   log λ_i ~ N(prior.lam_loc, prior.lam_scale²).
+    log β_i ~ N(μ_β, prior.beta_scale²),   μ_β ~ N(prior.beta_loc, prior.beta_pool_scale²),
+    log λ_i ~ N(μ_λ, prior.lam_scale²),    μ_λ ~ N(prior.lam_loc, prior.lam_pool_scale²)
+
+(a pool scale 0: the level is fixed at its loc, independent priors). The thesis treats competence as a
+property of each rater; sharing the level μ_λ lets the pool decide whether its raters are informed
+(one rater's λ is pulled towards the others', not towards a fixed guess).
 
 The thesis notes that λ cannot be estimated from one rater (one belief ϑ, one draw of its distance to θ);
 across a pool it can: the raters' disagreement tells how far each ϑ_i sits from the θ they share. A rater
@@ -48,6 +54,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyro
+import pyro.distributions as dist
 import scipy.optimize
 import torch
 import torch.nn.functional as F
@@ -59,6 +67,7 @@ from bayescrl.inference.sites import site_infos
 from bayescrl.inference.svi import fit_svi
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import CompetencePrior, bt_linear_model
+from bayescrl.raters.rater import LAM_POOL_SCALE, LAM_PRIOR_LOC, LAM_PRIOR_SCALE
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.plotting import plt as _plt
 
@@ -68,25 +77,69 @@ VERDICTS = ("trusted", "random", "deliberate-but-misinformed", "uncertain")
 
 @dataclass(frozen=True)
 class RaterPrior:
-    """LogNormal priors of the unknown competences (in log space: ``log β ~ N(beta_loc, beta_scale²)``,
-    ``log λ ~ N(lam_loc, lam_scale²)``). The defaults suit θ ~ N(0, I) with unit-scale item differences:
-    median β = 5 (a typical logit of a few units), median λ = 1 (a belief as far from θ as θ's own prior
-    spread per coordinate); both span a factor ~e^{1.5·1.64} ≈ 12 either way at 90 %."""
+    """LogNormal priors of the unknown competences, optionally hierarchical across the pool.
+
+    Independent (``*_pool_scale = 0``): ``log β_i ~ N(beta_loc, beta_scale²)``,
+    ``log λ_i ~ N(lam_loc, lam_scale²)``. The locations suit θ ~ N(0, I) with unit-scale item differences:
+    median β = 5 (a typical logit of a few units), λ around 1 (a belief as far from θ as θ's own prior
+    spread per coordinate); a log-sd of 1.5 spans a factor ~e^{1.5·1.64} ≈ 12 either way at 90 %.
+
+    Hierarchical (``lam_pool_scale`` s > 0, the default for λ: s = 10,
+    :data:`bayescrl.raters.rater.LAM_POOL_SCALE`; ``beta_pool_scale`` likewise for β, default 0): the
+    raters of unknown λ share a pool level μ_λ,
+
+        μ_λ ~ N(lam_loc, s²),   log λ_i | μ_λ ~ N(μ_λ, lam_scale²),
+
+    so the pool's own raters decide how informed its raters are, and each λ_i is shrunk towards the
+    others. μ_λ is integrated out exactly (laplace-eb; the Pyro engines sample it as the site
+    ``lam_pool``): the free log λ's are jointly N(lam_loc·1, lam_scale² I + s² 11ᵀ), whose log density
+    is −½ (Σ e_i² − c (Σ e_i)²)/lam_scale² + const with e_i = log λ_i − lam_loc and
+    c = s²/(lam_scale² + n s²) (n free raters); s → ∞ is empirical Bayes on μ_λ (no pull on the pool's
+    level, only on the spread)."""
 
     beta_loc: float = math.log(5.0)
     beta_scale: float = 1.5
-    lam_loc: float = 0.0
-    lam_scale: float = 1.5
+    lam_loc: float = LAM_PRIOR_LOC
+    lam_scale: float = LAM_PRIOR_SCALE
+    beta_pool_scale: float = 0.0
+    lam_pool_scale: float = LAM_POOL_SCALE
 
     def validate(self) -> None:
         for name in ("beta_scale", "lam_scale"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise ConfigError(f"prior.{name}", v, "must be a finite number > 0")
+        for name in ("beta_pool_scale", "lam_pool_scale"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ConfigError(f"prior.{name}", v, "must be a finite number >= 0 (0: independent)")
         for name in ("beta_loc", "lam_loc"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v)):
                 raise ConfigError(f"prior.{name}", v, "must be a finite number")
+
+    @staticmethod
+    def _term(h, free, loc, scale, pool_scale):
+        if pool_scale == 0:  # independent
+            return -0.5 * (((h - loc) / scale) ** 2 * free).sum(-1), -(h - loc) / scale**2 * free
+        e = (h - loc) * free
+        c = pool_scale**2 / (scale**2 + float(free.sum()) * pool_scale**2)
+        se = e.sum(-1, keepdim=True)
+        logp = -0.5 * (e.square().sum(-1) - c * se.squeeze(-1) ** 2) / scale**2
+        return logp, -(e - c * se * free) / scale**2
+
+    def log_density(self, h_b, h_l, free_b, free_l):
+        """log p of the free log competences ``h_b, h_l [B,R]`` (``free_* [R]`` 1 where inferred), up to a
+        constant, and its gradient: ``(logp [B], d/dh_b [B,R], d/dh_l [B,R])``."""
+        lb, gb = self._term(h_b, free_b, self.beta_loc, self.beta_scale, self.beta_pool_scale)
+        ll, gl = self._term(h_l, free_l, self.lam_loc, self.lam_scale, self.lam_pool_scale)
+        return lb + ll, gb, gl
+
+    def marginal_scale(self, site: str) -> float:
+        """The prior sd of one free log competence (``site``: ``"beta"`` or ``"lam"``), μ integrated out."""
+        if site == "beta":
+            return math.hypot(self.beta_scale, self.beta_pool_scale)
+        return math.hypot(self.lam_scale, self.lam_pool_scale)
 
 
 @dataclass(frozen=True)
@@ -407,8 +460,7 @@ def _objective(pool: _Pool, prior: RaterPrior, h_b, h_l, theta_hat, V_hat, free_
     ).log().sum(-1)
     d = theta_hat.shape[-1]
     ev = -loss + d * h_l.sum(-1) + 0.5 * pool.logdet_prec0 - 0.5 * logdet
-    lp = -0.5 * (((h_b - prior.beta_loc) / prior.beta_scale) ** 2 * free_b).sum(-1)
-    lp = lp - 0.5 * (((h_l - prior.lam_loc) / prior.lam_scale) ** 2 * free_l).sum(-1)
+    lp = prior.log_density(h_b, h_l, free_b, free_l)[0]
     return ev + lp, theta1, V1
 
 
@@ -507,8 +559,7 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l)
     chol_s = spd_cholesky(0.5 * (S + S.mT))
     logdet = logdet_a.sum(-1) + 2 * chol_s.diagonal(dim1=-2, dim2=-1).log().sum(-1)
     ev = -loss + d * h_l.sum(-1) + 0.5 * pool.logdet_prec0 - 0.5 * logdet
-    lp = -0.5 * (((h_b - prior.beta_loc) / prior.beta_scale) ** 2 * free_b).sum(-1)
-    lp = lp - 0.5 * (((h_l - prior.lam_loc) / prior.lam_scale) ** 2 * free_l).sum(-1)
+    lp = prior.log_density(h_b, h_l, free_b, free_l)[0]
     return _Laplace(beta, lam2, dv, z, s, w, g_theta, g_V, ainv, chol_s, ev + lp, loss)
 
 
@@ -688,8 +739,9 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
     dloss = torch.cat([(pool.M * (lp.s - pool.Y) * lp.z).sum(-1), lam2 * (lp.dv**2).sum(-1)], -1)
     g = -dloss - 0.5 * dlogdet
     g[:, R:] += d
-    g[:, :R] -= (h_b - prior.beta_loc) / prior.beta_scale**2 * free_b
-    g[:, R:] -= (h_l - prior.lam_loc) / prior.lam_scale**2 * free_l
+    _, gp_b, gp_l = prior.log_density(h_b, h_l, free_b, free_l)
+    g[:, :R] += gp_b
+    g[:, R:] += gp_l
     return g
 
 
@@ -830,7 +882,7 @@ def _competence_cov(ev: _Evidence, hb, hl) -> torch.Tensor:
             "laplace-eb: the competence posterior is not locally concave (smallest curvature "
             f"{float(evals.min()):.2e}); its intervals use the prior curvature in those directions"
         )
-        floor = 1.0 / max(ev.prior.beta_scale, ev.prior.lam_scale) ** 2
+        floor = 1.0 / max(ev.prior.marginal_scale("beta"), ev.prior.marginal_scale("lam")) ** 2
         evals = torch.where(evals > 0, evals, torch.full_like(evals, floor))
     return (evecs / evals) @ evecs.T
 
@@ -886,11 +938,22 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
 
 
 # ---------------------------------------------------------------------------- Pyro engines
+class _GivenPoolLevel:
+    """The LogNormal prior of one rater's competence given the pool level μ (a sampled tensor): the
+    ``distribution(like)`` protocol of :class:`~bayescrl.models.pyro_models.CompetencePrior`."""
+
+    def __init__(self, loc: torch.Tensor, scale: float):
+        self.loc, self.scale = loc, scale
+
+    def distribution(self, like: torch.Tensor) -> dist.Distribution:
+        return dist.LogNormal(self.loc.to(like.dtype), torch.as_tensor(self.scale, dtype=like.dtype))
+
+
 def _pyro_model(pool: _Pool, beta_fixed, lam_fixed, free_b, free_l, prior: RaterPrior, ids):
+    """The model of the module docstring for the Pyro engines; a hierarchical prior (``*_pool_scale`` > 0)
+    samples its pool level as the site ``pool_beta_loc`` / ``pool_lam_loc`` (μ ~ N(loc, pool_scale²))."""
     zeros = pool.mu0.new_zeros(0, pool.mu0.shape[0])
-    bp = CompetencePrior("lognormal", {"loc": prior.beta_loc, "scale": prior.beta_scale})
-    lp = CompetencePrior("lognormal", {"loc": prior.lam_loc, "scale": prior.lam_scale})
-    return partial(
+    base = partial(
         bt_linear_model,
         pool.mu0,
         pool.cov0,
@@ -904,9 +967,23 @@ def _pyro_model(pool: _Pool, beta_fixed, lam_fixed, free_b, free_l, prior: Rater
         zeros,
         None,
         rater_ids=tuple(ids),
-        beta_priors={i: bp for i in range(len(ids)) if free_b[i]},
-        lam_priors={i: lp for i in range(len(ids)) if free_l[i]},
     )
+    sites = (("beta", free_b, prior.beta_loc, prior.beta_scale, prior.beta_pool_scale),
+             ("lam", free_l, prior.lam_loc, prior.lam_scale, prior.lam_pool_scale))  # fmt: skip
+
+    def model():
+        priors = {}
+        for name, free, loc, scale, pool_scale in sites:
+            free_i = [i for i in range(len(ids)) if free[i]]
+            if pool_scale > 0 and free_i:
+                level = pyro.sample(f"pool_{name}_loc", dist.Normal(float(loc), float(pool_scale)))
+                priors[name] = {i: _GivenPoolLevel(level, scale) for i in free_i}
+            else:
+                cp = CompetencePrior("lognormal", {"loc": loc, "scale": scale})
+                priors[name] = {i: cp for i in free_i}
+        return base(beta_priors=priors["beta"], lam_priors=priors["lam"])
+
+    return model
 
 
 def _assemble(samples: dict[str, torch.Tensor], beta_fixed, lam_fixed, free_b, free_l, ids) -> dict:
@@ -956,7 +1033,8 @@ def fit_rater_pool(
       with ``id``, ``beta``, ``lam`` attributes (a rater of :mod:`bayescrl.raters`); a numeric ``beta`` /
       ``lam`` is known (fixed, anchors the pool), a missing one (or a prior object) is inferred;
     * ``prior``: :class:`RaterPrior` (or its fields as a mapping): ``log β_i ~ N(beta_loc, beta_scale²)``,
-      ``log λ_i ~ N(lam_loc, lam_scale²)`` (LogNormal β_i, λ_i); ``mu0 [d]``, ``cov0 [d,d]``: the prior
+      ``log λ_i ~ N(μ_λ, lam_scale²)`` with the pool's level ``μ_λ ~ N(lam_loc, lam_pool_scale²)``
+      (LogNormal β_i, λ_i; β likewise with ``beta_pool_scale`` > 0); ``mu0 [d]``, ``cov0 [d,d]``: the prior
       N(μ0, Σ0) of θ (default N(0, I));
     * ``engine``: ``"laplace-eb"`` (fast, type-II MAP of the competences, see the module docstring),
       ``"svi"`` or ``"nuts"`` (the reference); ``engine_options`` go to
@@ -1017,11 +1095,10 @@ def _rater_prior(prior: RaterPrior | Mapping | None) -> RaterPrior:
     if prior is None:
         prior = RaterPrior()
     elif isinstance(prior, Mapping):
-        unknown = set(prior) - {"beta_loc", "beta_scale", "lam_loc", "lam_scale"}
+        known = ("beta_loc", "beta_scale", "lam_loc", "lam_scale", "beta_pool_scale", "lam_pool_scale")
+        unknown = set(prior) - set(known)
         if unknown:
-            raise ConfigError(
-                "prior", sorted(unknown), "unknown field(s); known: beta_loc, beta_scale, lam_loc, lam_scale"
-            )
+            raise ConfigError("prior", sorted(unknown), f"unknown field(s); known: {', '.join(known)}")
         prior = RaterPrior(**prior)
     prior.validate()
     return prior
@@ -1122,7 +1199,7 @@ def _posterior(engine, ids, rs, prior, comp: _Competences, draws, diag, gen, X0,
     if bool(comp.lam_prior_only.any()):
         C, Dn = draws["lam"].shape[:2]
         z = torch.randn(C, Dn, generator=gen, dtype=torch.float64)
-        draws["lam"][..., 0] = torch.exp(prior.lam_loc + prior.lam_scale * z).to(draws["lam"])
+        draws["lam"][..., 0] = torch.exp(prior.lam_loc + prior.marginal_scale("lam") * z).to(draws["lam"])
         diag["warnings"] = list(diag.get("warnings", [])) + [
             "one rater: lam is not identified from a single rater's data (the thesis' observation) and "
             "stays at its prior (lam_from_prior)"

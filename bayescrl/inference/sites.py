@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyro
 import pyro.poutine as poutine
 import torch
+from pyro.distributions import constraints
 from pyro.poutine.util import site_is_subsample
 
 from bayescrl.utils.errors import ConfigError
@@ -114,8 +115,14 @@ def _log_lik(model, latent, infos, nesting, obs, n, vectorize) -> dict[str, torc
     return {k: torch.stack(v) for k, v in rows.items()}
 
 
+def _real(support) -> bool:
+    """Whether a site's support is the real line (per element)."""
+    return getattr(support, "base_constraint", support) is constraints.real
+
+
 def noncentred(model: Callable, infos: dict[str, SiteInfo]) -> tuple[Callable, dict[str, SiteInfo]]:
-    """``model`` with every latent Normal site in non-centred form (``LocScaleReparam(0)``).
+    """``model`` with every latent Normal site (support the real line) in non-centred form
+    (``LocScaleReparam(0)``); LogNormal and other transformed sites keep their centred form.
 
     ϑ ~ N(θ, I/λ²) becomes ϑ = θ + ε/λ, ε ~ N(0, I) (site ``vartheta_decentered``); ``vartheta`` stays in
     the trace as a deterministic site, so :func:`recover_sites` gives the original variables back.
@@ -123,7 +130,13 @@ def noncentred(model: Callable, infos: dict[str, SiteInfo]) -> tuple[Callable, d
     """
     from pyro.infer.reparam import LocScaleReparam
 
-    sites = {k: LocScaleReparam(0.0) for k, i in infos.items() if not i.observed and i.dist_name == "Normal"}
+    # only Normals on the real line: LocScaleReparam on a LogNormal (whose base is a Normal) would draw
+    # loc + scale·LogNormal(0, 1), another prior (and a negative value when loc < 0)
+    sites = {
+        k: LocScaleReparam(0.0)
+        for k, i in infos.items()
+        if not i.observed and i.dist_name == "Normal" and _real(i.support)
+    }
     if not sites:
         return model, infos
     run_model = poutine.reparam(model, sites)

@@ -342,8 +342,9 @@ def _fit_pool_rewards(
     ``vartheta_i ~ N(u_k, I/lam_i^2)``, ``beta_i`` and ``lam_i`` jointly; Eq. `rater_preference_dist`). A
     rater with a given ``beta`` anchors the pool (its ``lam`` as given, default 1000); the others' ``beta``
     and ``lam`` are inferred under ``log beta ~ N(0, s^2)`` (s = ``beta_prior_sd``, 1.5 when infinite: beta
-    = 1 labels with the true preference probability) and ``log lam ~ N(0, 1.5^2)``. Engine ``laplace`` runs
-    the fast ``laplace-eb``; ``svi`` / ``nuts`` run Pyro on the same model."""
+    = 1 labels with the true preference probability) and ``log lam_i ~ N(mu, 1.5^2)`` with the pool's level
+    ``mu ~ N(0, 10^2)`` (:class:`~bayescrl.inference.hierarchical.RaterPrior`'s default). Engine
+    ``laplace`` runs the fast ``laplace-eb``; ``svi`` / ``nuts`` run Pyro on the same model."""
     if engine not in POOL_ENGINE:
         raise ConfigError("bradley_terry.engine", engine, "competence: infer runs laplace, svi or nuts")
     d, k_n = x1.shape[-1], ind.shape[-1]

@@ -34,6 +34,13 @@ PRIOR_PARAMS: dict[str, tuple[str, ...]] = {
 COMPETENCE_PRIORS = tuple(PRIOR_PARAMS)
 _POSITIVE_PARAMS = {"scale", "concentration", "rate"}
 EXPERTS = ("bt", "greedy")
+#: the default prior of an unknown knowledgeability in the hierarchical rater model
+#: (:class:`bayescrl.inference.hierarchical.RaterPrior`): the raters of a pool share a level μ_λ,
+#: μ_λ ~ N(LAM_PRIOR_LOC, LAM_POOL_SCALE²), log λ_i | μ_λ ~ N(μ_λ, LAM_PRIOR_SCALE²) — with a wide
+#: LAM_POOL_SCALE the pool's own raters decide how informed its raters are (see docs/raters.md)
+LAM_PRIOR_LOC = 0.0
+LAM_PRIOR_SCALE = 1.5
+LAM_POOL_SCALE = 10.0
 
 
 @dataclass(frozen=True)
