@@ -6,9 +6,11 @@ seed and method, the action-level preference estimate p̂_k(a) (posterior mean) 
 p_k(a) of the true utilities (both centred over actions, both objectives): mean squared error, cosine
 (direction) and the regression slope of p̂ on p (scale: 1 is calibrated, > 1 over-confident), next to the
 MOPO TV of that benchmark. Methods: ``beta_only`` (``competence: infer-beta``), ``hierarchical``
-(``competence: infer``, the default priors of MOPO: log β ~ N(0, 1.5²), log λ ~ N(0, 1.5²)) and two
-hierarchical variants refitted with other competence priors: ``lam_prior_median_30`` (log λ ~ N(log 30,
-1.5²): raters presumed informed) and ``beta_prior_scale_10`` (log β ~ N(0, 10²): nearly flat). For the
+(``competence: infer``, the default priors of MOPO: log β ~ N(0, 1.5²), log λ_i ~ N(μ_λ, 1.5²) with the
+pool's level μ_λ ~ N(0, 10²)) and three hierarchical variants refitted with independent λ priors (no pool
+level): ``independent_lam_median_1`` (log λ ~ N(0, 1.5²), the earlier default), ``lam_prior_median_30``
+(log λ ~ N(log 30, 1.5²): raters presumed informed) and ``beta_prior_scale_10`` (log β ~ N(0, 10²):
+nearly flat, λ as the earlier default). For the
 hierarchical fits also the median over seeds and unknown raters of the posterior-mean λ_i and β_i (truth:
 λ = 5, β = 2 for the informed raters, β = 0.1 for the near-random ones).
 
@@ -44,9 +46,12 @@ from bayescrl.utils import set_torch_threads, write_json
 
 OUT = Path(__file__).parent / "results" / "raters"
 POOLS = ("near_random", "all_alike")
-VARIANTS = {
-    "lam_prior_median_30": RaterPrior(beta_loc=0.0, beta_scale=1.5, lam_loc=math.log(30.0)),
-    "beta_prior_scale_10": RaterPrior(beta_loc=0.0, beta_scale=10.0),
+VARIANTS = {  # independent (non-hierarchical) λ priors: lam_pool_scale = 0
+    "independent_lam_median_1": RaterPrior(beta_loc=0.0, beta_scale=1.5, lam_pool_scale=0.0),
+    "lam_prior_median_30": RaterPrior(
+        beta_loc=0.0, beta_scale=1.5, lam_loc=math.log(30.0), lam_pool_scale=0.0
+    ),
+    "beta_prior_scale_10": RaterPrior(beta_loc=0.0, beta_scale=10.0, lam_pool_scale=0.0),
 }
 
 

@@ -37,10 +37,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rater_mopo_pools import PRIMARY, SCENARIOS, A, ci95, policy, simulate  # benchmarks/ is the script's folder
-from rater_pools import D, N_PER
+from rater_mopo_pools import (  # benchmarks/ is the script's folder
+    PRIMARY,
+    SCENARIOS,
+    A,
+    ci95,
+    policy,
+    simulate,
+)
+from rater_pools import N_PER, D, spearman
 from rater_pools import SCENARIOS as LINEAR
-from rater_pools import spearman
 
 from bayescrl.inference.hierarchical import PoolRater, RaterPrior, fit_rater_pool, simulate_pool
 from bayescrl.mopo.preferences import pairwise_to_action
@@ -51,8 +57,8 @@ OUT = Path(__file__).parent / "results" / "raters"
 DT = torch.float64
 #: candidate -> RaterPrior fields set on top of each benchmark's β prior
 CANDIDATES: dict[str, dict[str, float]] = {
-    "independent_median_1": {"lam_loc": 0.0, "lam_scale": 1.5},
-    "independent_median_30": {"lam_loc": math.log(30.0), "lam_scale": 1.5},
+    "independent_median_1": {"lam_loc": 0.0, "lam_scale": 1.5, "lam_pool_scale": 0.0},
+    "independent_median_30": {"lam_loc": math.log(30.0), "lam_scale": 1.5, "lam_pool_scale": 0.0},
     "pool_eb": {"lam_loc": 0.0, "lam_scale": 1.5, "lam_pool_scale": 10.0},
     "pool_eb_tight": {"lam_loc": 0.0, "lam_scale": 1.0, "lam_pool_scale": 10.0},
     "pool_eb_beta": {"lam_loc": 0.0, "lam_scale": 1.5, "lam_pool_scale": 10.0, "beta_pool_scale": 10.0},
@@ -80,10 +86,14 @@ def mopo_seed(name: str, seed: int, prior: RaterPrior) -> dict:
     for k in range(ind.shape[1]):  # as bayescrl.mopo.preferences._fit_pool_rewards, num_samples 400
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            post = fit_rater_pool(
-                eye[yp], eye[y], ind[:, k].double(), rt, pool_raters, prior,
-                mu0=torch.zeros(A, dtype=DT), cov0=1.5**2 * torch.eye(A, dtype=DT), num_draws=400, seed=seed + k,
-            )  # fmt: skip
+            try:
+                post = fit_rater_pool(
+                    eye[yp], eye[y], ind[:, k].double(), rt, pool_raters, prior,
+                    mu0=torch.zeros(A, dtype=DT), cov0=1.5**2 * torch.eye(A, dtype=DT), num_draws=400,
+                    seed=seed + k,
+                )  # fmt: skip
+            except RuntimeError:  # counted in `failed`; the seed is left out of the paired differences
+                return {"failed": True}
         draws.append(post.flat("theta")[:400].double())
         unknown = [i for i, r in enumerate(decl) if r.beta is None]
         lam += [float(post.flat("lam").mean(0)[i]) for i in unknown]
@@ -92,7 +102,13 @@ def mopo_seed(name: str, seed: int, prior: RaterPrior) -> dict:
     est = pairwise_to_action(theta.transpose(0, 1), ref).transpose(0, 1).mean(0)
     e, t = est - est.mean(-1, keepdim=True), truth - truth.mean(-1, keepdim=True)
     tv = float(total_variation(policy(prob((est[PRIMARY], est[0][:, None])), b), clean))
-    return {"tv": tv, "slope": float((e * t).sum() / (t * t).sum()), "lam": lam, "beta": beta}
+    return {
+        "failed": False,
+        "tv": tv,
+        "slope": float((e * t).sum() / (t * t).sum()),
+        "lam": lam,
+        "beta": beta,
+    }
 
 
 def linear_seed(name: str, seed: int, prior: RaterPrior) -> dict:
@@ -105,9 +121,13 @@ def linear_seed(name: str, seed: int, prior: RaterPrior) -> dict:
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters, prior, seed=seed)
+        try:
+            post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters, prior, seed=seed)
+        except RuntimeError:  # counted in `failed` (torch's LinAlgError is a RuntimeError)
+            return {"failed": 1.0}
     lo, hi = post.interval("theta")
     out = {
+        "failed": 0.0,
         "cosine": float(torch.nn.functional.cosine_similarity(post.theta_mean, s["theta"], 0)),
         "coverage90": float(((s["theta"] >= lo) & (s["theta"] <= hi)).double().mean()),
     }
@@ -122,13 +142,16 @@ def linear_seed(name: str, seed: int, prior: RaterPrior) -> dict:
     return out
 
 
-def run(fields: dict[str, float], seeds: int, stored: dict) -> dict:
-    res: dict = {"prior_fields": fields, "mopo": {}, "linear": {}}
+def run(fields: dict[str, float], seeds: int, stored: dict, parts: list[str], res: dict) -> dict:
+    res.update(prior_fields=fields)
     mopo_prior = replace(RaterPrior(beta_loc=0.0, beta_scale=1.5), **fields)
-    for name in SCENARIOS:
-        rows = [mopo_seed(name, s, mopo_prior) for s in range(seeds)]
+    for name in SCENARIOS if "mopo" in parts else ():
+        all_rows = [mopo_seed(name, s, mopo_prior) for s in range(seeds)]
+        ok = [s for s in range(seeds) if not all_rows[s]["failed"]]
+        rows = [all_rows[s] for s in ok]
         tv = np.array([r["tv"] for r in rows])
         entry = {
+            "failed_seeds": [s for s in range(seeds) if all_rows[s]["failed"]],
             "tv_mean": float(tv.mean()),
             "slope_mean": float(np.mean([r["slope"] for r in rows])),
             "lam_median": float(np.median([v for r in rows for v in r["lam"]])),
@@ -136,12 +159,13 @@ def run(fields: dict[str, float], seeds: int, stored: dict) -> dict:
             "tv_per_seed": tv.round(5).tolist(),
         }
         for other in ("beta_only", "pooled"):
-            base = np.array(stored["pools"][name]["tv_per_seed"][other][:seeds])
+            base = np.array([stored["pools"][name]["tv_per_seed"][other][s] for s in ok])
             d = tv - base
             entry[f"minus_{other}"] = {"mean": float(d.mean()), "ci95": ci95(d)}
-        res["mopo"][name] = entry
+        res.setdefault("mopo", {})[name] = entry
         print(
-            f"  mopo {name:12s} tv {entry['tv_mean']:.3f} slope {entry['slope_mean']:.3f} "
+            f"  mopo {name:12s} failed {len(entry['failed_seeds'])} tv {entry['tv_mean']:.3f} "
+            f"slope {entry['slope_mean']:.3f} "
             f"λ̂ {entry['lam_median']:.2f} β̂ {entry['beta_median']:.2f} | "
             + "  ".join(
                 f"−{o}: {entry[f'minus_{o}']['mean']:+.3f} [{entry[f'minus_{o}']['ci95'][0]:+.3f}, "
@@ -151,13 +175,13 @@ def run(fields: dict[str, float], seeds: int, stored: dict) -> dict:
             flush=True,
         )
     lin_prior = replace(RaterPrior(), **fields)
-    for name in LINEAR:
+    for name in LINEAR if "linear" in parts else ():
         rows = [linear_seed(name, s, lin_prior) for s in range(seeds)]
         entry = {}
-        for key in rows[0]:
+        for key in dict.fromkeys(k for r in rows for k in r):
             v = np.array([r[key] for r in rows if key in r], dtype=float)
             entry[key] = {"mean": float(v.mean()), "sd": float(v.std(ddof=1))}
-        res["linear"][name] = entry
+        res.setdefault("linear", {})[name] = entry
         print(f"  linear {name:12s}", {k: round(v["mean"], 3) for k, v in entry.items()}, flush=True)
     return res
 
@@ -166,6 +190,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--only", nargs="*", default=None, help="candidates to run (default: all)")
+    ap.add_argument("--parts", nargs="*", default=["mopo", "linear"], help="mopo, linear (default: both)")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
@@ -177,12 +202,14 @@ def main() -> None:
     for name in args.only or list(CANDIDATES):
         t0, load0 = time.perf_counter(), os.getloadavg()[0]
         print(name, CANDIDATES[name], flush=True)
-        entry = run(CANDIDATES[name], args.seeds, stored)
-        entry.update(seeds=args.seeds, seconds=time.perf_counter() - t0, load_average_start=load0)
+        entry = run(CANDIDATES[name], args.seeds, stored, args.parts, res["candidates"].get(name, {}))
+        entry.update(seeds=args.seeds)
+        for key, val in (("seconds", time.perf_counter() - t0), ("load_average_start", load0)):
+            entry[key] = {**(entry.get(key) or {}), **{p: val for p in args.parts}}
         res["candidates"][name] = entry
         res["command"] = "python benchmarks/rater_prior_candidates.py"
         write_json(path, res)
-        print(f"  {entry['seconds']:.0f} s", flush=True)
+        print(f"  {time.perf_counter() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

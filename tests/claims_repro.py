@@ -1492,7 +1492,7 @@ RATERS_TABLES = [
     ),
     Table(
         RATERS,
-        "Bradley–Terry fit). Means over seeds, and the paired difference with its 95 % t-interval:",
+        "been repeated with the pool level. Means over seeds, and the paired difference with its 95 % t-interval:",
         (None, *(rp_mean(m) for m in METHODS), rp_diff("beta_only"), rp_diff("pooled")),
         (
             Row(RPREFRL, "reward_correlation"),
@@ -1501,6 +1501,26 @@ RATERS_TABLES = [
         ),
     ),
 ]
+RCAND = R + "raters/rater_prior_candidates.json"
+CANDIDATES = ("pool_eb", "independent_median_1")
+
+
+def cand_diff(pool: str) -> Col:
+    def f(d: dict, cand: str) -> list[float]:
+        e = d["candidates"][cand]["mopo"][pool]["minus_beta_only"]
+        return [e["mean"], *e["ci95"]]
+
+    return f
+
+
+RATERS_TABLES.append(
+    Table(
+        RATERS,
+        "on the same pools and seeds (lower is better) — TV of hierarchical minus TV of β only, 95 % interval:",
+        (None, *(cand_diff(p) for p in ("misinformed", "near_random", "trusted_few", "all_alike"))),
+        tuple(Row(RCAND, c) for c in CANDIDATES),
+    )
+)
 TABLES += RATERS_TABLES
 
 
