@@ -1502,7 +1502,7 @@ RATERS_TABLES = [
     ),
 ]
 RCAND = R + "raters/rater_prior_candidates.json"
-CANDIDATES = ("pool_eb", "independent_median_1")
+CANDIDATES = ("pool_eb", "independent_median_1", "independent_median_30")
 
 
 def cand_diff(pool: str) -> Col:
@@ -1522,6 +1522,39 @@ RATERS_TABLES.append(
     )
 )
 TABLES += RATERS_TABLES
+
+
+def _cand(d: dict, cand: str, pool: str, key: str) -> float:
+    return d["candidates"][cand]["mopo"][pool][key]
+
+
+QUOTES += [
+    Quote(
+        RATERS,
+        "the untrusted raters' λ̂ come out at 2.1 instead of 0.57 (truth 0.3 and 0.5), and the TV doubles "
+        "(0.175 against 0.085)",
+        RCAND,
+        lambda d: [
+            _cand(d, "independent_median_30", "trusted_few", "lam_median"),
+            _cand(d, "pool_eb", "trusted_few", "lam_median"),
+            None,
+            None,
+            _cand(d, "independent_median_30", "trusted_few", "tv_mean"),
+            _cand(d, "pool_eb", "trusted_few", "tv_mean"),
+        ],
+    ),
+    Quote(
+        RATERS,
+        "steeper (slope 1.14 against 1.07). The unknown raters' β̂ come out low (median 1.5, truth 2)",
+        RCAND,
+        lambda d: [
+            _cand(d, "pool_eb", "all_alike", "slope_mean"),
+            None,
+            _cand(d, "pool_eb", "all_alike", "beta_median"),
+            None,
+        ],
+    ),
+]
 
 
 # ---- docs/sweep.md: the scaling table (benchmarks/results/sweep/scaling*.json) ---------------------------
