@@ -1502,7 +1502,7 @@ RATERS_TABLES = [
     ),
 ]
 RCAND = R + "raters/rater_prior_candidates.json"
-CANDIDATES = ("pool_eb", "independent_median_1", "independent_median_30")
+CANDIDATES = ("pool_eb", "independent_median_1", "independent_median_30", "pool_eb_beta")
 
 
 def cand_diff(pool: str) -> Col:
