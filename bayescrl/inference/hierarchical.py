@@ -946,7 +946,8 @@ class _GivenPoolLevel:
         self.loc, self.scale = loc, scale
 
     def distribution(self, like: torch.Tensor) -> dist.Distribution:
-        return dist.LogNormal(self.loc.to(like.dtype), torch.as_tensor(self.scale, dtype=like.dtype))
+        scale = torch.as_tensor(self.scale, dtype=like.dtype, device=like.device)
+        return dist.LogNormal(self.loc.to(like.dtype), scale)
 
 
 def _pyro_model(pool: _Pool, beta_fixed, lam_fixed, free_b, free_l, prior: RaterPrior, ids):
