@@ -486,3 +486,18 @@ def test_noncentred_leaves_lognormal_competences_centred():
     assert bool((draws > 0).all())
     assert float(draws.log().median()) == pytest.approx(-3.0, abs=0.15)
     assert float(draws.log().std()) == pytest.approx(1.5, rel=0.08)
+
+
+def test_laplace_eb_recovers_from_a_diverged_trial_point():
+    """A pool whose competence optimiser once tried log β ≈ 50 (its inner MAP diverged to NaN there, which
+    then poisoned every later warm start and the competence Hessian): laplace-eb now backs off (a
+    non-finite evaluation is +inf to the line search, the next inner solve starts cold) and returns a
+    finite posterior."""
+    s = simulate_pool(6, [5, 5, 0.2, 0.2, 0.2], [3, 2, 3, 1, 2], 80, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = fit_rater_pool(
+            s["X0"], s["X1"], s["y"], s["rater"], [f"r{i}" for i in range(5)], RaterPrior(lam_pool_scale=0.0)
+        )
+    assert bool(torch.isfinite(post.draws["theta"]).all()) and bool(torch.isfinite(post.draws["lam"]).all())
+    assert float(torch.nn.functional.cosine_similarity(post.theta_mean, s["theta"], 0)) > 0.8

@@ -776,7 +776,10 @@ class _Evidence:
         dh = torch.cat([hb, hl]) - st["h"]
         th0 = torch.stack([st["theta"] + dh @ st["J_t"], st["theta"]])
         V0 = torch.stack([st["V"] + torch.einsum("j,jrd->rd", dh, st["J_V"]), st["V"]])
-        k = int(_loss_grad(self.pool, hb.expand(2, R), hl.expand(2, R), th0, V0)[7].argmin())
+        loss0 = _loss_grad(self.pool, hb.expand(2, R), hl.expand(2, R), th0, V0)[7]
+        k = int(torch.nan_to_num(loss0, nan=math.inf).argmin())
+        if not math.isfinite(float(loss0[k])):  # both diverged (a wild trial point before): cold start
+            return self.pool.mu0, self.pool.mu0.expand(R, self.d)
         return th0[k], V0[k]
 
     def evaluate(self, u: torch.Tensor) -> None:
@@ -789,6 +792,8 @@ class _Evidence:
         diag.setdefault("cg_iters", 0)
         th, V, ok = _inner_map(pool, prior, hb, hl, *self._start(hb, hl), self.state["lp"], fb, fl, diag)
         if not ok:
+            if not bool(torch.isfinite(th).all() & torch.isfinite(V).all()):  # diverged: a cold start
+                th, V = pool.mu0, pool.mu0.expand(self.R, self.d)
             prob = replace(self.problem, beta=hb.exp(), lam=hl.exp())
             res = map_estimate(prob, tol=_INNER_TOL, max_iter=200, return_hessian=False, init=(th, V))
             diag["inner_steps"] += int(res.iters)
@@ -820,16 +825,24 @@ def _optimise_competences(ev: _Evidence, u0: torch.Tensor, tol: float, max_iter:
         ev.evaluate(u0)
         return u0, 0.0
     dt, dev = u0.dtype, u0.device
+    best: dict[str, Any] = {"F": -math.inf, "u": u0}
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         ev.evaluate(torch.as_tensor(x, dtype=dt, device=dev))
-        return -ev.state["F"], -ev.state["g"].cpu().numpy()
+        st = ev.state
+        if not (math.isfinite(st["F"]) and bool(torch.isfinite(st["g"]).all())):
+            return math.inf, np.zeros_like(x)  # the inner MAP diverged here: the line search backs off
+        if st["F"] > best["F"]:
+            best.update(F=st["F"], u=st["u"])
+        return -st["F"], -st["g"].cpu().numpy()
 
     res = scipy.optimize.minimize(
         fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
         options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 30},
     )  # fmt: skip
     u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
+    if not bool(torch.isfinite(u_hat).all()) or not math.isfinite(-res.fun):  # diverged: the best point
+        u_hat = best["u"]
     if not torch.equal(ev.state["u"], u_hat):  # L-BFGS-B may end elsewhere than its last trial
         ev.evaluate(u_hat)
     grad_norm = float(ev.state["g"].abs().max())
