@@ -1492,7 +1492,7 @@ RATERS_TABLES = [
     ),
     Table(
         RATERS,
-        "been repeated with the pool level. Means over seeds, and the paired difference with its 95 % t-interval:",
+        "difference hierarchical − other with its 95 % t-interval:",
         (None, *(rp_mean(m) for m in METHODS), rp_diff("beta_only"), rp_diff("pooled")),
         (
             Row(RPREFRL, "reward_correlation"),
@@ -1524,11 +1524,70 @@ RATERS_TABLES.append(
 TABLES += RATERS_TABLES
 
 
+RPREFRL_IND = R + "raters/rater_prefrl_pools_independent_prior.json"
+
+
+def _verdicts(d: dict, verdict: str) -> int:
+    rows = [row for r in d["runs"] if r["method"] == "hierarchical" for row in r.get("raters", [])]
+    return sum(row["id"] == "misinformed" and row["verdict"] == verdict for row in rows)
+
+
+def _ranks(d: dict) -> list[int]:
+    return [d["table"]["misinformed_lam_rank"].get(k, 0) for k in ("1", "2", "3")]
+
+
 def _cand(d: dict, cand: str, pool: str, key: str) -> float:
     return d["candidates"][cand]["mopo"][pool][key]
 
 
 QUOTES += [
+    Quote(
+        RATERS,
+        "its λ is the lowest of the three in 17 of 23 runs (second in 5, highest in 1; verdict "
+        "`deliberate-but-misinformed` in 2, `uncertain` in 19",
+        RPREFRL,
+        lambda d: [
+            _ranks(d)[0],
+            len(d["runs"]) // 3,
+            *_ranks(d)[1:],
+            _verdicts(d, "deliberate-but-misinformed"),
+            _verdicts(d, "uncertain"),
+        ],
+    ),
+    Quote(
+        RATERS,
+        "50 labels per rater the intervals are wide — and `trusted` in 2)",
+        RPREFRL,
+        lambda d: [None, _verdicts(d, "trusted")],
+    ),
+    Quote(
+        RATERS,
+        "+0.22 [+0.05, +0.38] over β only and +0.20 [+0.03, +0.36] over pooling (median 0.925, above 0.9 in "
+        "13 of 23 runs)",
+        RPREFRL,
+        lambda d: [
+            *rp_diff("beta_only")(d, "reward_correlation"),
+            *rp_diff("pooled")(d, "reward_correlation"),
+            rp_median("hierarchical")(d, None)[0],
+            None,
+            rp_median("hierarchical")(d, None)[1],
+            len(d["runs"]) // 3,
+        ],
+    ),
+    Quote(
+        RATERS,
+        "the same seeds gave a mean correlation of 0.767, with intervals that included 0 (+0.17 [−0.05, "
+        "+0.38] over β only), but more runs above 0.9 (16) and the verdict `deliberate-but-misinformed` in 7",
+        RPREFRL_IND,
+        lambda d: [
+            rp_mean("hierarchical")(d, "reward_correlation")[0],
+            None,
+            *rp_diff("beta_only")(d, "reward_correlation"),
+            None,
+            rp_median("hierarchical")(d, None)[1],
+            _verdicts(d, "deliberate-but-misinformed"),
+        ],
+    ),
     Quote(
         RATERS,
         "the untrusted raters' λ̂ come out at 2.1 instead of 0.57 (truth 0.3 and 0.5), and the TV doubles "
