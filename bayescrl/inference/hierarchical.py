@@ -646,7 +646,10 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
         solved = False
         for _k in range(_CG_MAX):
             q_t, q_V = _hess_vec(pool, wb2, lam2, p_t, p_V)
-            a = rz / float((p_t * q_t).sum() + (p_V * q_V).sum())
+            pap = float((p_t * q_t).sum() + (p_V * q_V).sum())
+            if not pap > 0:  # a breakdown (zero or non-finite curvature): rebuild the factors / take x
+                break
+            a = rz / pap
             x_t, x_V = x_t + a * p_t, x_V + a * p_V
             r_t, r_V = r_t - a * q_t, r_V - a * q_V
             diag["cg_iters"] += 1
