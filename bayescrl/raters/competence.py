@@ -63,42 +63,94 @@ def log_marginal_likelihood(
     cov = cov0 + torch.eye(d, dtype=cov0.dtype, device=cov0.device) / lam**2
     z = signed_diff(x0, x1, y)  # [S,N,d]
     if method == "mc":
-        eps = torch.randn(num_mc, d, generator=generator, dtype=x0.dtype).to(x0.device)
-        vt = mu0 + eps @ torch.linalg.cholesky(cov).T  # [M, d]
-        margin = torch.einsum("snd,md->smn", z, vt)  # [S, M, N]
-        ll = F.logsigmoid(betas[None, :, None, None] * margin[:, None]).sum(-1)  # [S,G,M]
-        return torch.logsumexp(ll, dim=-1) - math.log(num_mc)
+        return _mc_evidence(z, betas, mu0, cov, num_mc, generator, x0.dtype, x0.device)
     if method != "laplace":
         raise ConfigError("method", method, "must be 'laplace' or 'mc'")
     prec = torch.cholesky_inverse(torch.linalg.cholesky(cov))
     bz = betas[None, :, None, None] * z[:, None]  # [S,G,N,d]
+    v = _evidence_mode(bz, mu0, prec, newton_iters)
+    return _laplace_at_mode(v, bz, mu0, cov, prec)
 
-    def log_joint(v: torch.Tensor) -> torch.Tensor:  # log-likelihood + log-prior up to a constant [S,G]
-        dv = v - mu0
-        return F.logsigmoid((bz * v[:, :, None]).sum(-1)).sum(-1) - 0.5 * ((dv @ prec) * dv).sum(-1)
 
-    v = mu0.expand(S, betas.shape[0], d).clone()
-    f = log_joint(v)
-    for _ in range(newton_iters):  # strictly concave: damped Newton from the prior mean
+def _mc_evidence(
+    z: torch.Tensor,
+    betas: torch.Tensor,
+    mu0: torch.Tensor,
+    cov: torch.Tensor,
+    num_mc: int,
+    generator: torch.Generator | None,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """``log (1/M Σ_m Π_n σ(β ⟨z_n, ϑ_m⟩))`` ``[S, G]`` over M prior draws ``ϑ_m ~ N(μ0, Σ0 + I/λ²)``."""
+    d = z.shape[-1]
+    eps = torch.randn(num_mc, d, generator=generator, dtype=dtype).to(device)
+    vt = mu0 + eps @ torch.linalg.cholesky(cov).T  # [M, d]
+    margin = torch.einsum("snd,md->smn", z, vt)  # [S, M, N]
+    ll = F.logsigmoid(betas[None, :, None, None] * margin[:, None]).sum(-1)  # [S,G,M]
+    return torch.logsumexp(ll, dim=-1) - math.log(num_mc)
+
+
+def _log_joint(v: torch.Tensor, bz: torch.Tensor, mu0: torch.Tensor, prec: torch.Tensor) -> torch.Tensor:
+    """Log-likelihood + log-prior of ``ϑ = v [S,G,d]`` up to a constant ``[S,G]``."""
+    dv = v - mu0
+    return F.logsigmoid((bz * v[:, :, None]).sum(-1)).sum(-1) - 0.5 * ((dv @ prec) * dv).sum(-1)
+
+
+def _neg_hessian(s: torch.Tensor, bz: torch.Tensor, prec: torch.Tensor) -> torch.Tensor:
+    """Minus the log joint's Hessian ``Σ_n s_n(1 − s_n) bz_n bz_nᵀ + Σ⁻¹`` ``[S,G,d,d]`` (``s = σ(−m)``)."""
+    return torch.einsum("sgn,sgnd,sgne->sgde", s * (1 - s), bz, bz) + prec
+
+
+def _evidence_mode(
+    bz: torch.Tensor, mu0: torch.Tensor, prec: torch.Tensor, newton_iters: int
+) -> torch.Tensor:
+    """The MAP of ``ϑ`` ``[S,G,d]`` by damped Newton from the prior mean (strictly concave log joint)."""
+    S, G, _, d = bz.shape
+    v = mu0.expand(S, G, d).clone()
+    f = _log_joint(v, bz, mu0, prec)
+    for _ in range(newton_iters):
         m = (bz * v[:, :, None]).sum(-1)
         s = torch.sigmoid(-m)  # d/dm logσ(m)
         grad = (s[..., None] * bz).sum(2) - (v - mu0) @ prec
-        H = torch.einsum("sgn,sgnd,sgne->sgde", s * (1 - s), bz, bz) + prec
-        step = torch.linalg.solve(H, grad.unsqueeze(-1)).squeeze(-1)
-        # step halving until the log joint does not decrease: plain Newton on a logistic likelihood can
-        # fall into a 2-cycle far from the mode (it did for β ≳ 1 with μ0 ≠ 0, giving log p ≈ -1600)
-        t = torch.ones_like(f)
-        tiny = (grad * step).sum(-1) <= 1e-12 * (1 + f.abs())  # converged: round-off decides, accept
-        for _ in range(40):
-            f_new = log_joint(v + t[..., None] * step)
-            ok = (f_new >= f) | tiny
-            if bool(ok.all()):
-                break
-            t = torch.where(ok, t, 0.5 * t)
-        v, f = torch.where(ok[..., None], v + t[..., None] * step, v), torch.where(ok, f_new, f)
+        step = torch.linalg.solve(_neg_hessian(s, bz, prec), grad.unsqueeze(-1)).squeeze(-1)
+        v, f = _halving_step(v, f, grad, step, bz, mu0, prec)
+    return v
+
+
+def _halving_step(
+    v: torch.Tensor,
+    f: torch.Tensor,
+    grad: torch.Tensor,
+    step: torch.Tensor,
+    bz: torch.Tensor,
+    mu0: torch.Tensor,
+    prec: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Take ``v + t·step`` with ``t`` halved until the log joint ``f`` does not decrease; returns (v, f).
+
+    Plain Newton on a logistic likelihood can fall into a 2-cycle far from the mode (it did for β ≳ 1 with
+    μ0 ≠ 0, giving log p ≈ -1600).
+    """
+    t = torch.ones_like(f)
+    tiny = (grad * step).sum(-1) <= 1e-12 * (1 + f.abs())  # converged: round-off decides, accept
+    for _ in range(40):
+        f_new = _log_joint(v + t[..., None] * step, bz, mu0, prec)
+        ok = (f_new >= f) | tiny
+        if bool(ok.all()):
+            break
+        t = torch.where(ok, t, 0.5 * t)
+    return torch.where(ok[..., None], v + t[..., None] * step, v), torch.where(ok, f_new, f)
+
+
+def _laplace_at_mode(
+    v: torch.Tensor, bz: torch.Tensor, mu0: torch.Tensor, cov: torch.Tensor, prec: torch.Tensor
+) -> torch.Tensor:
+    """Laplace's ``log p(D) ≈ log p(D | v) + log p(v) + d/2 log 2π − ½ log det H`` ``[S,G]`` at the mode v."""
+    d = v.shape[-1]
     m = (bz * v[:, :, None]).sum(-1)
     s = torch.sigmoid(-m)
-    H = torch.einsum("sgn,sgnd,sgne->sgde", s * (1 - s), bz, bz) + prec
+    H = _neg_hessian(s, bz, prec)
     log_prior = torch.distributions.MultivariateNormal(mu0, cov).log_prob(v)
     return F.logsigmoid(m).sum(-1) + log_prior + 0.5 * d * math.log(2 * math.pi) - 0.5 * torch.logdet(H)
 
