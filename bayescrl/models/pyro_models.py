@@ -60,48 +60,83 @@ def bt_linear_model(
     lam_priors: Mapping[int, CompetencePrior] | None = None,
     transitions: TransitionData | None = None,
 ) -> dict[str, torch.Tensor]:
-    """The joint model p(θ, β, λ, ϑ, η, Y, R, s'); pass ``y=None`` / ``r=None`` to simulate."""
+    """The joint model p(θ, β, λ, ϑ, η, Y, R, s'); pass ``y=None`` / ``r=None`` to simulate.
+
+    Sites in this order: ``theta``, ``beta_<id>``, ``lam_<id>``, ``vartheta``, ``pref``, ``reward``,
+    ``eta``, ``transition`` (see the module docstring).
+    """
     R = beta.shape[-1]
     ids = rater_ids or tuple(f"r{i}" for i in range(R))
     theta = pyro.sample("theta", dist.MultivariateNormal(mu0, covariance_matrix=cov0))
-
-    def competence(fixed: torch.Tensor, priors, name: str) -> torch.Tensor:
-        if not priors:
-            return fixed
-        cols = []
-        for i in range(R):
-            if i in priors:  # scalar site: shape [] (or [P, 1] under a particle plate at dim -2)
-                v = pyro.sample(f"{name}_{ids[i]}", priors[i].distribution(fixed))
-                cols.append(v.reshape(v.shape[:-1] + (1,)) if v.dim() else v.reshape(1))
-            else:
-                cols.append(fixed[i].reshape(1))
-        return torch.cat(torch.broadcast_tensors(*cols), -1)  # [R] or [P, R]
-
-    beta_v = competence(beta, beta_priors, "beta")  # [..., R] or [R]
-    lam_v = competence(lam, lam_priors, "lam")
+    beta_v = _competence(beta, beta_priors, "beta", ids, R)  # [..., R] or [R]
+    lam_v = _competence(lam, lam_priors, "lam", ids, R)
     with pyro.plate("raters", R, dim=-1):
         vartheta = pyro.sample(
             "vartheta", dist.Normal(theta, (1.0 / lam_v).unsqueeze(-1)).to_event(1)
         )  # [R, d] (or [P, R, d]: θ is [P, 1, d] under a particle plate at dim -2)
     out = {"theta": theta, "vartheta": vartheta}
     if x0.shape[0] > 0:
-        vt_n = vartheta[..., rater, :]  # [..., N, d]
-        logits = bt_logit(x1, x0, vt_n, beta_v[..., rater])  # logit P(Y = 1) = β⟨x1 − x0, ϑ⟩
-        with pyro.plate("prefs", x0.shape[0], dim=-1):
-            out["pref"] = pyro.sample("pref", dist.Bernoulli(logits=logits), obs=y)
+        out["pref"] = _preference_site(vartheta, beta_v, x0, x1, y, rater)
     if x.shape[0] > 0:
-        mean = (x * theta).sum(-1)  # [T] (or [P, T])
-        with pyro.plate("rewards", x.shape[0], dim=-1):
-            out["reward"] = pyro.sample("reward", dist.Normal(mean, noise_sd), obs=r)
+        out["reward"] = _reward_site(theta, noise_sd, x, r)
     if transitions is not None:
-        td = transitions
-        with pyro.plate("state_actions", td.num_states * td.num_actions, dim=-1):
-            eta = pyro.sample("eta", dist.Dirichlet(td.alpha0))  # [..., S·A, S]
-        out["eta"] = eta
-        if td.s.shape[0] > 0:
-            sa = td.s * td.num_actions + td.a
-            with pyro.plate("transitions", td.s.shape[0], dim=-1):
-                out["transition"] = pyro.sample(
-                    "transition", dist.Categorical(probs=eta[..., sa, :]), obs=td.next
-                )
+        out.update(_transition_sites(transitions))
+    return out
+
+
+def _competence(
+    fixed: torch.Tensor,
+    priors: Mapping[int, CompetencePrior] | None,
+    name: str,
+    ids: tuple[str, ...],
+    R: int,
+) -> torch.Tensor:
+    """β (or λ) of R raters ``[R]`` (``[P, R]`` under a particle plate), a site ``<name>_<id>`` per prior."""
+    if not priors:
+        return fixed
+    cols = []
+    for i in range(R):
+        if i in priors:  # scalar site: shape [] (or [P, 1] under a particle plate at dim -2)
+            v = pyro.sample(f"{name}_{ids[i]}", priors[i].distribution(fixed))
+            cols.append(v.reshape(v.shape[:-1] + (1,)) if v.dim() else v.reshape(1))
+        else:
+            cols.append(fixed[i].reshape(1))
+    return torch.cat(torch.broadcast_tensors(*cols), -1)  # [R] or [P, R]
+
+
+def _preference_site(
+    vartheta: torch.Tensor,
+    beta_v: torch.Tensor,
+    x0: torch.Tensor,
+    x1: torch.Tensor,
+    y: torch.Tensor | None,
+    rater: torch.Tensor,
+) -> torch.Tensor:
+    """``pref``: Y_n ~ Bernoulli(σ(β_i⟨x1_n − x0_n, ϑ_i⟩)) of Eq. `rater_preference_dist`, plate ``prefs``."""
+    vt_n = vartheta[..., rater, :]  # [..., N, d]
+    logits = bt_logit(x1, x0, vt_n, beta_v[..., rater])  # logit P(Y = 1) = β⟨x1 − x0, ϑ⟩
+    with pyro.plate("prefs", x0.shape[0], dim=-1):
+        return pyro.sample("pref", dist.Bernoulli(logits=logits), obs=y)
+
+
+def _reward_site(
+    theta: torch.Tensor, noise_sd: float, x: torch.Tensor, r: torch.Tensor | None
+) -> torch.Tensor:
+    """``reward``: R_s ~ N(⟨x_s, θ⟩, σ²), plate ``rewards``."""
+    mean = (x * theta).sum(-1)  # [T] (or [P, T])
+    with pyro.plate("rewards", x.shape[0], dim=-1):
+        return pyro.sample("reward", dist.Normal(mean, noise_sd), obs=r)
+
+
+def _transition_sites(td: TransitionData) -> dict[str, torch.Tensor]:
+    """``eta``: η(s, a) ~ Dir(α0) per (s, a); then the observed ``transition`` s' ~ Categorical(η(s, a))."""
+    with pyro.plate("state_actions", td.num_states * td.num_actions, dim=-1):
+        eta = pyro.sample("eta", dist.Dirichlet(td.alpha0))  # [..., S·A, S]
+    out = {"eta": eta}
+    if td.s.shape[0] > 0:
+        sa = td.s * td.num_actions + td.a
+        with pyro.plate("transitions", td.s.shape[0], dim=-1):
+            out["transition"] = pyro.sample(
+                "transition", dist.Categorical(probs=eta[..., sa, :]), obs=td.next
+            )
     return out
