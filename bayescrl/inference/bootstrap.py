@@ -841,28 +841,68 @@ def newton_solve(
         raise ConfigError("solver", solver, f"must be one of {list(SOLVERS)}")
     pb = problem.batch_view()
     terms = _Terms(pb)
-    B, M, _ = pert.theta_anchor.shape
-    d, R = pb.dim, pb.num_raters
-    if init is None:
-        theta = pert.theta_anchor.clone()
-        vartheta = (theta.unsqueeze(-2) + pert.vartheta_shift).clone()
-    else:
-        theta, vartheta = (init.theta, init.vartheta) if isinstance(init, MAPResult) else init
-        theta = theta.to(pb.mu0).reshape(B, M, d).clone()
-        vartheta = vartheta.to(pb.mu0).reshape(B, M, R, d).clone()
+    theta, vartheta = _start_point(pb, pert, init)
+    d, M = pb.dim, pert.theta_anchor.shape[1]
     exact = solver == "auto" and d <= _DIRECT_MAX_DIM  # batched exact steps in the columns layout
     use_cg = solver == "newton-cg" or (solver == "auto" and not return_hessian and (exact or _use_cg(d, M)))
     if linear_solve is not None and (solver == "newton-cg" or return_hessian):
         raise ConfigError("linear_solve", "given", "needs the direct solver and return_hessian=False")
-    use_cg = use_cg and linear_solve is None
+    if use_cg and linear_solve is None:
+        return _solve_cg(terms, pert, theta, vartheta, tol, max_iter, exact, return_hessian)
+    return _solve_direct(terms, pert, theta, vartheta, tol, max_iter, return_hessian, linear_solve)
+
+
+def _start_point(
+    pb: BTLinearProblem, pert: Perturbation, init: MAPResult | tuple[torch.Tensor, torch.Tensor] | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Newton's start ``(θ [B,M,d], ϑ [B,M,R,d])``: the prior anchors μ0 + θ', ϑ = θ + ϑ' unless ``init``."""
+    B, M, _ = pert.theta_anchor.shape
+    d, R = pb.dim, pb.num_raters
+    if init is None:
+        theta = pert.theta_anchor.clone()
+        return theta, (theta.unsqueeze(-2) + pert.vartheta_shift).clone()
+    theta, vartheta = (init.theta, init.vartheta) if isinstance(init, MAPResult) else init
+    return theta.to(pb.mu0).reshape(B, M, d).clone(), vartheta.to(pb.mu0).reshape(B, M, R, d).clone()
+
+
+def _solve_cg(
+    terms: _Terms,
+    pert: Perturbation,
+    theta: torch.Tensor,
+    vartheta: torch.Tensor,
+    tol: float,
+    max_iter: int,
+    exact: bool,
+    return_hessian: bool,
+) -> MAPResult:
+    """:func:`newton_solve` in :class:`_NewtonCG`'s columns layout (CG, or exact per-sample steps)."""
+    B, M, d = theta.shape
+    R = terms.R
+    z0 = torch.cat([theta, vartheta.reshape(B, M, R * d)], -1).mT.contiguous()
+    cg = _NewtonCG(terms, pert, direct=exact)
+    zc, loss, gnorm, it = cg.solve(z0, tol, max_iter)
+    theta, vartheta = _split(zc.mT.contiguous(), d, R)
+    H = terms.grad_hess(theta, vartheta, pert)[1] if return_hessian else None
+    return MAPResult(theta, vartheta, gnorm, gnorm <= tol, it, loss, H)
+
+
+def _solve_direct(
+    terms: _Terms,
+    pert: Perturbation,
+    theta: torch.Tensor,
+    vartheta: torch.Tensor,
+    tol: float,
+    max_iter: int,
+    return_hessian: bool,
+    linear_solve: Callable[[torch.Tensor], torch.Tensor] | None,
+) -> MAPResult:
+    """:func:`newton_solve` with each Newton system solved directly (or by ``linear_solve``).
+
+    Problems whose gradient norm is already ≤ ``tol`` stay where they are while the others move on.
+    """
+    B, M, d = theta.shape
+    R = terms.R
     curv = linear_solve is None
-    if use_cg:
-        z0 = torch.cat([theta, vartheta.reshape(B, M, R * d)], -1).mT.contiguous()
-        cg = _NewtonCG(terms, pert, direct=exact)
-        zc, loss, gnorm, it = cg.solve(z0, tol, max_iter)
-        theta, vartheta = _split(zc.mT.contiguous(), d, R)
-        H = terms.grad_hess(theta, vartheta, pert)[1] if return_hessian else None
-        return MAPResult(theta, vartheta, gnorm, gnorm <= tol, it, loss, H)
     z = torch.cat([theta, vartheta.reshape(B, M, R * d)], -1)
     loss = terms.loss(theta, vartheta, pert)
     it = 0
@@ -871,31 +911,10 @@ def newton_solve(
     gnorm = g.norm(dim=-1)
     while it < max_iter and bool((gnorm > tol).any()):
         it += 1
-        if linear_solve is not None:
-            step, bad, diag = linear_solve(g), torch.zeros_like(gnorm, dtype=torch.bool), None
-        elif blocks:
-            step, bad = terms.block_newton_step(g, k_vt)
-            diag = terms.assemble(k_vt).diagonal(dim1=-2, dim2=-1) if bool(bad.any()) else None
-        else:
-            H = terms.assemble(k_vt)
-            chol, info = torch.linalg.cholesky_ex(H)
-            step = -torch.cholesky_solve(g.unsqueeze(-1), chol).squeeze(-1)
-            bad, diag = info != 0, H.diagonal(dim1=-2, dim2=-1)
-        if bool(bad.any()):  # numerically indefinite: fall back to a gradient step
-            step = torch.where(bad.unsqueeze(-1), -g / diag.clamp_min(1.0), step)
-        slope = (g * step).sum(-1)  # < 0
-        alpha = torch.ones(B, M, dtype=z.dtype, device=z.device)
+        step = _direct_step(terms, g, k_vt, blocks, linear_solve)
         active = gnorm > tol
-        for _ in range(30):
-            zt = z + alpha.unsqueeze(-1) * step
-            new_loss = terms.loss(*_split(zt, d, R), pert)
-            tiny = -slope <= 1e-12 * (1 + loss.abs())
-            ok = (new_loss <= loss + 1e-4 * alpha * slope) | tiny | ~active
-            if bool(ok.all()):
-                break
-            alpha = torch.where(ok, alpha, 0.5 * alpha)
-        upd = active.unsqueeze(-1)
-        z = torch.where(upd, z + alpha.unsqueeze(-1) * step, z)
+        alpha = _armijo(terms, pert, z, step, g, loss, active)
+        z = torch.where(active.unsqueeze(-1), z + alpha.unsqueeze(-1) * step, z)
         theta, vartheta = _split(z, d, R)
         loss = torch.where(active, terms.loss(theta, vartheta, pert), loss)
         g, k_vt = terms.grad_blocks(theta, vartheta, pert, curv)
@@ -910,6 +929,55 @@ def newton_solve(
         loss=loss,
         hessian=terms.assemble(k_vt) if return_hessian else None,
     )
+
+
+def _direct_step(
+    terms: _Terms,
+    g: torch.Tensor,
+    k_vt: torch.Tensor | None,
+    blocks: bool,
+    linear_solve: Callable[[torch.Tensor], torch.Tensor] | None,
+) -> torch.Tensor:
+    """The Newton step −H⁻¹g ``[B,M,D]``: by ``linear_solve``, by eliminating the ϑ_i (``blocks``), or by a
+    dense Cholesky factorisation; a gradient step −g/diag(H) where H is numerically indefinite."""
+    if linear_solve is not None:
+        step, bad, diag = linear_solve(g), torch.zeros(g.shape[:-1], dtype=torch.bool, device=g.device), None
+    elif blocks:
+        step, bad = terms.block_newton_step(g, k_vt)
+        diag = terms.assemble(k_vt).diagonal(dim1=-2, dim2=-1) if bool(bad.any()) else None
+    else:
+        H = terms.assemble(k_vt)
+        chol, info = torch.linalg.cholesky_ex(H)
+        step = -torch.cholesky_solve(g.unsqueeze(-1), chol).squeeze(-1)
+        bad, diag = info != 0, H.diagonal(dim1=-2, dim2=-1)
+    if bool(bad.any()):  # numerically indefinite: fall back to a gradient step
+        step = torch.where(bad.unsqueeze(-1), -g / diag.clamp_min(1.0), step)
+    return step
+
+
+def _armijo(
+    terms: _Terms,
+    pert: Perturbation,
+    z: torch.Tensor,
+    step: torch.Tensor,
+    g: torch.Tensor,
+    loss: torch.Tensor,
+    active: torch.Tensor,
+) -> torch.Tensor:
+    """Step lengths α ``[B,M]``: halved from 1 (at most 30 times) until the Armijo condition
+    L(z + α step) ≤ L(z) + 10⁻⁴ α gᵀstep holds for every ``active`` problem (or the slope is round-off)."""
+    d, R = terms.d, terms.R
+    slope = (g * step).sum(-1)  # < 0
+    alpha = torch.ones(z.shape[:-1], dtype=z.dtype, device=z.device)
+    for _ in range(30):
+        zt = z + alpha.unsqueeze(-1) * step
+        new_loss = terms.loss(*_split(zt, d, R), pert)
+        tiny = -slope <= 1e-12 * (1 + loss.abs())
+        ok = (new_loss <= loss + 1e-4 * alpha * slope) | tiny | ~active
+        if bool(ok.all()):
+            break
+        alpha = torch.where(ok, alpha, 0.5 * alpha)
+    return alpha
 
 
 def _squeeze(res: MAPResult, batched: bool) -> MAPResult:
