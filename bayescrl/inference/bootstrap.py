@@ -683,98 +683,181 @@ class _NewtonCG:
         return torch.where(live.unsqueeze(1), step, torch.zeros_like(step))
 
     def solve(self, z: torch.Tensor, tol: float, max_iter: int):
-        """Minimise from columns ``z [B,D,M]``; returns (z, loss, grad_norm, iterations)."""
+        """Minimise from columns ``z [B,D,M]``; returns (z, loss, grad_norm, iterations).
+
+        Armijo backtracking on the loss. With exact steps, a column whose full step was accepted and
+        halved its gradient norm is in Newton's region of quadratic convergence; from then on its steps
+        are judged by the decrease of ½‖g‖², for which −H⁻¹g is a descent direction too
+        (gᵀH(−H⁻¹g) = −‖g‖²) and which needs no loss value (computed once more at the end).
+        """
         data = self.data
         z = z.clone()
-        # Armijo backtracking on the loss. With exact steps, a column whose full step was accepted and
-        # halved its gradient norm is in Newton's region of quadratic convergence; from then on its steps
-        # are judged by the decrease of ½‖g‖², for which −H⁻¹g is a descent direction too
-        # (gᵀH(−H⁻¹g) = −‖g‖²) and which needs no loss value (computed once more at the end).
         merit = self.direct and self.rows is not None
         loss, cache = self.loss(z, data)
         g, h = self.grad(data, cache)
         gn = _norm(g)  # [B,M]
         quad = torch.zeros_like(gn, dtype=torch.bool)
-        eta = torch.full_like(gn, 0.5)
+        st = _Columns(z, g, h, loss, gn, torch.full_like(gn, 0.5), quad)
         it = 0
         prec = None
         built = (0, 0)
-        while it < max_iter and bool((gn > tol).any()):
+        while it < max_iter and bool((st.gn > tol).any()):
             it += 1
-            todo = gn > tol
-            if int(todo.sum(1).max()) > 0.75 * todo.shape[1]:  # most columns in play: no gathering
-                idx, live = None, todo
-            else:
-                idx, live = _compact(todo)
-            zc, gc, lc, gnc, etac, qc = (_take(v, idx) for v in (z, g, loss, gn, eta, quad))
-            hc = None if h is None else _take(h, idx)
+            idx, live = _in_play(st.gn > tol)
+            c = st.take(idx)
             dc = {k: _take(v, idx) for k, v in data.items()}
-            n_live = int(live.sum())
-            if it <= 2 or it - built[0] >= 4 or n_live <= built[1] // 2:
-                # shared curvature at the start, at the first step's points, then every 4 steps or when
-                # half the problems have converged (the rest get a preconditioner closer to their own)
-                built = (it, n_live)
-                hbar = None
-                if hc is not None:
-                    lv = live.to(hc.dtype)[:, None, None, :]
-                    hbar = (hc * lv).sum(-1) / lv.sum(-1).clamp_min(1.0)
-                prec = self.preconditioner(hbar)
-            thr = torch.maximum(etac * gnc, torch.full_like(gnc, 0.25 * tol))
-            step = self.newton_step(gc, hc, live, thr, gnc, prec)
-            slope = _dot(gc, step)
-            bad = live & ~(slope < 0)  # cannot happen for SPD H; fall back to a preconditioned gradient step
-            if bool(bad.any()):
-                step = torch.where(bad.unsqueeze(1), -prec(gc), step)
-                slope = _dot(gc, step)
-                if bool((bad & qc).any()):  # a gradient step descends on the loss only: fresh loss values
-                    lc, qc = self.loss(zc, dc, derivs=False)[0], qc & ~bad
-            value = bool((live & ~qc).any())  # some column still judged by its loss
-            alpha = torch.ones_like(slope)
-            for _ in range(30):
-                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=value)
-                if merit:
-                    new_g, new_h = self.grad(dc, cache)
-                    new_gn = _norm(new_g)
-                    g_ok = (new_gn <= (1 - 1e-4 * alpha) * gnc) | (new_gn <= tol)
-                else:
-                    g_ok = torch.zeros_like(live)
-                tiny = -slope <= 1e-12 * (1 + lc.abs())
-                ok = torch.where(qc, g_ok, (new_loss <= lc + 1e-4 * alpha * slope) | tiny) | ~live
-                if bool(ok.all()):
-                    break
-                alpha = torch.where(ok, alpha, 0.5 * alpha)
-            else:  # backtracking gave up: take the last step, evaluated afresh
-                new_loss, cache = self.loss(zc + alpha.unsqueeze(1) * step, dc, value=value)
-                if merit:
-                    new_g, new_h = self.grad(dc, cache)
-                    new_gn = _norm(new_g)
-            zc = zc + alpha.unsqueeze(1) * step  # columns not live are dropped below
-            if not merit:
+            built, prec = self._refresh_preconditioner(it, built, live, c.h, prec)
+            step, slope, c.loss, c.quad = self._descent_step(c, dc, live, tol, prec)
+            value = bool((live & ~c.quad).any())  # some column still judged by its loss
+            alpha, new = self._line_search(c, dc, step, slope, live, tol, merit, value)
+            new.z = c.z + alpha.unsqueeze(1) * step  # columns not live are dropped by put
+            if merit:
+                new.quad = c.quad | (live & (alpha == 1) & (new.gn <= 0.5 * c.gn))
+                _put(st.quad, idx, new.quad)
+            new.eta = _forcing_term(new.gn, c.gn, c.eta)
+            st.put(idx, live, c, new, value)
+        if bool(st.quad.any()):
+            st.loss = self.loss(st.z, data, derivs=False)[0]
+        return st.z, st.loss, st.gn, it
+
+    def _refresh_preconditioner(
+        self,
+        it: int,
+        built: tuple[int, int],
+        live: torch.Tensor,
+        hc: torch.Tensor | None,
+        prec: Callable | None,
+    ) -> tuple[tuple[int, int], Callable]:
+        """The shared preconditioner, rebuilt from the live columns' mean curvature when due.
+
+        Due at the start, at the first step's points, then every 4 steps or when half the problems have
+        converged (the rest get a preconditioner closer to their own); ``built`` = (iteration, live count)
+        of the last build.
+        """
+        n_live = int(live.sum())
+        if it <= 2 or it - built[0] >= 4 or n_live <= built[1] // 2:
+            built = (it, n_live)
+            hbar = None
+            if hc is not None:
+                lv = live.to(hc.dtype)[:, None, None, :]
+                hbar = (hc * lv).sum(-1) / lv.sum(-1).clamp_min(1.0)
+            prec = self.preconditioner(hbar)
+        return built, prec
+
+    def _descent_step(
+        self, c: _Columns, dc: dict, live: torch.Tensor, tol: float, prec: Callable
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The inexact Newton step ``[B,D,K]`` of the columns ``c``, its slope gᵀstep, and the columns'
+        loss and quadratic-region flags (refreshed where a column falls back to a gradient step)."""
+        thr = torch.maximum(c.eta * c.gn, torch.full_like(c.gn, 0.25 * tol))
+        step = self.newton_step(c.g, c.h, live, thr, c.gn, prec)
+        slope = _dot(c.g, step)
+        lc, qc = c.loss, c.quad
+        bad = live & ~(slope < 0)  # cannot happen for SPD H; fall back to a preconditioned gradient step
+        if bool(bad.any()):
+            step = torch.where(bad.unsqueeze(1), -prec(c.g), step)
+            slope = _dot(c.g, step)
+            if bool((bad & qc).any()):  # a gradient step descends on the loss only: fresh loss values
+                lc, qc = self.loss(c.z, dc, derivs=False)[0], qc & ~bad
+        return step, slope, lc, qc
+
+    def _line_search(
+        self,
+        c: _Columns,
+        dc: dict,
+        step: torch.Tensor,
+        slope: torch.Tensor,
+        live: torch.Tensor,
+        tol: float,
+        merit: bool,
+        value: bool,
+    ) -> tuple[torch.Tensor, _Columns]:
+        """Step lengths α ``[B,K]`` halved from 1 (at most 30 times) until every live column descends.
+
+        A column descends by the Armijo condition on its loss, or (in the quadratic region, ``merit``) by
+        ‖g‖ ≤ (1 − 10⁻⁴α)‖g₀‖ or ‖g‖ ≤ ``tol``. Also returns the loss, gradient, curvature and gradient
+        norm at the accepted points (``z``, ``eta`` and ``quad`` left for the caller).
+        """
+        alpha = torch.ones_like(slope)
+        for _ in range(30):
+            new_loss, cache = self.loss(c.z + alpha.unsqueeze(1) * step, dc, value=value)
+            if merit:
                 new_g, new_h = self.grad(dc, cache)
                 new_gn = _norm(new_g)
+                g_ok = (new_gn <= (1 - 1e-4 * alpha) * c.gn) | (new_gn <= tol)
+            else:
+                g_ok = torch.zeros_like(live)
+            tiny = -slope <= 1e-12 * (1 + c.loss.abs())
+            ok = torch.where(c.quad, g_ok, (new_loss <= c.loss + 1e-4 * alpha * slope) | tiny) | ~live
+            if bool(ok.all()):
+                break
+            alpha = torch.where(ok, alpha, 0.5 * alpha)
+        else:  # backtracking gave up: take the last step, evaluated afresh
+            new_loss, cache = self.loss(c.z + alpha.unsqueeze(1) * step, dc, value=value)
             if merit:
-                qc = qc | (live & (alpha == 1) & (new_gn <= 0.5 * gnc))
-                _put(quad, idx, qc)
-            # Eisenstat–Walker choice 2 (γ = 0.9, α = 2) with its safeguard, capped at 0.5
-            ew = 0.9 * (new_gn / gnc.clamp_min(1e-300)) ** 2
-            prev = 0.9 * etac**2
-            ew = torch.where(prev > 0.1, torch.maximum(ew, prev), ew).clamp(max=0.5)
-            lv = live.unsqueeze(1)
-            _put(z, idx, torch.where(lv, zc, _take(z, idx)))
-            _put(g, idx, torch.where(lv, new_g, gc))
-            if (
-                value
-            ):  # (otherwise new_loss lacks the comparison terms; those columns' loss is redone at the end)
-                _put(loss, idx, torch.where(live, new_loss, lc))
-            _put(gn, idx, torch.where(live, new_gn, gnc))
-            _put(eta, idx, torch.where(live, ew, etac))
-            if h is not None and idx is None:
-                h = new_h  # columns out of play did not move: their curvature is unchanged
-            elif h is not None:
-                _put(h, idx, torch.where(live[:, None, None, :], new_h, hc))
-        if bool(quad.any()):
-            loss = self.loss(z, data, derivs=False)[0]
-        return z, loss, gn, it
+                new_g, new_h = self.grad(dc, cache)
+                new_gn = _norm(new_g)
+        if not merit:
+            new_g, new_h = self.grad(dc, cache)
+            new_gn = _norm(new_g)
+        return alpha, _Columns(c.z, new_g, new_h, new_loss, new_gn, c.eta, c.quad)
+
+
+@dataclass
+class _Columns:
+    """The per-column state of :meth:`_NewtonCG.solve` (sample axis last): iterate ``z [B,D,M]``, gradient
+    ``g [B,D,M]``, curvature ``h`` (or ``None``), ``loss``, gradient norm ``gn``, forcing term ``eta`` and
+    quadratic-region flag ``quad`` (all ``[B,M]``)."""
+
+    z: torch.Tensor
+    g: torch.Tensor
+    h: torch.Tensor | None
+    loss: torch.Tensor
+    gn: torch.Tensor
+    eta: torch.Tensor
+    quad: torch.Tensor
+
+    def take(self, idx: torch.Tensor | None) -> _Columns:
+        """The columns ``idx [B,K]`` (:func:`_take`; ``None``: these very tensors)."""
+        h = None if self.h is None else _take(self.h, idx)
+        z, g, loss, gn, eta, quad = (
+            _take(v, idx) for v in (self.z, self.g, self.loss, self.gn, self.eta, self.quad)
+        )
+        return _Columns(z, g, h, loss, gn, eta, quad)
+
+    def put(
+        self, idx: torch.Tensor | None, live: torch.Tensor, old: _Columns, new: _Columns, value: bool
+    ) -> None:
+        """Write ``new`` back to the columns ``idx`` where ``live`` (elsewhere ``old``; ``quad`` aside).
+
+        ``value=False``: ``new.loss`` lacks the comparison terms; those columns' loss is redone at the end.
+        """
+        lv = live.unsqueeze(1)
+        _put(self.z, idx, torch.where(lv, new.z, _take(self.z, idx)))
+        _put(self.g, idx, torch.where(lv, new.g, old.g))
+        if value:
+            _put(self.loss, idx, torch.where(live, new.loss, old.loss))
+        _put(self.gn, idx, torch.where(live, new.gn, old.gn))
+        _put(self.eta, idx, torch.where(live, new.eta, old.eta))
+        if self.h is not None and idx is None:
+            self.h = new.h  # columns out of play did not move: their curvature is unchanged
+        elif self.h is not None:
+            _put(self.h, idx, torch.where(live[:, None, None, :], new.h, old.h))
+
+
+def _in_play(todo: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """Column indices ``[B,K]`` of the unconverged problems ``todo [B,M]`` and their mask ``[B,K]``;
+    ``None`` (no gathering) while most columns are in play."""
+    if int(todo.sum(1).max()) > 0.75 * todo.shape[1]:
+        return None, todo
+    return _compact(todo)
+
+
+def _forcing_term(new_gn: torch.Tensor, gn: torch.Tensor, eta: torch.Tensor) -> torch.Tensor:
+    """The next CG tolerance: Eisenstat–Walker choice 2 (γ = 0.9, α = 2) with its safeguard, capped at 0.5."""
+    ew = 0.9 * (new_gn / gn.clamp_min(1e-300)) ** 2
+    prev = 0.9 * eta**2
+    return torch.where(prev > 0.1, torch.maximum(ew, prev), ew).clamp(max=0.5)
 
 
 _LOOSE = 1e-3  # Newton-CG solves at least this loose (relative residual) skip the float64 check
