@@ -13,6 +13,8 @@ on its device (torch's generator) instead of the numpy copy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
@@ -78,79 +80,77 @@ class TorchRolloutCollector:
         as numpy). ``rng`` is unused (actions come from torch's generator)."""
         if self.record_info is not None:
             raise ConfigError("env_backend", "mjx", "reward adapters that record info need the gym backend")
-        n, m, T, dev = self.n, self.m, steps, self.device
-        D = self.obs.shape[1]
-        obs_buf = torch.zeros((T, n, D), dtype=torch.float32, device=dev)
-        raw_buf = torch.zeros((T, n, D), dtype=torch.float64, device=dev)
-        h_buf = torch.zeros((T, n), dtype=torch.int64, device=dev)
-        act_buf = torch.zeros((T, n, self.low.shape[0]), dtype=torch.float32, device=dev)
-        logp_buf = torch.zeros((T, n), dtype=torch.float32, device=dev)
-        rew_buf = torch.zeros((T, n, 1 + m), dtype=torch.float64, device=dev)
-        term_buf = torch.zeros((T, n), dtype=torch.bool, device=dev)
-        end_buf = torch.zeros((T, n), dtype=torch.bool, device=dev)
-        final_buf = torch.zeros((T, n, D), dtype=torch.float64, device=dev)
-        ep_ret_buf = torch.zeros((T, n), dtype=torch.float64, device=dev)
-        ep_cost_buf = torch.zeros((T, n, m), dtype=torch.float64, device=dev)
-        ep_len_buf = torch.zeros((T, n), dtype=torch.int64, device=dev)
-        trunc_h_buf = torch.zeros((T, n), dtype=torch.int64, device=dev)
-        for t in range(T):
-            obs_n = self.normalize(self.obs)
-            obs_buf[t], raw_buf[t], h_buf[t] = obs_n, self.obs, self.h
-            x = torch.cat([obs_n, self.time_feature(self.h)], 1) if self.policy_time else obs_n
-            a, logp = policy.act(x)
-            act_buf[t], logp_buf[t] = a, logp
-            out = self.envs.step(torch.maximum(torch.minimum(a, self.high), self.low))
-            self.global_step += n
-            rew = out.reward.to(dev, torch.float64)
-            costs = out.cost.to(dev, torch.float64).reshape(n, m)
-            term, trunc = out.terminated.to(dev), out.truncated.to(dev)
-            ended = term | trunc
-            rew_buf[t, :, 0], rew_buf[t, :, 1:] = rew, costs
-            term_buf[t], end_buf[t] = term, ended
-            self.ep_ret += rew
-            self.ep_cost += costs
-            self.ep_len += 1
-            self.h += 1
-            ep_ret_buf[t], ep_cost_buf[t], ep_len_buf[t] = self.ep_ret, self.ep_cost, self.ep_len
-            final_buf[t] = out.final_obs.to(dev, torch.float64)
-            trunc_h_buf[t] = self.h  # time index of final_obs
-            keep = ~ended
-            self.ep_ret *= keep
-            self.ep_cost *= keep.unsqueeze(1)
-            self.ep_len *= keep
-            self.h *= keep
-            self.obs = out.obs.to(dev, torch.float64)
-        if not bool(torch.isfinite(rew_buf).all() & torch.isfinite(raw_buf).all()):
-            bad = torch.nonzero(~torch.isfinite(rew_buf).all(-1) | ~torch.isfinite(raw_buf).all(-1))[
-                0
-            ].tolist()
-            raise DataError("env", bad, "non-finite reward, cost or observation at (step, env)")
-        horizon_buf = h_buf + 1 >= self.horizon
-        values = critic_value(obs_buf.reshape(T * n, D), h_buf.reshape(-1)).reshape(T, n, 1 + m).double()
+        buf = _StepBuffers.zeros(steps, self.n, self.obs.shape[1], self.low.shape[0], self.m, self.device)
+        for t in range(steps):
+            self._step(t, policy, buf)
+        _check_finite(buf)
+        values, next_values = self._values(critic_value, buf)
+        return self._batch(buf, values, next_values)
+
+    def _step(self, t: int, policy, buf: _StepBuffers) -> None:
+        """One batched env step with the policy's actions (clipped to the action box), recorded at ``t``;
+        the episode counters of finished episodes restart at zero (the env resets them itself)."""
+        n, dev = self.n, self.device
+        obs_n = self.normalize(self.obs)
+        buf.obs[t], buf.raw[t], buf.h[t] = obs_n, self.obs, self.h
+        x = torch.cat([obs_n, self.time_feature(self.h)], 1) if self.policy_time else obs_n
+        a, logp = policy.act(x)
+        buf.act[t], buf.logp[t] = a, logp
+        out = self.envs.step(torch.maximum(torch.minimum(a, self.high), self.low))
+        self.global_step += n
+        rew = out.reward.to(dev, torch.float64)
+        costs = out.cost.to(dev, torch.float64).reshape(n, self.m)
+        term, trunc = out.terminated.to(dev), out.truncated.to(dev)
+        ended = term | trunc
+        buf.rew[t, :, 0], buf.rew[t, :, 1:] = rew, costs
+        buf.term[t], buf.end[t] = term, ended
+        self.ep_ret += rew
+        self.ep_cost += costs
+        self.ep_len += 1
+        self.h += 1
+        buf.ep_ret[t], buf.ep_cost[t], buf.ep_len[t] = self.ep_ret, self.ep_cost, self.ep_len
+        buf.final[t] = out.final_obs.to(dev, torch.float64)
+        buf.trunc_h[t] = self.h  # time index of final_obs
+        keep = ~ended
+        self.ep_ret *= keep
+        self.ep_cost *= keep.unsqueeze(1)
+        self.ep_len *= keep
+        self.h *= keep
+        self.obs = out.obs.to(dev, torch.float64)
+
+    def _values(self, critic_value, buf: _StepBuffers) -> tuple[torch.Tensor, torch.Tensor]:
+        """Critic values ``[T, n, 1+m]`` of every step and of its successor: the next step's, V(last obs)
+        after the last step, and V(final_obs) where an episode was truncated (not terminated)."""
+        T, n, D = buf.obs.shape
+        values = critic_value(buf.obs.reshape(T * n, D), buf.h.reshape(-1)).reshape(T, n, 1 + self.m).double()
         last_v = critic_value(self.normalize(self.obs), self.h.clone()).double()
         next_values = torch.zeros_like(values)
         next_values[:-1] = values[1:]
         next_values[-1] = last_v
-        cut = end_buf & ~term_buf  # truncated, not terminated: bootstrap from V(final_obs)
+        cut = buf.end & ~buf.term  # truncated, not terminated: bootstrap from V(final_obs)
         if bool(cut.any()):
-            tv = critic_value(self.normalize(final_buf[cut]), trunc_h_buf[cut]).double()
+            tv = critic_value(self.normalize(buf.final[cut]), buf.trunc_h[cut]).double()
             next_values[cut] = tv
-        ended = end_buf  # finished episodes in (step, env) order, as the numpy collector lists them
+        return values, next_values
+
+    def _batch(self, buf: _StepBuffers, values: torch.Tensor, next_values: torch.Tensor) -> RolloutBatch:
+        """The :class:`RolloutBatch`, finished episodes in (step, env) order (as the numpy collector)."""
+        ended = buf.end
         return RolloutBatch(
-            obs=obs_buf,
-            raw=raw_buf,
-            h=h_buf,
-            actions=act_buf,
-            logp=logp_buf,
-            rewards=rew_buf,
-            terminated=term_buf,
-            ended=end_buf,
-            at_horizon=horizon_buf,
+            obs=buf.obs,
+            raw=buf.raw,
+            h=buf.h,
+            actions=buf.act,
+            logp=buf.logp,
+            rewards=buf.rew,
+            terminated=buf.term,
+            ended=buf.end,
+            at_horizon=buf.h + 1 >= self.horizon,
             values=values,
             next_values=next_values,
-            ep_returns=ep_ret_buf[ended].cpu().numpy(),
-            ep_costs=ep_cost_buf[ended].cpu().numpy().reshape(-1, m),
-            ep_lengths=ep_len_buf[ended].cpu().numpy(),
+            ep_returns=buf.ep_ret[ended].cpu().numpy(),
+            ep_costs=buf.ep_cost[ended].cpu().numpy().reshape(-1, self.m),
+            ep_lengths=buf.ep_len[ended].cpu().numpy(),
             info=None,
         )
 
@@ -163,3 +163,52 @@ class TorchRolloutCollector:
         self.global_step = d["global_step"]
         self.reset(reseed)
         return False
+
+
+@dataclass
+class _StepBuffers:
+    """Per-step records of one rollout of T steps on n envs, ``[T, n, ...]`` on the env's device: the
+    normalised and raw observations, time index, actions, log-probabilities, reward and costs ``[T, n, 1+m]``,
+    termination and episode-end flags, final observations, running episode totals at each step, and the
+    time index of ``final``."""
+
+    obs: torch.Tensor
+    raw: torch.Tensor
+    h: torch.Tensor
+    act: torch.Tensor
+    logp: torch.Tensor
+    rew: torch.Tensor
+    term: torch.Tensor
+    end: torch.Tensor
+    final: torch.Tensor
+    ep_ret: torch.Tensor
+    ep_cost: torch.Tensor
+    ep_len: torch.Tensor
+    trunc_h: torch.Tensor
+
+    @classmethod
+    def zeros(cls, T: int, n: int, D: int, A: int, m: int, dev: torch.device) -> _StepBuffers:
+        """Zeroed buffers for T steps of n envs (observations of size D, actions A, m costs)."""
+        f32, f64, i64, b = torch.float32, torch.float64, torch.int64, torch.bool
+        return cls(
+            obs=torch.zeros((T, n, D), dtype=f32, device=dev),
+            raw=torch.zeros((T, n, D), dtype=f64, device=dev),
+            h=torch.zeros((T, n), dtype=i64, device=dev),
+            act=torch.zeros((T, n, A), dtype=f32, device=dev),
+            logp=torch.zeros((T, n), dtype=f32, device=dev),
+            rew=torch.zeros((T, n, 1 + m), dtype=f64, device=dev),
+            term=torch.zeros((T, n), dtype=b, device=dev),
+            end=torch.zeros((T, n), dtype=b, device=dev),
+            final=torch.zeros((T, n, D), dtype=f64, device=dev),
+            ep_ret=torch.zeros((T, n), dtype=f64, device=dev),
+            ep_cost=torch.zeros((T, n, m), dtype=f64, device=dev),
+            ep_len=torch.zeros((T, n), dtype=i64, device=dev),
+            trunc_h=torch.zeros((T, n), dtype=i64, device=dev),
+        )
+
+
+def _check_finite(buf: _StepBuffers) -> None:
+    """:class:`DataError` naming the first (step, env) with a non-finite reward, cost or observation."""
+    if not bool(torch.isfinite(buf.rew).all() & torch.isfinite(buf.raw).all()):
+        bad = torch.nonzero(~torch.isfinite(buf.rew).all(-1) | ~torch.isfinite(buf.raw).all(-1))[0].tolist()
+        raise DataError("env", bad, "non-finite reward, cost or observation at (step, env)")
