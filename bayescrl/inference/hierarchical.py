@@ -636,46 +636,59 @@ def _inner_map(pool: _Pool, prior, hb, hl, theta, V, lp, free_b, free_l, diag) -
             fresh = True
         beta, lam2, loss, g_t, g_V = out[0][0], out[1][0], out[7], out[5][0], out[6][0]
         wb2 = pool.M * out[4][0] * (1 - out[4][0]) * beta.unsqueeze(-1) ** 2
-        # PCG on H s = −g from s = 0 (its first iterate is the step −H̃⁻¹g, scaled)
-        r_t, r_V = -g_t, -g_V
-        x_t, x_V = torch.zeros_like(r_t), torch.zeros_like(r_V)
-        z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
-        p_t, p_V = z_t, z_V
-        rz = float((r_t * z_t).sum() + (r_V * z_V).sum())
-        eta = max(min(0.5, math.sqrt(gn)) * gn, 0.1 * _INNER_TOL)
-        solved = False
-        for _k in range(_CG_MAX):
-            q_t, q_V = _hess_vec(pool, wb2, lam2, p_t, p_V)
-            pap = float((p_t * q_t).sum() + (p_V * q_V).sum())
-            if not pap > 0:  # a breakdown (zero or non-finite curvature): rebuild the factors / take x
-                break
-            a = rz / pap
-            x_t, x_V = x_t + a * p_t, x_V + a * p_V
-            r_t, r_V = r_t - a * q_t, r_V - a * q_V
-            diag["cg_iters"] += 1
-            if float(torch.sqrt(r_t.square().sum() + r_V.square().sum())) <= eta:
-                solved = True
-                break
-            z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
-            rz_new = float((r_t * z_t).sum() + (r_V * z_V).sum())
-            p_t, p_V = z_t + (rz_new / rz) * p_t, z_V + (rz_new / rz) * p_V
-            rz = rz_new
+        x_t, x_V, solved = _pcg(pool, lp, wb2, lam2, g_t, g_V, gn, diag)
         if not solved and not fresh:  # the factors are too far from this Hessian: rebuild them here
             lp = None
             continue
         fresh = False
-        slope = float((g_t * x_t).sum() + (g_V * x_V).sum())  # < 0: CG iterates of an SPD system
-        tiny = -slope <= 1e-12 * (1 + abs(float(loss)))
-        alpha = 1.0
-        for _ in range(30):
-            out = _loss_grad(pool, hb1, hl1, theta + alpha * x_t, V + alpha * x_V)
-            if float(out[7]) <= float(loss) + 1e-4 * alpha * slope or tiny:
-                break
-            alpha *= 0.5
+        alpha, out = _armijo(pool, hb1, hl1, theta, V, x_t, x_V, g_t, g_V, loss)
         theta, V = theta + alpha * x_t, V + alpha * x_V
         gn = float(torch.sqrt(out[5].square().sum() + out[6].square().sum()))
         diag["inner_steps"] += 1
     return theta[0], V[0], gn <= _INNER_TOL
+
+
+def _pcg(pool: _Pool, lp: _Laplace, wb2, lam2, g_t, g_V, gn: float, diag) -> tuple[Any, Any, bool]:
+    """PCG on H s = −g from s = 0 (its first iterate is the step −H̃⁻¹g, scaled), preconditioned by the
+    block factors ``lp``, to the forcing tolerance of :func:`_inner_map`. Returns ``(s_θ, s_ϑ, solved)``."""
+    r_t, r_V = -g_t, -g_V
+    x_t, x_V = torch.zeros_like(r_t), torch.zeros_like(r_V)
+    z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
+    p_t, p_V = z_t, z_V
+    rz = float((r_t * z_t).sum() + (r_V * z_V).sum())
+    eta = max(min(0.5, math.sqrt(gn)) * gn, 0.1 * _INNER_TOL)
+    solved = False
+    for _k in range(_CG_MAX):
+        q_t, q_V = _hess_vec(pool, wb2, lam2, p_t, p_V)
+        pap = float((p_t * q_t).sum() + (p_V * q_V).sum())
+        if not pap > 0:  # a breakdown (zero or non-finite curvature): rebuild the factors / take x
+            break
+        a = rz / pap
+        x_t, x_V = x_t + a * p_t, x_V + a * p_V
+        r_t, r_V = r_t - a * q_t, r_V - a * q_V
+        diag["cg_iters"] += 1
+        if float(torch.sqrt(r_t.square().sum() + r_V.square().sum())) <= eta:
+            solved = True
+            break
+        z_t, z_V = (v[0, 0] for v in _block_solve(lp, r_t[None, None], r_V[None, None]))
+        rz_new = float((r_t * z_t).sum() + (r_V * z_V).sum())
+        p_t, p_V = z_t + (rz_new / rz) * p_t, z_V + (rz_new / rz) * p_V
+        rz = rz_new
+    return x_t, x_V, solved
+
+
+def _armijo(pool: _Pool, hb1, hl1, theta, V, x_t, x_V, g_t, g_V, loss) -> tuple[float, tuple]:
+    """Armijo backtracking (1e-4, halving, at most 30 halvings) along the Newton step ``x``; a step whose
+    predicted decrease is negligible is taken whole. Returns ``(alpha, _loss_grad at the new point)``."""
+    slope = float((g_t * x_t).sum() + (g_V * x_V).sum())  # < 0: CG iterates of an SPD system
+    tiny = -slope <= 1e-12 * (1 + abs(float(loss)))
+    alpha = 1.0
+    for _ in range(30):
+        out = _loss_grad(pool, hb1, hl1, theta + alpha * x_t, V + alpha * x_V)
+        if float(out[7]) <= float(loss) + 1e-4 * alpha * slope or tiny:
+            break
+        alpha *= 0.5
+    return alpha, out
 
 
 def _latent_draws(pool: _Pool, lp: _Laplace, e_t, e_V):
