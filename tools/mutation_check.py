@@ -175,8 +175,8 @@ MUTATIONS: list[Mutation] = [
         "11-top-two-challenger-draw",
         "top-two: the challenger's draw b may equal a (b = a + U{0..S−2})",
         "bayescrl/prefrl/queries.py",
-        "b = (a + 1 + torch.randint(",
-        "b = (a + torch.randint(",
+        "(a + 1 + torch.randint(max(S - 1, 1)",
+        "(a + torch.randint(max(S - 1, 1)",
         f"{T_PREF}::test_top_two_selection_probabilities",
     ),
     # ---- further pins added with these
