@@ -3117,7 +3117,11 @@ QUOTES += [
         CORE,
         "the large case takes 4.91 s of CPU (48 objective evaluations; θ cosine to truth 0.885,",
         RPS_POOL,
-        lambda d: [d["large"]["cpu_seconds"], d["large"]["objective_evals"], d["large"]["theta_cosine_to_truth"]],
+        lambda d: [
+            d["large"]["cpu_seconds"],
+            d["large"]["objective_evals"],
+            d["large"]["theta_cosine_to_truth"],
+        ],
     ),
     Quote(
         CORE,
