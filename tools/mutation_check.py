@@ -482,8 +482,8 @@ MUTATIONS: list[Mutation] = [
         "44-mopo-bt-prior-scale",
         "MOPO Bradley–Terry fit (infer-beta/joint): prior covariance s I instead of s² I",
         "bayescrl/mopo/preferences.py",
-        "        prior_sd**2 * torch.eye(d, dtype=torch.float64, device=\"cpu\"),\n        betas,",
-        "        prior_sd * torch.eye(d, dtype=torch.float64, device=\"cpu\"),\n        betas,",
+        '        prior_sd**2 * torch.eye(d, dtype=torch.float64, device="cpu"),\n        betas,',
+        '        prior_sd * torch.eye(d, dtype=torch.float64, device="cpu"),\n        betas,',
         f"{T_MOPO}::test_bt_reward_posterior_is_the_hand_laplace_with_prior_variance_s_squared",
     ),
     _one(
