@@ -9,7 +9,7 @@ export TOKENIZERS_PARALLELISM ?= false
 export HF_HUB_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: demo test install install-dev lint bench clean docs lock browser
+.PHONY: demo test test-long install install-dev lint bench clean docs lock browser
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -35,7 +35,11 @@ demo: $(VENV)/.installed
 	$(BIN)/bayescrl demo --out runs/demo --force
 
 test: $(VENV)/.installed-dev browser
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 -m "not long"
+
+# The long checks `make test` leaves out (full-episode MJX Ant parity, a GPU-table run on CPU JAX).
+test-long: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -n 2 -m long
 
 # The system chromium that the label-page test drives (Debian's package; playwright never downloads a browser).
 # Where apt-get is unavailable or we are not root, that one test skips and says why.

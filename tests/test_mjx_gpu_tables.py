@@ -65,7 +65,7 @@ def test_cells_summarise_finished_seeds_and_later_runs_are_expected_without_the_
     assert gt.expected_wall(160.0, {}) == 160.0
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(not mjx_available(), reason="needs jax and mujoco-mjx (the mjx extra)")
 def test_one_point_circle_run_end_to_end_on_cpu_jax(tmp_path):

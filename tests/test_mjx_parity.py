@@ -320,7 +320,7 @@ def ant_circle_errors() -> dict:
 ANT_STEP_TOL = {"qpos_median": 1e-4, "qpos": 1e-2, "reward": 2e-2, "cost": 0.0}
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.timeout(1500)
 def test_ant_circle_elliptic_steps_match_cpu():
     """Ant-Circle (elliptic variant) on MJX against CPU MuJoCo, two gait episodes in float64 (one runs 200
