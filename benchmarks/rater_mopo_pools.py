@@ -16,11 +16,13 @@ declared known) labels 20 pairs in every pool. Pools (``N_PER`` = 60 labels per 
 
 Methods: ``hierarchical`` (``competence: infer``: β_i and λ_i of every unknown rater, laplace-eb),
 ``beta_only`` (``competence: infer-beta``: β_i by marginal likelihood, λ = 1000) and ``pooled`` (the
-empirical model: pooled win rates). Metric: total variation between the exact MOPO policy of each estimate
-(posterior mean for the Bradley–Terry fits) and the exact MOPO policy of the true probabilities ("the
-clean-data policy"); when ``b`` is not strictly feasible under an estimate it is lowered to 99 % of the way
-from the reference's to the best action's estimated value. Reported: mean TV per pool and method, and the
-paired differences hierarchical − other with 95 % t-intervals over seeds.
+empirical model: pooled win rates), and as a bound ``oracle``: the hierarchical model told every
+rater's true (β, λ) (nothing left to infer about the raters). Metric: total variation between the exact
+MOPO policy of each estimate (posterior mean for the Bradley–Terry fits) and the exact MOPO policy of the
+true probabilities ("the clean-data policy"); when ``b`` is not strictly feasible under an estimate it is
+lowered to 99 % of the way from the reference's to the best action's estimated value. Reported: mean TV
+per pool and method, and the paired differences hierarchical − other (and oracle − β only) with 95 %
+t-intervals over seeds.
 
     .venv/bin/python benchmarks/rater_mopo_pools.py              # 20 seeds (a few minutes on one core)
     .venv/bin/python benchmarks/rater_mopo_pools.py --seeds 3    # quick look
@@ -56,7 +58,7 @@ SCENARIOS = {
     + [(2, lam, False, N_PER) for lam in (0.3, 0.5, 0.3, 0.5, 0.3, 0.5)],
     "all_alike": [(2, 5, False, N_PER)] * 5,
 }
-METHODS = ("hierarchical", "beta_only", "pooled")
+METHODS = ("hierarchical", "beta_only", "pooled", "oracle")
 
 
 def simulate(pool, seed: int):
@@ -78,7 +80,8 @@ def simulate(pool, seed: int):
         Rater(f"r{i}", 1.0 if known else None, lam if known else DEFAULT_LAM)
         for i, (_, lam, known, _) in enumerate(raters)
     ]
-    return u, torch.cat(ys), torch.cat(yps), torch.cat(inds), torch.cat(rts), decl
+    oracle = [Rater(f"r{i}", float(beta), float(lam)) for i, (beta, lam, _, _) in enumerate(raters)]
+    return u, torch.cat(ys), torch.cat(yps), torch.cat(inds), torch.cat(rts), decl, oracle
 
 
 def policy(problem: TabularProblem, b: float) -> torch.Tensor:
@@ -94,7 +97,7 @@ def policy(problem: TabularProblem, b: float) -> torch.Tensor:
 
 
 def one_seed(name: str, seed: int) -> dict[str, float]:
-    u, y, yp, ind, rt, decl = simulate(SCENARIOS[name], seed)
+    u, y, yp, ind, rt, decl, oracle = simulate(SCENARIOS[name], seed)
     ref = torch.full((A,), 1.0 / A, dtype=DT)
     truth = pairwise_to_action(u, ref)  # [2, A]
     ref_val, best = float(ref @ truth[0]), float(truth[0].max())
@@ -110,11 +113,12 @@ def one_seed(name: str, seed: int) -> dict[str, float]:
         if method == "pooled":
             pol = policy(prob(), b)
         else:
-            comp = "infer" if method == "hierarchical" else "infer-beta"
+            comp = "infer-beta" if method == "beta_only" else "infer"
+            raters = oracle if method == "oracle" else decl
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est = fit_bradley_terry(
-                    y, yp, ind, rt, decl, ref, num_samples=400, competence=comp, seed=seed
+                    y, yp, ind, rt, raters, ref, num_samples=400, competence=comp, seed=seed
                 )
             pol = policy(prob((est.mean[PRIMARY], est.mean[0][:, None])), b)
         out[method] = float(total_variation(pol, clean))
@@ -143,9 +147,13 @@ def main() -> None:
             "tv_per_seed": {m: v.round(5).tolist() for m, v in tv.items()},
             "paired": {},
         }
-        for other in ("beta_only", "pooled"):
-            d = tv["hierarchical"] - tv[other]
-            entry["paired"][f"hierarchical - {other}"] = {"mean": float(d.mean()), "ci95": ci95(d)}
+        for first, other in (
+            ("hierarchical", "beta_only"),
+            ("hierarchical", "pooled"),
+            ("oracle", "beta_only"),
+        ):
+            d = tv[first] - tv[other]
+            entry["paired"][f"{first} - {other}"] = {"mean": float(d.mean()), "ci95": ci95(d)}
         res["pools"][name] = entry
         print(
             f"{name:12s} "
@@ -165,10 +173,10 @@ def main() -> None:
     fig, ax = p.subplots(figsize=(7.5, 3.6))
     names = list(SCENARIOS)
     for j, m in enumerate(METHODS):
-        xs = np.arange(len(names)) + (j - 1) * 0.27
+        xs = np.arange(len(names)) + (j - 1.5) * 0.2
         means = [res["pools"][n]["tv_mean"][m] for n in names]
         se = [np.std(res["pools"][n]["tv_per_seed"][m], ddof=1) / np.sqrt(args.seeds) for n in names]
-        ax.bar(xs, means, 0.27, yerr=se, capsize=2, label=m)
+        ax.bar(xs, means, 0.2, yerr=se, capsize=2, label=m)
     ax.set_xticks(range(len(names)), names)
     ax.set_ylabel("TV to the clean-data MOPO policy (mean ± se)")
     ax.set_title(f"tabular MOPO on rater pools ({args.seeds} seeds)")

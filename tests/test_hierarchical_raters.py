@@ -501,3 +501,71 @@ def test_laplace_eb_recovers_from_a_diverged_trial_point():
         )
     assert bool(torch.isfinite(post.draws["theta"]).all()) and bool(torch.isfinite(post.draws["lam"]).all())
     assert float(torch.nn.functional.cosine_similarity(post.theta_mean, s["theta"], 0)) > 0.8
+
+
+def test_search_mode_gradient_is_close_to_the_exact_one():
+    """The competence optimiser's trial-point gradient (float32 trace products and blocks) stays within
+    10⁻³ of the exact one on a pool with fewer comparisons than features (the Woodbury blocks), and the
+    exact path is the float64 one (matches autograd of the reference objective to round-off elsewhere)."""
+    R, d = 3, 24
+    dt = torch.float64
+    s = simulate_pool(d, [4.0, 2.0, 8.0], [2.0, 0.5, 1.0], [18, 15, 20], seed=5)
+    p = H._pool(
+        s["X0"], s["X1"], s["y"], s["rater"], R, torch.zeros(d, dtype=dt), torch.eye(d, dtype=dt), "cpu", dt
+    )
+    assert p.Q is not None  # U < d: the Woodbury path
+    prob = BTLinearProblem.from_data(
+        torch.zeros(d), torch.eye(d), [1.0] * R, [1.0] * R, x0=s["X0"], x1=s["X1"], y=s["y"], rater=s["rater"]
+    )
+    h = torch.tensor([1.2, 0.4, 2.0, 0.6, -0.7, 0.1], dtype=dt)
+    res = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12)
+    th, V, ones = res.theta[0][None], res.vartheta[0][None], torch.ones(R, dtype=dt)
+    exact = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones)
+    quick = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones, fast=True)
+    g = H._evidence_grad(p, RaterPrior(), exact, h[None, :R], h[None, R:], ones, ones)[0]
+    g32 = H._evidence_grad(p, RaterPrior(), quick, h[None, :R], h[None, R:], ones, ones, fast=True)[0]
+    assert float((g32 - g).abs().max()) < 1e-3 and float((g32 - g).abs().max()) > 0  # float32, not exact
+    assert float((quick.F - exact.F).abs()) < 1e-4
+
+
+def test_newton_step_after_the_optimiser_reaches_the_tight_optimum(pool, fast):
+    """L-BFGS-B to a gradient of 10⁻² and one Newton step with the competence Hessian end where L-BFGS-B
+    run to 10⁻⁷ ends: the same log competences (10⁻⁵), θ̂ and competence covariance (1 %)."""
+    raters = [PoolRater("expert", beta=10.0, lam=30.0), "ok", "misinformed", "random"]
+    tight = fit_rater_pool(pool["X0"], pool["X1"], pool["y"], pool["rater"], raters, tol=1e-7)
+    a, b = fast.diagnostics, tight.diagnostics
+    assert a["competence_grad"] < 1e-4 < 1e-2 and a["objective_evals"] < b["objective_evals"]
+    assert torch.allclose(
+        torch.tensor(a["log_competence_map"]), torch.tensor(b["log_competence_map"]), atol=1e-5
+    )
+    assert torch.allclose(torch.tensor(a["theta_map"]), torch.tensor(b["theta_map"]), atol=1e-5)
+    ca, cb = torch.tensor(a["log_competence_cov"]), torch.tensor(b["log_competence_cov"])
+    assert torch.allclose(ca.diagonal(), cb.diagonal(), rtol=0.01)
+
+
+def test_a_wild_trial_point_is_not_solved_to_the_end(pool):
+    """In search mode a trial point far from the last one (log β + 12: a near-separable MAP) costs at most
+    the search's Newton steps; its evidence is finite and far below the good point's, so the optimiser's
+    line search backs off; the last good MAP stays the warm start."""
+    R, d = 4, 3
+    dt = torch.float64
+    p = H._pool(
+        pool["X0"], pool["X1"], pool["y"], pool["rater"], R, torch.zeros(d, dtype=dt), torch.eye(d, dtype=dt),
+        "cpu", dt,
+    )  # fmt: skip
+    prob = BTLinearProblem.from_data(
+        torch.zeros(d), torch.eye(d), [1.0] * R, [1.0] * R,
+        x0=pool["X0"], x1=pool["X1"], y=pool["y"], rater=pool["rater"],
+    )  # fmt: skip
+    ones = torch.ones(R, dtype=dt)
+    ev = H._Evidence(
+        p, RaterPrior(), prob, torch.full((R,), 1.6, dtype=dt), torch.zeros(R, dtype=dt), ones, ones
+    )
+    u = torch.cat([torch.full((R,), 1.6), torch.zeros(R)]).to(dt)
+    ev.evaluate(u)
+    good = ev.state["F"]
+    ev.fast = True
+    steps = ev.diag["inner_steps"]
+    ev.evaluate(u + torch.cat([torch.full((R,), 12.0), torch.full((R,), -6.0)]).to(dt))
+    assert ev.diag["inner_steps"] - steps <= H._SEARCH_MAX
+    assert math.isfinite(ev.state["F"]) and ev.state["F"] < good - 100

@@ -294,6 +294,22 @@ MUTATIONS: list[Mutation] = [
         "tests/test_hierarchical_raters.py::test_noncentred_leaves_lognormal_competences_centred",
     ),
     _one(
+        "20g-rater-pool-newton-step",
+        "laplace-eb: no Newton step after L-BFGS-B's coarse stop (the optimum left at a gradient of 10⁻²)",
+        "bayescrl/inference/hierarchical.py",
+        "u_hat = _newton_polish(ev, u_hat, hess)",
+        "u_hat = u_hat",
+        "tests/test_hierarchical_raters.py::test_newton_step_after_the_optimiser_reaches_the_tight_optimum",
+    ),
+    _one(
+        "20h-rater-pool-search-cap",
+        "laplace-eb: trial points solved to the end like the optimum (a wild one costs hundreds of steps)",
+        "bayescrl/inference/hierarchical.py",
+        'search = self.fast and self.state["h"] is not None',
+        "search = False",
+        "tests/test_hierarchical_raters.py::test_a_wild_trial_point_is_not_solved_to_the_end",
+    ),
+    _one(
         "21-torn-log-keeps-one-record-too-few",
         "resume trims the metrics log to records before the checkpoint (< instead of <=)",
         "bayescrl/utils/io.py",
