@@ -12,9 +12,9 @@
     .venv/bin/python benchmarks/rater_pool_speed.py --no-nuts  # part 1 and laplace-eb/svi only
     .venv/bin/python benchmarks/rater_pool_speed.py --large-only  # re-measure part 1 into the JSON
     .venv/bin/python benchmarks/rater_pool_speed.py --stored-nuts  # both parts, NUTS from the JSON
-    .venv/bin/python benchmarks/rater_pool_speed.py --large-only --vs-ref 2375eee --repeat 5
-        # part 1 of this checkout and of the package at a git ref, alternately, in fresh processes:
-        # medians and the per-pair CPU-time ratio (this / ref) into large_vs_ref
+    .venv/bin/python benchmarks/rater_pool_speed.py --large-only --vs-ref 3b02521 --repeat 3 --seeds 3
+        # part 1 of this checkout and of the package at a git ref, alternately, in fresh processes, on
+        # the pools of seeds 0, 1, 2: medians and the per-pair CPU-time ratio (this / ref) into large_vs_ref
 
 Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
 The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
@@ -92,37 +92,67 @@ def large(seed: int = 0) -> dict:
         "lam_mean": lam_mean.tolist(),
         "lam_true": lams,
         "log_evidence_map": dg.get("log_evidence_map"),
+        "log_competence_map": dg.get("log_competence_map"),
+        "log_competence_sd": [float(v) ** 0.5 for v in torch.tensor(dg["log_competence_cov"]).diagonal()],
+        "theta_map": dg.get("theta_map"),
         "target_seconds": 3.0,
     }
 
 
-def _large_in_process(root: Path) -> dict:
-    """``large()`` of the package under ``root`` in a fresh Python process (one thread)."""
+def _large_in_process(root: Path, seed: int = 0) -> dict:
+    """This file's ``large(seed)`` on the package under ``root`` in a fresh Python process (one thread)."""
     code = (
-        "import json, sys; sys.path.insert(0, sys.argv[1]); from bayescrl.utils import set_torch_threads; "
-        "set_torch_threads(1); from benchmarks.rater_pool_speed import large; print(json.dumps(large()))"
+        "import importlib.util, json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from bayescrl.utils import set_torch_threads; set_torch_threads(1); "
+        "spec = importlib.util.spec_from_file_location('rps', sys.argv[3]); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); "
+        "print(json.dumps(m.large(int(sys.argv[2]))))"
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, check=True, capture_output=True)
+    cmd = [sys.executable, "-c", code, str(root), str(seed), str(Path(__file__).resolve())]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True)
     return json.loads(out.stdout.decode().strip().splitlines()[-1])
 
 
-def vs_ref(ref: str, repeat: int) -> dict:
-    """Part 1 of this checkout and of the package at git ``ref`` (``git archive`` of bayescrl/ and
-    benchmarks/ into a temporary directory), run alternately (this, ref, this, ref, ...) in fresh processes
-    so that both see the same machine load; per-pair ratios of CPU and wall time."""
+def _agreement(a: dict, b: dict) -> dict:
+    """How far two fits of the same pool are apart: log evidence, log competences (max |Δ|), their
+    posterior sd (ratio range a / b over the unknown raters' competences) and θ̂ (max |Δ|)."""
+    if "log_competence_map" not in b:  # a reference older than these fields
+        return {"log_evidence_abs_diff": abs(a["log_evidence_map"] - b["log_evidence_map"])}
+    sd = [x / y for x, y in zip(a["log_competence_sd"], b["log_competence_sd"], strict=True) if y > 0]
+    return {
+        "log_evidence_abs_diff": abs(a["log_evidence_map"] - b["log_evidence_map"]),
+        "log_competence_max_abs_diff": max(
+            abs(x - y) for x, y in zip(a["log_competence_map"], b["log_competence_map"], strict=True)
+        ),
+        "log_competence_sd_ratio": [min(sd), max(sd)],
+        "theta_map_max_abs_diff": max(
+            abs(x - y) for x, y in zip(a["theta_map"], b["theta_map"], strict=True)
+        ),
+    }
+
+
+def vs_ref(ref: str, repeat: int, seeds: int = 1) -> dict:
+    """Part 1 of this checkout and of the package at git ``ref`` (``git archive`` of bayescrl/ into a
+    temporary directory; this file's case and measurements for both), run alternately (this, ref, this,
+    ref, ...) in fresh processes so that both see the same machine load, on the pools of seeds
+    0..``seeds``−1; per-pair ratios of CPU and wall time, medians over all runs and per seed, and how far
+    the two fits of each pool are apart."""
     here = Path(__file__).resolve().parents[1]
     keys = ("cpu_seconds", "seconds", "objective_evals", "theta_cosine_to_truth", "log_evidence_map")
+    fit: dict[tuple[str, int], dict] = {}  # each version's estimates per seed (the same in every repeat)
     runs: dict[str, list[dict]] = {"this": [], "ref": []}
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = ["git", "-C", str(here), "archive", ref, "bayescrl", "benchmarks"]
+        cmd = ["git", "-C", str(here), "archive", ref, "bayescrl"]
         arc = subprocess.run(cmd, check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", tmp], input=arc, check=True)
         for _ in range(repeat):
-            for name, root in (("this", here), ("ref", Path(tmp))):
-                r = _large_in_process(root)
-                runs[name].append({k: r[k] for k in keys})
-                print(name, runs[name][-1], flush=True)
+            for seed in range(seeds):
+                for name, root in (("this", here), ("ref", Path(tmp))):
+                    r = _large_in_process(root, seed)
+                    runs[name].append({"seed": seed, **{k: r[k] for k in keys}})
+                    fit[name, seed] = r
+                    print(name, runs[name][-1], flush=True)
     pairs = list(zip(runs["this"], runs["ref"], strict=True))
     ratio = {k: [a[k] / b[k] for a, b in pairs] for k in ("cpu_seconds", "seconds")}
     return {
@@ -131,6 +161,11 @@ def vs_ref(ref: str, repeat: int) -> dict:
         "runs": runs,
         "median_cpu_seconds": {n: statistics.median(r["cpu_seconds"] for r in v) for n, v in runs.items()},
         "median_wall_seconds": {n: statistics.median(r["seconds"] for r in v) for n, v in runs.items()},
+        "median_cpu_seconds_per_seed": {
+            n: [statistics.median(r["cpu_seconds"] for r in v if r["seed"] == s) for s in range(seeds)]
+            for n, v in runs.items()
+        },
+        "agreement_per_seed": [_agreement(fit["this", s], fit["ref", s]) for s in range(seeds)],
         "ratio_cpu_per_pair": ratio["cpu_seconds"],
         "ratio_cpu_median": statistics.median(ratio["cpu_seconds"]),
         "ratio_wall_median": statistics.median(ratio["seconds"]),
@@ -213,6 +248,7 @@ def main() -> None:
     )
     ap.add_argument("--vs-ref", help="with --large-only: also time part 1 at this git ref, alternately")
     ap.add_argument("--repeat", type=int, default=3, help="pairs of runs for --vs-ref")
+    ap.add_argument("--seeds", type=int, default=1, help="pools (seeds 0..N-1) timed by --vs-ref")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
@@ -227,10 +263,10 @@ def main() -> None:
         old.update({k: v for k, v in res.items() if k != "load_average_start"})
         old["load_average_start_large"] = load0
         old["command_large"] = "python benchmarks/rater_pool_speed.py --large-only" + (
-            f" --vs-ref {args.vs_ref} --repeat {args.repeat}" if args.vs_ref else ""
+            f" --vs-ref {args.vs_ref} --repeat {args.repeat} --seeds {args.seeds}" if args.vs_ref else ""
         )
         if args.vs_ref:
-            old["large_vs_ref"] = vs_ref(args.vs_ref, args.repeat)
+            old["large_vs_ref"] = vs_ref(args.vs_ref, args.repeat, args.seeds)
             old["large_vs_ref"]["load_average_end"] = os.getloadavg()
         write_json(out / "rater_pool_speed.json", old)
         return
