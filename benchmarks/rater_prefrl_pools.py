@@ -18,10 +18,15 @@ Per run: ``reward_correlation`` (posterior-mean vs true reward on fresh states, 
 the deterministic evaluation's true return and cost (``final_true_*``), the stochastic policy's over the
 last 10 % of iterations (``train_final_*``), each rater's β the learner holds, and, for ``hierarchical``,
 the rater table and the rank of the misinformed rater's posterior-mean λ (1 = lowest of the three).
-Reported: means, and paired differences hierarchical − other with 95 % t-intervals over seeds.
+Reported: means, and paired differences hierarchical − other with 95 % t-intervals over seeds; the seeds
+whose true return exceeds 20 ("circling": a Point-Circle run either circles or stands still) per method,
+with an exact McNemar test of hierarchical against each other method on the paired seeds.
 
     .venv/bin/python benchmarks/rater_prefrl_pools.py                     # 20 seeds x 3 methods, 30k steps
     .venv/bin/python benchmarks/rater_prefrl_pools.py --seeds 1 --steps 3200 --out /tmp/x   # smoke run
+    .venv/bin/python benchmarks/rater_prefrl_pools.py --first 12 --seeds 11 --out /tmp/b  # seeds 12..22
+    .venv/bin/python benchmarks/rater_prefrl_pools.py --merge /tmp/a/rater_prefrl_pools.json \
+        /tmp/b/rater_prefrl_pools.json --out DIR   # one table from seed ranges run side by side
 
 Writes ``rater_prefrl_pools.json`` and ``.png`` under benchmarks/results/raters/ (``--out``); the JSON is
 rewritten after every run, so an interrupted sweep keeps what it finished.
@@ -30,6 +35,7 @@ rewritten after every run, so an interrupted sweep keeps what it finished.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -37,6 +43,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.stats
 from ecop_compare import BASE_CFG  # benchmarks/ is the script's folder
 
 from bayescrl.prefrl.loop import train_with_preferences
@@ -55,6 +62,7 @@ QUERIES = {"total": 150, "per_round": 25, "every": 1, "select": "bald"}
 SPEC = dict(features="env", segment_length=25, raters=RATERS, queries=QUERIES, reward="mean")
 METHODS = {"hierarchical": "infer", "beta_only": "infer-beta", "pooled": "ignore"}
 METRICS = ("reward_correlation", "eval_return", "eval_cost", "train_return", "train_cost")
+CIRCLE = 20.0  # a run "circles" when its true return exceeds this (as in docs/prefrl.md)
 
 
 def one_run(method: str, seed: int, steps: int) -> dict:
@@ -119,6 +127,23 @@ def summarise(runs: list[dict]) -> dict:
             sp = spread(d)
             entry[k] = {"mean": sp.mean, "ci95": list(sp.ci95) if sp.ci95 else None, "n": sp.n}
         table["paired"][f"hierarchical - {other}"] = entry
+    for m, rs in by.items():  # a Point-Circle run either circles or stands still: count the circling ones
+        table["mean"][m]["circling"] = {
+            k: sum(r[f"{k}_return"] > CIRCLE for r in rs.values()) for k in ("eval", "train")
+        }
+    for other in ("beta_only", "pooled"):
+        seeds = sorted(set(by["hierarchical"]) & set(by[other]))
+        for k in ("eval", "train"):  # exact McNemar test on the paired seeds
+            h = [by["hierarchical"][s][f"{k}_return"] > CIRCLE for s in seeds]
+            o = [by[other][s][f"{k}_return"] > CIRCLE for s in seeds]
+            b = sum(x and not y for x, y in zip(h, o, strict=True))
+            c = sum(y and not x for x, y in zip(h, o, strict=True))
+            p = float(scipy.stats.binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0
+            table["paired"][f"hierarchical - {other}"][f"circling_{k}"] = {
+                "hierarchical_only": b,
+                "other_only": c,
+                "p_exact": p,
+            }
     ranks = [r["misinformed_lam_rank"] for r in by["hierarchical"].values() if "misinformed_lam_rank" in r]
     verdicts = [r["misinformed_verdict"] for r in by["hierarchical"].values() if "misinformed_verdict" in r]
     table["misinformed_lam_rank"] = {str(k): ranks.count(k) for k in (1, 2, 3)}
@@ -162,15 +187,42 @@ def plot(runs: list[dict], path: Path) -> None:
     p.close(fig)
 
 
+def merge(files: list[Path], out: Path) -> None:
+    """One result file (table and plot) from the runs of several (e.g. seed ranges run side by side)."""
+    parts = [json.loads(f.read_text()) for f in files]
+    if len({(p["env"], p["algo"], p["steps"], json.dumps(p["spec"], sort_keys=True)) for p in parts}) != 1:
+        raise SystemExit("--merge: the files differ in env, algo, steps or spec")
+    runs = sorted(
+        (r for p in parts for r in p["runs"]), key=lambda r: (r["seed"], list(METHODS).index(r["method"]))
+    )
+    if len({(r["seed"], r["method"]) for r in runs}) != len(runs):
+        raise SystemExit("--merge: a (seed, method) run appears twice")
+    res = {k: v for k, v in parts[0].items() if k not in ("runs", "table", "wall_time_s", "command")}
+    res["command"] = " + ".join(p["command"] for p in parts) + " (merged with --merge)"
+    res["wall_time_s"] = sum(p.get("wall_time_s", 0.0) for p in parts)
+    write_json(out / "rater_prefrl_pools.json", {**res, "table": summarise(runs), "runs": runs})
+    plot(runs, out / "rater_prefrl_pools.png")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 (default 20)")
     ap.add_argument("--steps", type=int, default=30_000, help="env steps per run (default 30000)")
+    ap.add_argument("--first", type=int, default=0, help="first seed (seeds FIRST..FIRST+N-1; default 0)")
     ap.add_argument("--out", default=str(OUT), help="output folder (default benchmarks/results/raters)")
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="JSON",
+        help="combine the runs of these result files into --out (no runs)",
+    )
     args = ap.parse_args()
     set_torch_threads()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        merge([Path(f) for f in args.merge], out)
+        return
     t0 = time.perf_counter()
     runs: list[dict] = []
     res: dict = {
@@ -181,7 +233,9 @@ def main() -> None:
         "spec": SPEC,
         "methods": METHODS,
     }
-    for seed in range(args.seeds):  # seeds outermost: an interrupted sweep stays paired
+    for seed in range(
+        args.first, args.first + args.seeds
+    ):  # seeds outermost: an interrupted sweep stays paired
         for method in METHODS:
             r = one_run(method, seed, args.steps)
             runs.append(r)

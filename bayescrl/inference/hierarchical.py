@@ -575,8 +575,8 @@ def _laplace(pool: _Pool, prior: RaterPrior, h_b, h_l, theta, V, free_b, free_l,
 
 _INNER_TOL = 1e-9  # gradient 2-norm of the inner MAP at which laplace-eb evaluates the evidence
 _SEARCH_TOL = 1e-6  # the same at the competence optimiser's trial points (its end point is re-solved)
-_SEARCH_MAX = 20  # inner Newton steps at a trial point before it is rejected (a good one takes ≤ 15)
-_SEARCH_REFACTOR = 3  # refactorisations at a trial point before it is rejected
+_SEARCH_MAX = 20  # inner Newton steps at a trial point before its F is taken where it stopped (good: ≤ 15)
+_SEARCH_REFACTOR = 3  # refactorisations at a trial point before the same
 _INNER_MAX = 100  # inner Newton steps before a plain map_estimate
 _CG_MAX = 20  # conjugate-gradient iterations of one inner Newton step before its factors are rebuilt
 _REFACTOR = 30  # refactorisations of the inner Newton system before a plain map_estimate
@@ -628,9 +628,8 @@ def _inner_map(
     is solved by conjugate gradients on exact Hessian-vector products (O(N d + R d)), preconditioned by
     the block-arrow factors of ``lp`` (those of the previous evaluation, a nearby problem; its A_i⁻¹
     rounded to float32, which changes the preconditioner, not the system solved), to a relative residual
-    min(0.5, ‖g‖^½)
-    (Eisenstat–Walker-type forcing, superlinear convergence; absolute residual at least 0.1 ``tol``).
-    Where ``_CG_MAX`` iterations do not reach it (the factors are too far from the current
+    min(0.5, ‖g‖^½) (Eisenstat–Walker-type forcing, superlinear convergence; absolute residual at least
+    0.1 ``tol``). Where ``_CG_MAX`` iterations do not reach it (the factors are too far from the current
     Hessian) the factors are rebuilt at the current point (:func:`_laplace`) and the step is solved again
     (with fresh factors, an unfinished CG step is taken as it is: a descent direction all the same).
     Returns ``(theta, V, converged)``."""
@@ -746,7 +745,7 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
     (the MAP's response dẑ/dh = −H⁻¹ ∂g/∂h by implicit differentiation).
 
     ``fast``: the three R·d²·(d or U) matrix products of the trace terms (most of the cost) in float32,
-    the rest in the data's dtype: the gradient to about 10⁻⁵ instead of round-off (used by the
+    the rest in the data's dtype: the gradient to about 10⁻⁴ instead of round-off (used by the
     competence optimiser, whose tolerance is coarser; the optimum's gradient and the competence Hessian
     are taken exactly)."""
     B, R, d = lp.dv.shape
@@ -1132,7 +1131,8 @@ def fit_rater_pool(
       :func:`~bayescrl.inference.svi.fit_svi` / :func:`~bayescrl.inference.nuts.fit_nuts`
       (e.g. ``num_samples``, ``warmup``, ``num_chains``; ``max_steps``, ``guide``);
     * ``num_draws``: draws kept by laplace-eb and svi; ``seed``; ``device``; ``tol`` / ``max_iter``: the
-      competence optimiser's gradient tolerance and iterations (laplace-eb).
+      competence optimiser's gradient tolerance and iterations (laplace-eb; one Newton step with the
+      competence Hessian follows, which takes a gradient of 10⁻² to about 10⁻⁵).
 
     Returns a :class:`RaterPoolPosterior` (draws of ``theta``, ``vartheta``, ``beta``, ``lam`` with rater
     coordinate; ``rater_table()``, ``to_arviz()``, ``plot(path)``, ``summary()``). With one rater λ is not
