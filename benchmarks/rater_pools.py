@@ -25,6 +25,8 @@ the verdict ``deliberate-but-misinformed``; ``false_flags``: the fraction of the
 
     .venv/bin/python benchmarks/rater_pools.py             # 20 seeds (a few minutes on one core)
     .venv/bin/python benchmarks/rater_pools.py --seeds 3   # quick look
+    .venv/bin/python benchmarks/rater_pools.py --engines laplace-eb nuts --scenario near_random \
+        --seed-list 0 4   # the hierarchical model's engines against each other on chosen seeds
 
 Writes benchmarks/results/raters/rater_pools.json and .png.
 """
@@ -134,12 +136,65 @@ def plot(summary: dict, path: Path) -> None:
     fig.savefig(path, dpi=90)
 
 
+def engine_row(name: str, seed: int, engine: str, options: dict) -> dict:
+    """The hierarchical model of scenario ``name`` on one seed with one engine: θ's 90 % coverage, the mean
+    posterior sd of θ's coordinates, ‖θ̂‖ against ‖θ‖ (the β–θ scale) and the posterior sd of the mean
+    log β of the raters (the scale direction of the competences)."""
+    sc = SCENARIOS[name]
+    s = simulate_pool(D, sc["betas"], sc["lams"], N_PER, seed=seed)
+    raters = [
+        PoolRater(f"r{i}", beta=sc["betas"][i], lam=sc["lams"][i]) if i in sc["known"] else f"r{i}"
+        for i in range(len(sc["betas"]))
+    ]
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = fit_rater_pool(
+            s["X0"], s["X1"], s["y"], s["rater"], raters, engine=engine, seed=seed, **options
+        )
+    lo, hi = post.interval("theta")
+    return {
+        "seed": seed,
+        "engine": engine,
+        "coverage90": float(((s["theta"] >= lo) & (s["theta"] <= hi)).double().mean()),
+        "theta_sd_mean": float(post.flat("theta").std(0).mean()),
+        "theta_norm": float(post.theta_mean.norm()),
+        "theta_norm_true": float(s["theta"].norm()),
+        "mean_log_beta_sd": float(post.flat("beta").log().mean(-1).std()),
+        "seconds": time.perf_counter() - t0,
+        "converged": bool(post.diagnostics["converged"]),
+    }
+
+
+def compare_engines(args) -> None:
+    """``--engines``: laplace-eb against NUTS (and svi) on chosen seeds of one scenario."""
+    nuts = {"num_samples": args.nuts_samples, "warmup": args.nuts_samples, "num_chains": 1}
+    rows = []
+    for seed in args.seed_list:
+        for engine in args.engines:
+            rows.append(engine_row(args.scenario, seed, engine, nuts if engine == "nuts" else {}))
+            print({k: round(v, 3) if isinstance(v, float) else v for k, v in rows[-1].items()}, flush=True)
+    name = f"rater_pools_engines_{args.scenario}_{'_'.join(map(str, args.seed_list))}.json"
+    cmd = f"python benchmarks/rater_pools.py --engines {' '.join(args.engines)} --scenario {args.scenario} "
+    cmd += f"--seed-list {' '.join(map(str, args.seed_list))} --nuts-samples {args.nuts_samples}"
+    write_json(Path(args.out) / name, {"scenario": args.scenario, "nuts": nuts, "rows": rows, "command": cmd})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument(
+        "--engines", nargs="+", help="compare these engines on --scenario and --seed-list instead"
+    )
+    ap.add_argument("--scenario", default="near_random", choices=list(SCENARIOS))
+    ap.add_argument("--seed-list", nargs="+", type=int, default=[0])
+    ap.add_argument("--nuts-samples", type=int, default=200, help="NUTS warm-up and draws (one chain)")
     args = ap.parse_args()
     set_torch_threads(1)
+    if args.engines:
+        compare_engines(args)
+        return
     t0 = time.perf_counter()
     load0 = os.getloadavg()
     summary: dict = {}
