@@ -1534,6 +1534,42 @@ TABLES += RATERS_TABLES
 
 RPREFRL_IND = R + "raters/rater_prefrl_pools_independent_prior.json"
 RPREFRL_100K = R + "raters/prefrl_100k/rater_prefrl_pools.json"
+RENG = [R + f"raters/rater_pools_engines_near_random_{s}.json" for s in (0, 4)]
+
+
+def _eng_rows(key: str, engine: str) -> list[float]:
+    return [next(r[key] for r in load(f)["rows"] if r["engine"] == engine) for f in RENG]
+
+
+QUOTES += [
+    Quote(
+        RATERS,
+        "and 4), NUTS under the same prior covers as little (a share 0.33 on both, against laplace-eb's 0.17 and",
+        RENG[0],
+        lambda d: [None, *_eng_rows("coverage90", "nuts")[:1], *_eng_rows("coverage90", "laplace-eb")[:1]],
+    ),
+    Quote(
+        RATERS,
+        "0.33), with intervals as wide (mean posterior sd of θ's coordinates 0.24 and 0.23, against 0.23 and",
+        RENG[0],
+        lambda d: [
+            _eng_rows("coverage90", "laplace-eb")[1],
+            *_eng_rows("theta_sd_mean", "nuts"),
+            _eng_rows("theta_sd_mean", "laplace-eb")[0],
+        ],
+    ),
+    Quote(
+        RATERS,
+        "0.25) and the same shrunken scale (‖θ̂‖ 1.83 and 1.59 for NUTS, 1.70 and 1.56 for laplace-eb, against",
+        RENG[0],
+        lambda d: [
+            _eng_rows("theta_sd_mean", "laplace-eb")[1],
+            *_eng_rows("theta_norm", "nuts"),
+            *_eng_rows("theta_norm", "laplace-eb"),
+        ],
+    ),
+    Quote(RATERS, "the truth's 3.27 and 3.16).", RENG[0], lambda d: _eng_rows("theta_norm_true", "nuts")),
+]
 
 
 def rp_circling(d: dict, _k: Any) -> list[float]:
