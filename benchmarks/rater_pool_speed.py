@@ -93,7 +93,11 @@ def large(seed: int = 0) -> dict:
         "lam_true": lams,
         "log_evidence_map": dg.get("log_evidence_map"),
         "log_competence_map": dg.get("log_competence_map"),
-        "log_competence_sd": [float(v) ** 0.5 for v in torch.tensor(dg["log_competence_cov"]).diagonal()],
+        "log_competence_sd": [
+            float(v) ** 0.5 for v in torch.tensor(dg.get("log_competence_cov", [])).diagonal()
+        ]
+        if dg.get("log_competence_cov")
+        else None,
         "theta_map": dg.get("theta_map"),
         "target_seconds": 3.0,
     }
@@ -117,7 +121,7 @@ def _large_in_process(root: Path, seed: int = 0) -> dict:
 def _agreement(a: dict, b: dict) -> dict:
     """How far two fits of the same pool are apart: log evidence, log competences (max |Δ|), their
     posterior sd (ratio range a / b over the unknown raters' competences) and θ̂ (max |Δ|)."""
-    if "log_competence_map" not in b:  # a reference older than these fields
+    if b.get("log_competence_map") is None:  # a reference without these diagnostics
         return {"log_evidence_abs_diff": abs(a["log_evidence_map"] - b["log_evidence_map"])}
     sd = [x / y for x, y in zip(a["log_competence_sd"], b["log_competence_sd"], strict=True) if y > 0]
     return {

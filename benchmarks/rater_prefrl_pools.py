@@ -199,7 +199,7 @@ def merge(files: list[Path], out: Path) -> None:
         raise SystemExit("--merge: a (seed, method) run appears twice")
     res = {k: v for k, v in parts[0].items() if k not in ("runs", "table", "wall_time_s", "command")}
     res["command"] = " + ".join(p["command"] for p in parts) + " (merged with --merge)"
-    res["wall_time_s"] = sum(p.get("wall_time_s", 0.0) for p in parts)
+    res["wall_time_s_parts"] = [p.get("wall_time_s") for p in parts]  # each part's own run (side by side)
     write_json(out / "rater_prefrl_pools.json", {**res, "table": summarise(runs), "runs": runs})
     plot(runs, out / "rater_prefrl_pools.png")
 

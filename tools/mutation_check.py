@@ -310,6 +310,22 @@ MUTATIONS: list[Mutation] = [
         "tests/test_hierarchical_raters.py::test_a_wild_trial_point_is_not_solved_to_the_end",
     ),
     _one(
+        "20i-rater-pool-newton-step-kept-blindly",
+        "laplace-eb: the Newton step after the optimiser kept even where it lowers the evidence",
+        "bayescrl/inference/hierarchical.py",
+        'if not (ok and st["F"] >= before["F"] - 1e-9):',
+        "if False:",
+        "tests/test_hierarchical_raters.py::test_a_newton_step_that_lowers_the_evidence_is_rejected",
+    ),
+    _one(
+        "20j-rater-pool-search-float32-small-lambda",
+        "laplace-eb search mode: float32 blocks even for λ_i² < 10⁻² (cancellation in (I − MᵀM)/λ²)",
+        "bayescrl/inference/hierarchical.py",
+        "small = bool((lam2 < _SEARCH_MIN_LAM2).any())",
+        "small = False",
+        "tests/test_hierarchical_raters.py::test_search_mode_gradient_is_close_to_the_exact_one",
+    ),
+    _one(
         "21-torn-log-keeps-one-record-too-few",
         "resume trims the metrics log to records before the checkpoint (< instead of <=)",
         "bayescrl/utils/io.py",

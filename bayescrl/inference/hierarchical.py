@@ -35,9 +35,10 @@ Engines (:func:`fit_rater_pool`):
   from the better of the first-order prediction ẑ + (dẑ/dh)Δh and the last MAP, each step solved by
   conjugate gradients on exact Hessian-vector products preconditioned by the block factors of the
   previous evaluation (refactored only where those are too far off). The optimiser's trial points are
-  evaluated in a search mode: the R·d³ products of the gradient's trace terms in float32 (the gradient to
-  about 10⁻⁴), the inner MAP to 10⁻⁶ and at most 20 Newton steps (a wild trial point is not solved to the
-  end: its evidence there is below the optimum's and the line search backs off). L-BFGS-B stops at a
+  evaluated in a search mode: on the CPU the matrix products of the blocks and of the gradient's trace
+  terms in float32 (the gradient to about 10⁻⁴, F to about 10⁻⁶), the inner MAP to 10⁻⁶ and at most 20
+  Newton steps (a wild trial point is not solved to the end: its evidence where the solve stops is in
+  practice far below the last point's, and the line search backs off). L-BFGS-B stops at a
   gradient of ``tol`` (10⁻²); its end point is re-solved exactly and one Newton step with the competence
   Hessian takes the gradient to about 10⁻⁵. The competences' posterior is the
   Gaussian (in log space) with the Hessian of that objective (differences of the exact gradient, taken
@@ -522,6 +523,14 @@ def _chol_inverse(chol: torch.Tensor) -> torch.Tensor:
     return inv.mT if inv.device.type == "cpu" else 0.5 * (inv + inv.mT)
 
 
+def _search_dtype(fast: bool, x: torch.Tensor, lam2: torch.Tensor) -> torch.dtype:
+    """The dtype of the search mode's matrix products: float32 on the CPU (twice the throughput of
+    float64 there) unless a λ_i² is below ``_SEARCH_MIN_LAM2`` (A_i⁻¹ = (I − M_iᵀM_i)/λ_i² then loses
+    too much to cancellation); the data's dtype on an accelerator (fast float64 there; no TF32)."""
+    small = bool((lam2 < _SEARCH_MIN_LAM2).any())
+    return torch.float32 if fast and x.device.type == "cpu" and not small else x.dtype
+
+
 def _block_inverses(pool: _Pool, beta, lam2, w, fast=False):
     """A_i⁻¹ for A_i = λ_i² I + K_i, K_i = β_i² Σ_n w_n Δ_n Δ_nᵀ (``w [B,R,U]`` = M σ'(z)), its log det
     ``[B,R]`` and Σ_i λ_i² (I − λ_i² A_i⁻¹) ``[B,d,d]`` (S − Σ0⁻¹). Where the raters have fewer comparisons
@@ -529,7 +538,8 @@ def _block_inverses(pool: _Pool, beta, lam2, w, fast=False):
     C_i = λ_i² I_U + G_i G_iᵀ = L Lᵀ, M_i = L⁻¹ G_i: I − λ_i² A_i⁻¹ = M_iᵀ M_i and
     log det A_i = (d − U) log λ_i² + log det C_i (U×U factorisations, no d×d one); otherwise by the d×d
     Cholesky factors of A_i (singular to round-off when λ_i → 0 with U < d: jittered, see spd_cholesky).
-    ``fast``: M_i and M_iᵀM_i in float32 (the log determinants stay exact; A⁻¹ and S to about 10⁻⁷)."""
+    ``fast``: M_i and M_iᵀM_i in float32 (:func:`_search_dtype`; log det A_i stays exact, A⁻¹ and S
+    carry float32 rounding, and with S the evidence F, to about 10⁻⁶)."""
     d = pool.D.shape[-1]
     l2 = lam2[..., None, None]
     if pool.Q is not None:
@@ -538,7 +548,7 @@ def _block_inverses(pool: _Pool, beta, lam2, w, fast=False):
         C = sw.unsqueeze(-1) * pool.Q * sw.unsqueeze(-2)
         C.diagonal(dim1=-2, dim2=-1).add_(lam2.unsqueeze(-1))
         chol_c = spd_cholesky(C)
-        pdt = torch.float32 if fast else C.dtype
+        pdt = _search_dtype(fast, C, lam2)
         G = (sw.unsqueeze(-1) * pool.D).to(pdt)
         Mw = torch.linalg.solve_triangular(chol_c.to(pdt), G, upper=False)  # [B,R,U,d]
         P = (Mw.mT @ Mw).to(C.dtype)  # I − λ² A⁻¹
@@ -581,6 +591,7 @@ _INNER_MAX = 100  # inner Newton steps before a plain map_estimate
 _CG_MAX = 20  # conjugate-gradient iterations of one inner Newton step before its factors are rebuilt
 _REFACTOR = 30  # refactorisations of the inner Newton system before a plain map_estimate
 _FAST_SEARCH = True  # the competence optimiser's trial points in search mode (_Evidence.fast_search)
+_SEARCH_MIN_LAM2 = 1e-2  # below this λ_i² the search mode keeps float64 (see _search_dtype)
 _HESS_CHUNK = 1  # competence-Hessian columns per batch (batches of 5 measured ~15 % slower at d = 256)
 _HESS_BYTES = 2**29  # memory for one batch of competence-Hessian columns
 
@@ -744,14 +755,15 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
     dF/dh = −∂L/∂h − ½ [tr(H⁻¹ ∂H/∂h) − uᵀ ∂g/∂h] + ∂ log p(h)/∂h with u = H⁻¹ ∇_(θ,ϑ) log det H
     (the MAP's response dẑ/dh = −H⁻¹ ∂g/∂h by implicit differentiation).
 
-    ``fast``: the three R·d²·(d or U) matrix products of the trace terms (most of the cost) in float32,
-    the rest in the data's dtype: the gradient to about 10⁻⁴ instead of round-off (used by the
+    ``fast``: the three R·d²·(d or U) matrix products of the trace terms (most of the cost) in float32
+    (:func:`_search_dtype`), the rest in the data's dtype: the gradient to about 10⁻⁴ instead of round-off
+    (used by the
     competence optimiser, whose tolerance is coarser; the optimum's gradient and the competence Hessian
     are taken exactly)."""
     B, R, d = lp.dv.shape
     beta, lam2, ainv = lp.beta, lp.lam2, lp.ainv
     sinv = _chol_inverse(lp.chol_s)  # Σ_θθ = S⁻¹
-    pdt = torch.float32 if fast else ainv.dtype
+    pdt = _search_dtype(fast, ainv, lam2)
     a_p, D_p, s_p = ainv.to(pdt), pool.D.to(pdt), sinv.to(pdt).unsqueeze(-3)
     # Σ_ii = A_i⁻¹ + λ_i⁴ A_i⁻¹ S⁻¹ A_i⁻¹ (the ϑ_i block of H⁻¹); with the rows A_i⁻¹Δ_n of D_i A_i⁻¹,
     # q_n = β_i² Δ_nᵀ Σ_ii Δ_n (the Laplace variance of the logit z_n)
@@ -831,15 +843,15 @@ class _Evidence:
         evaluation (:func:`_inner_map`), a plain map_estimate as the last resort."""
         pool, prior, diag, fb, fl = self.pool, self.prior, self.diag, self.free_b, self.free_l
         hb, hl = self.split(u)
-        search = self.fast and self.state["h"] is not None  # a trial point after a good one
+        search = self.fast and self.state["h"] is not None  # a trial point after the first evaluation
         diag["refactor_left"] = _SEARCH_REFACTOR if search else _REFACTOR
         diag.setdefault("cg_iters", 0)
         tol, steps = (_SEARCH_TOL, _SEARCH_MAX) if search else (_INNER_TOL, _INNER_MAX)
         start = self._start(hb, hl)
         th, V, ok = _inner_map(pool, prior, hb, hl, *start, self.state["lp"], fb, fl, diag, tol, steps)
         finite = bool(torch.isfinite(th).all() & torch.isfinite(V).all())
-        if not ok and search and finite:  # a wild trial point: F where the inner solve stopped, below its
-            diag["unsolved_trials"] = diag.get("unsolved_trials", 0) + 1  # optimum (the search backs off)
+        if not ok and search and finite:  # a wild trial point: F where the inner solve stopped (in practice
+            diag["unsolved_trials"] = diag.get("unsolved_trials", 0) + 1  # far below; the search backs off)
         elif not ok:
             if not finite:  # diverged: a cold start
                 th, V = pool.mu0, pool.mu0.expand(self.R, self.d)
@@ -886,11 +898,13 @@ def _optimise_competences(ev: _Evidence, u0: torch.Tensor, tol: float, max_iter:
         return -st["F"], -st["g"].cpu().numpy()
 
     ev.fast = ev.fast_search
-    res = scipy.optimize.minimize(
-        fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
-        options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 30},
-    )  # fmt: skip
-    ev.fast = False
+    try:
+        res = scipy.optimize.minimize(
+            fun, u0.cpu().numpy(), jac=True, method="L-BFGS-B",
+            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-13, "maxcor": 30},
+        )  # fmt: skip
+    finally:
+        ev.fast = False
     u_hat = torch.as_tensor(res.x, dtype=dt, device=dev)
     if not bool(torch.isfinite(u_hat).all()) or not math.isfinite(-res.fun):  # diverged: the best point
         u_hat = best["u"]
@@ -948,7 +962,9 @@ def _newton_polish(ev: _Evidence, u_hat: torch.Tensor, hess: torch.Tensor) -> to
         return u_hat
     before = dict(ev.state)
     ev.evaluate(u_hat + step)
-    if not (math.isfinite(ev.state["F"]) and ev.state["F"] >= before["F"] - 1e-9):
+    st = ev.state
+    ok = st["inner_ok"] and bool(torch.isfinite(st["g"]).all()) and math.isfinite(st["F"])
+    if not (ok and st["F"] >= before["F"] - 1e-9):
         ev.state = before
         return u_hat
     return u_hat + step
@@ -1001,8 +1017,6 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
     t0 = time.perf_counter()
     u_hat, grad_norm = _optimise_competences(ev, torch.cat([h_b0, h_l0])[ev.free].clone(), tol, max_iter)
     diag = ev.diag
-    if not ev.state["inner_ok"]:
-        diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
     t1 = time.perf_counter()
     hess = _competence_hessian(ev, *ev.split(u_hat)) if ev.nf else None
     t2 = time.perf_counter()
@@ -1010,6 +1024,8 @@ def _fit_laplace_eb(pool, prior, problem, h_b0, h_l0, free_b, free_l, num_draws,
         u_hat = _newton_polish(ev, u_hat, hess)
         grad_norm = float(ev.state["g"].abs().max())
         diag["log_evidence_map"] = ev.state["F"]
+    if not ev.state["inner_ok"]:
+        diag["warnings"].append("laplace-eb: the MAP of (theta, vartheta) did not reach its tolerance")
     hb, hl = ev.split(u_hat)
     cov_h = _competence_cov(ev, hess)
     t3 = time.perf_counter()
