@@ -95,7 +95,7 @@ def _scores(est: torch.Tensor, truth: torch.Tensor) -> dict[str, float]:
 
 
 def one_seed(name: str, seed: int) -> dict:
-    u, y, yp, ind, rt, decl = simulate(SCENARIOS[name], seed)
+    u, y, yp, ind, rt, decl, _oracle = simulate(SCENARIOS[name], seed)
     ref = torch.full((A,), 1.0 / A, dtype=DT)
     truth = pairwise_to_action(u, ref)
     ref_val, best = float(ref @ truth[0]), float(truth[0].max())

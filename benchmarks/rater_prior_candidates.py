@@ -66,7 +66,7 @@ CANDIDATES: dict[str, dict[str, float]] = {
 
 
 def mopo_seed(name: str, seed: int, prior: RaterPrior) -> dict:
-    u, y, yp, ind, rt, decl = simulate(SCENARIOS[name], seed)
+    u, y, yp, ind, rt, decl, _oracle = simulate(SCENARIOS[name], seed)
     ref = torch.full((A,), 1.0 / A, dtype=DT)
     truth = pairwise_to_action(u, ref)
     ref_val, best = float(ref @ truth[0]), float(truth[0].max())
