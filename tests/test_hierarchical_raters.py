@@ -552,10 +552,9 @@ def test_newton_step_after_the_optimiser_reaches_the_tight_optimum(pool, fast):
     assert torch.allclose(ca.diagonal(), cb.diagonal(), rtol=0.01)
 
 
-def test_a_wild_trial_point_is_not_solved_to_the_end(pool):
-    """In search mode a trial point far from the last one (log β + 12: a near-separable MAP) costs at most
-    the search's Newton steps and is counted as unsolved; its evidence (where the inner solve stopped) is
-    finite and far below the good point's, so the optimiser's line search backs off."""
+def _evidence_at_the_prior_centre(pool) -> tuple[H._Evidence, torch.Tensor]:
+    """The laplace-eb objective of the module's pool (every competence free) and its start u0 (log β at
+    log 5, log λ at 0)."""
     R, d = 4, 3
     dt = torch.float64
     p = H._pool(
@@ -567,10 +566,17 @@ def test_a_wild_trial_point_is_not_solved_to_the_end(pool):
         x0=pool["X0"], x1=pool["X1"], y=pool["y"], rater=pool["rater"],
     )  # fmt: skip
     ones = torch.ones(R, dtype=dt)
-    ev = H._Evidence(
-        p, RaterPrior(), prob, torch.full((R,), 1.6, dtype=dt), torch.zeros(R, dtype=dt), ones, ones
-    )
-    u = torch.cat([torch.full((R,), 1.6), torch.zeros(R)]).to(dt)
+    h_b0, h_l0 = torch.full((R,), 1.6, dtype=dt), torch.zeros(R, dtype=dt)
+    return H._Evidence(p, RaterPrior(), prob, h_b0, h_l0, ones, ones), torch.cat([h_b0, h_l0])
+
+
+def test_a_wild_trial_point_is_not_solved_to_the_end(pool):
+    """In search mode a trial point far from the last one (log β + 12: a near-separable MAP) costs at most
+    the search's Newton steps and is counted as unsolved; its evidence (where the inner solve stopped) is
+    finite and far below the good point's, so the optimiser's line search backs off."""
+    ev, u0 = _evidence_at_the_prior_centre(pool)
+    R, dt = 4, torch.float64
+    u = u0
     ev.evaluate(u)
     good = ev.state["F"]
     ev.fast = True
@@ -584,21 +590,8 @@ def test_a_newton_step_that_lowers_the_evidence_is_rejected(pool):
     """_newton_polish keeps its step only where the evidence does not decrease: with a Hessian far too
     flat (a step of about 10³ in the log competences) the step is rejected and the optimiser's end point,
     its state (MAP, factors, gradient) included, is what the fit keeps."""
-    R, d = 4, 3
-    dt = torch.float64
-    p = H._pool(
-        pool["X0"], pool["X1"], pool["y"], pool["rater"], R, torch.zeros(d, dtype=dt), torch.eye(d, dtype=dt),
-        "cpu", dt,
-    )  # fmt: skip
-    prob = BTLinearProblem.from_data(
-        torch.zeros(d), torch.eye(d), [1.0] * R, [1.0] * R,
-        x0=pool["X0"], x1=pool["X1"], y=pool["y"], rater=pool["rater"],
-    )  # fmt: skip
-    ones = torch.ones(R, dtype=dt)
-    ev = H._Evidence(
-        p, RaterPrior(), prob, torch.full((R,), 1.6, dtype=dt), torch.zeros(R, dtype=dt), ones, ones
-    )
-    u0 = torch.cat([torch.full((R,), 1.6), torch.zeros(R)]).to(dt)
+    ev, u0 = _evidence_at_the_prior_centre(pool)
+    R, dt = 4, torch.float64
     u, _ = H._optimise_competences(ev, u0, 1e-2, 200)
     before = dict(ev.state)
     assert H._newton_polish(ev, u, 1e-6 * torch.eye(2 * R, dtype=dt)) is u
