@@ -265,8 +265,8 @@ MUTATIONS: list[Mutation] = [
         "20c-rater-pool-latent-draws",
         "laplace-eb draws: ϑ_i − ϑ̂_i = L_i⁻ᵀ e_i, dropping the coupling A_i⁻¹ λ_i² (θ − θ̂) to θ's draw",
         "bayescrl/inference/hierarchical.py",
-        "half + e_V.permute(1, 2, 0)",
-        "e_V.permute(1, 2, 0)",
+        "half + e_V.transpose(0, 1)",
+        "e_V.transpose(0, 1)",
         "tests/test_hierarchical_raters.py::test_latent_draws_have_the_inverse_hessian_as_covariance",
     ),
     _one(
@@ -323,6 +323,18 @@ MUTATIONS: list[Mutation] = [
         "bayescrl/inference/hierarchical.py",
         "small = bool((lam2 < _SEARCH_MIN_LAM2).any())",
         "small = False",
+        "tests/test_hierarchical_raters.py::test_search_mode_gradient_is_close_to_the_exact_one",
+    ),
+    _one(
+        "20k-rater-pool-search-trace-cancels",
+        "laplace-eb: tr Cov(θ − ϑ_i) as the four-term sum tr S⁻¹ − 2λ² tr(S⁻¹A⁻¹) + tr A⁻¹ + λ⁴ tr(A⁻¹S⁻¹A⁻¹)"
+        " (equal in exact arithmetic; cancels in float32 where λ_i is large)",
+        "bayescrl/inference/hierarchical.py",
+        "    tr_cov = tr_psp.to(dt) + a_p.diagonal(dim1=-2, dim2=-1).sum(-1).to(dt)\n",
+        "    tr_cov = sinv.diagonal(dim1=-2, dim2=-1).sum(-1).unsqueeze(-1)"
+        " - 2 * lam2 * (a_p.flatten(-2) @ s_p.flatten(-2).mT).squeeze(-1).to(dt)"
+        " + a_p.diagonal(dim1=-2, dim2=-1).sum(-1).to(dt)"
+        " + lam2**2 * torch.linalg.vecdot((s_p @ a_p).flatten(-2), a_p.flatten(-2)).to(dt)\n",
         "tests/test_hierarchical_raters.py::test_search_mode_gradient_is_close_to_the_exact_one",
     ),
     _one(
