@@ -327,15 +327,23 @@ MUTATIONS: list[Mutation] = [
     ),
     _one(
         "20k-rater-pool-search-trace-cancels",
-        "laplace-eb: tr Cov(θ − ϑ_i) as the four-term sum tr S⁻¹ − 2λ² tr(S⁻¹A⁻¹) + tr A⁻¹ + λ⁴ tr(A⁻¹S⁻¹A⁻¹)"
-        " (equal in exact arithmetic; cancels in float32 where λ_i is large)",
+        "laplace-eb: λ² tr Cov(θ − ϑ_i) − d from the four-term sum tr S⁻¹ − 2λ² tr(S⁻¹A⁻¹) + tr A⁻¹"
+        " + λ⁴ tr(A⁻¹S⁻¹A⁻¹) (equal in exact arithmetic; cancels in float32 where λ_i is large)",
         "bayescrl/inference/hierarchical.py",
-        "    tr_cov = tr_psp.to(dt) + a_p.diagonal(dim1=-2, dim2=-1).sum(-1).to(dt)\n",
-        "    tr_cov = sinv.diagonal(dim1=-2, dim2=-1).sum(-1).unsqueeze(-1)"
+        "    lam_cov = lam2 * tr_psp.to(dt) - p_p.diagonal(dim1=-2, dim2=-1).sum(-1).to(dt)",
+        "    lam_cov = lam2 * (sinv.diagonal(dim1=-2, dim2=-1).sum(-1).unsqueeze(-1)"
         " - 2 * lam2 * (a_p.flatten(-2) @ s_p.flatten(-2).mT).squeeze(-1).to(dt)"
         " + a_p.diagonal(dim1=-2, dim2=-1).sum(-1).to(dt)"
-        " + lam2**2 * torch.linalg.vecdot((s_p @ a_p).flatten(-2), a_p.flatten(-2)).to(dt)\n",
+        " + lam2**2 * torch.linalg.vecdot((s_p @ a_p).flatten(-2), a_p.flatten(-2)).to(dt)) - d",
         "tests/test_hierarchical_raters.py::test_search_mode_gradient_is_close_to_the_exact_one",
+    ),
+    _one(
+        "20l-rater-pool-float32-hessian-step",
+        "laplace-eb: the float32 competence Hessian with the float64 step 10⁻⁴ (rounding / step swamps it)",
+        "bayescrl/inference/hierarchical.py",
+        "_HESS_EPS_SEARCH = 5e-4",
+        "_HESS_EPS_SEARCH = 1e-4",
+        "tests/test_hierarchical_raters.py::test_float32_competence_hessian_is_close_to_the_float64_one",
     ),
     _one(
         "21-torn-log-keeps-one-record-too-few",
