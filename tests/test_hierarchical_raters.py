@@ -601,7 +601,9 @@ def test_float32_competence_hessian_is_close_to_the_float64_one():
 def test_a_wild_trial_point_is_not_solved_to_the_end(pool):
     """In search mode a trial point far from the last one (log β + 12: a near-separable MAP) costs at most
     the search's Newton steps and is counted as unsolved; its evidence (where the inner solve stopped) is
-    finite and far below the good point's, so the optimiser's line search backs off."""
+    finite and far below the good point's, so the optimiser's line search backs off. The unsolved point
+    does not seed the next trial point: back near the good point the inner MAP starts from the good
+    point's solution and is solved again (seeded from the unsolved one it is not, and F comes out wrong)."""
     ev, u0 = _evidence_at_the_prior_centre(pool)
     R, dt = 4, torch.float64
     u = u0
@@ -612,6 +614,8 @@ def test_a_wild_trial_point_is_not_solved_to_the_end(pool):
     ev.evaluate(u + torch.cat([torch.full((R,), 12.0), torch.full((R,), -6.0)]).to(dt))
     assert ev.diag["inner_steps"] - steps <= H._SEARCH_MAX and ev.diag["unsolved_trials"] == 1
     assert math.isfinite(ev.state["F"]) and ev.state["F"] < good - 100
+    ev.evaluate(u + 1e-3)
+    assert ev.state["inner_ok"] and ev.diag["unsolved_trials"] == 1 and abs(ev.state["F"] - good) < 1.0
 
 
 def test_a_newton_step_that_lowers_the_evidence_is_rejected(pool):

@@ -305,7 +305,7 @@ MUTATIONS: list[Mutation] = [
         "20h-rater-pool-search-cap",
         "laplace-eb: trial points solved to the end like the optimum (a wild one costs hundreds of steps)",
         "bayescrl/inference/hierarchical.py",
-        'search = self.fast and self.state["h"] is not None',
+        'search = self.fast and self.warm["h"] is not None',
         "search = False",
         "tests/test_hierarchical_raters.py::test_a_wild_trial_point_is_not_solved_to_the_end",
     ),
@@ -344,6 +344,14 @@ MUTATIONS: list[Mutation] = [
         "_HESS_EPS_SEARCH = 5e-4",
         "_HESS_EPS_SEARCH = 1e-4",
         "tests/test_hierarchical_raters.py::test_float32_competence_hessian_is_close_to_the_float64_one",
+    ),
+    _one(
+        "20m-rater-pool-unsolved-point-seeds-the-next",
+        "laplace-eb: an unsolved wild trial point becomes the next inner solve's start and preconditioner",
+        "bayescrl/inference/hierarchical.py",
+        "        if ok or not search:  # (inner_ok is judged at the last, returned point)",
+        "        if True:  # (inner_ok is judged at the last, returned point)",
+        "tests/test_hierarchical_raters.py::test_a_wild_trial_point_is_not_solved_to_the_end",
     ),
     _one(
         "21-torn-log-keeps-one-record-too-few",

@@ -814,8 +814,9 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
 class _Evidence:
     """The laplace-eb objective over the free log competences ``u`` (the known ones fixed at ``h_b0``,
     ``h_l0``): :meth:`evaluate` solves the inner MAP, the Laplace evidence F and its exact gradient, and
-    keeps the last evaluation in ``state`` (h, the MAP, its sensitivity dẑ/dh = J as the next warm start,
-    F, dF/du, the factors ``lp``)."""
+    keeps the last evaluation in ``state`` (h, the MAP, its sensitivity dẑ/dh = J, F, dF/du, the factors
+    ``lp``) and the last one whose inner MAP was solved in ``warm`` (the next inner solve's start and
+    preconditioner: a wild trial point that the search left unsolved must not seed the points after it)."""
 
     def __init__(self, pool: _Pool, prior: RaterPrior, problem, h_b0, h_l0, free_b, free_l):
         self.pool, self.prior, self.problem = pool, prior, problem
@@ -827,6 +828,7 @@ class _Evidence:
         self.diag: dict[str, Any] = {"warnings": [], "objective_evals": 0, "inner_steps": 0}
         self.diag["factorisations"] = 0
         self.state: dict[str, Any] = {"h": None, "lp": None, "inner_ok": True}
+        self.warm: dict[str, Any] = {"h": None, "lp": None}
         # the optimiser's trial points: float32 trace products (_evidence_grad) and a looser inner MAP
         self.fast_search = _FAST_SEARCH
         self.fast = False
@@ -838,8 +840,9 @@ class _Evidence:
 
     def _start(self, hb, hl) -> tuple[torch.Tensor, torch.Tensor]:
         """The inner solve's start: the better (lower loss) of the last MAP and its first-order prediction
-        ẑ + J Δh at the new h (a long step of the outer optimiser extrapolates badly); cold: μ0."""
-        st, R = self.state, self.R
+        ẑ + J Δh at the new h (a long step of the outer optimiser extrapolates badly), from the last solved
+        evaluation; cold: μ0."""
+        st, R = self.warm, self.R
         if st["h"] is None:
             return self.pool.mu0, self.pool.mu0.expand(R, self.d)  # map_estimate's own cold start
         dh = torch.cat([hb, hl]) - st["h"]
@@ -857,12 +860,12 @@ class _Evidence:
         evaluation (:func:`_inner_map`), a plain map_estimate as the last resort."""
         pool, prior, diag, fb, fl = self.pool, self.prior, self.diag, self.free_b, self.free_l
         hb, hl = self.split(u)
-        search = self.fast and self.state["h"] is not None  # a trial point after the first evaluation
+        search = self.fast and self.warm["h"] is not None  # a trial point after the first evaluation
         diag["refactor_left"] = _SEARCH_REFACTOR if search else _REFACTOR
         diag.setdefault("cg_iters", 0)
         tol, steps = (_SEARCH_TOL, _SEARCH_MAX) if search else (_INNER_TOL, _INNER_MAX)
         start = self._start(hb, hl)
-        th, V, ok = _inner_map(pool, prior, hb, hl, *start, self.state["lp"], fb, fl, diag, tol, steps)
+        th, V, ok = _inner_map(pool, prior, hb, hl, *start, self.warm["lp"], fb, fl, diag, tol, steps)
         finite = bool(torch.isfinite(th).all() & torch.isfinite(V).all())
         if not ok and search and finite:  # a wild trial point: F where the inner solve stopped (in practice
             diag["unsolved_trials"] = diag.get("unsolved_trials", 0) + 1  # far below; the search backs off)
@@ -876,18 +879,10 @@ class _Evidence:
         lp = _laplace(pool, prior, hb[None], hl[None], th[None], V[None], fb, fl, self.fast)
         g = _evidence_grad(pool, prior, lp, hb[None], hl[None], fb, fl, self.fast)[0]
         x_t, x_V = _block_solve(lp, *_dg_dh(pool, lp))  # dẑ/dh = −H⁻¹ ∂g/∂h
-        self.state.update(
-            h=torch.cat([hb, hl]),
-            u=u.clone(),
-            theta=th,
-            V=V,
-            J_t=-x_t[0],
-            J_V=-x_V[0],
-            F=float(lp.F[0]),
-            g=g[self.free],
-            lp=lp,
-            inner_ok=ok,  # judged at the last (returned) point
-        )
+        point = dict(h=torch.cat([hb, hl]), theta=th, V=V, J_t=-x_t[0], J_V=-x_V[0], lp=lp)
+        self.state.update(point, u=u.clone(), F=float(lp.F[0]), g=g[self.free], inner_ok=ok)
+        if ok or not search:  # (inner_ok is judged at the last, returned point)
+            self.warm = point
         diag["objective_evals"] += 1
         diag["factorisations"] += 1
         diag.pop("refactor_left")
