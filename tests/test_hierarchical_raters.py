@@ -581,10 +581,10 @@ def _evidence_at_the_prior_centre(pool) -> tuple[H._Evidence, torch.Tensor]:
 
 
 def test_float32_competence_hessian_is_close_to_the_float64_one():
-    """From d = 64 on (CPU) the competence Hessian's trace products are float32, differenced against the
-    base gradient taken the same way, with a step of 5·10⁻⁴: on a pool with fewer comparisons than
-    features its entries stay within 0.2 % (Frobenius) of the float64 Hessian's (step 10⁻⁴); with the
-    float64 step the float32 rounding would be four times as large (0.5 %)."""
+    """From d = 64 on (CPU) the competence Hessian's perturbed gradients take float32 trace products and a
+    step of 5·10⁻⁴: on a pool with fewer comparisons than features its entries stay within 0.3 %
+    (Frobenius; about 0.12-0.19 % on such pools) of the float64 Hessian's (step 10⁻⁴); with the float64
+    step the float32 rounding, divided by the step, would be about four times as large."""
     s = simulate_pool(64, [4.0, 2.0, 8.0], [2.0, 0.5, 1.0], 40, seed=3)
     ev, u0 = _evidence_at_the_prior_centre(s)
     assert ev.pool.Q is not None  # U < d: the Woodbury blocks
@@ -595,7 +595,7 @@ def test_float32_competence_hessian_is_close_to_the_float64_one():
     ev.state, ev.fast_search = state, False
     h64 = H._competence_hessian(ev, hb, hl)
     err = float((h32 - h64).norm() / h64.norm())
-    assert 0 < err < 2e-3
+    assert 0 < err < 3e-3
 
 
 def test_a_wild_trial_point_is_not_solved_to_the_end(pool):

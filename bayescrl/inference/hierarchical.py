@@ -389,7 +389,8 @@ class _Pool:
     prec0: torch.Tensor
     logdet_prec0: torch.Tensor
     Q: torch.Tensor | None = None  # D_i D_iᵀ [R,U,U] where U < d (A_i⁻¹ by Woodbury, :func:`_block_inverses`)
-    casts: dict = field(default_factory=dict)  # D in other dtypes (the search mode's float32), made once
+    # D in other dtypes (the search mode's float32), made once; not passed on by dataclasses.replace
+    casts: dict = field(default_factory=dict, init=False, repr=False)
 
     def D_as(self, dtype: torch.dtype) -> torch.Tensor:
         if dtype == self.D.dtype:
@@ -485,10 +486,11 @@ class _Laplace:
     """The Laplace approximation at a point (θ, ϑ) for log competences h, batched over a leading dim B.
 
     Factors of the block-arrow Hessian H = [[Σ0⁻¹ + Σ_i λ_i² I, −λ_i² I], [−λ_i² I, A_i]]
-    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹ (symmetric, row-major; float32 in the search mode),
-    ``proj`` = P_i = I − λ_i² A_i⁻¹ (formed directly, without the cancellation of that difference where
-    λ_i is large), ``chol_s`` the Cholesky factor of the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i² P_i;
-    ``F [B]`` the log evidence plus log prior (as :func:`_objective`), ``loss [B]`` the loss L at the point.
+    (A_i = λ_i² I + K_i): ``ainv [B,R,d,d]`` = A_i⁻¹ (symmetric, row-major; float32 in the search mode
+    where U < d), ``proj`` = P_i = I − λ_i² A_i⁻¹ (where U < d formed directly as M_iᵀM_i, without the
+    cancellation of that difference where λ_i is large; otherwise from A_i⁻¹ in float64), ``chol_s`` the
+    Cholesky factor of the θ Schur complement S = Σ0⁻¹ + Σ_i λ_i² P_i; ``F [B]`` the log evidence plus log
+    prior (as :func:`_objective`), ``loss [B]`` the loss L at the point.
     """
 
     beta: torch.Tensor
@@ -537,8 +539,9 @@ def _search_dtype(fast: bool, x: torch.Tensor, lam2: torch.Tensor) -> torch.dtyp
     """The dtype of the search mode's matrix products: float32 on the CPU (twice the throughput of
     float64 there) unless a λ_i² is below ``_SEARCH_MIN_LAM2`` (A_i⁻¹ = (I − M_iᵀM_i)/λ_i² then loses
     too much to cancellation); the data's dtype on an accelerator (fast float64 there; no TF32)."""
-    small = bool((lam2 < _SEARCH_MIN_LAM2).any())
-    return torch.float32 if fast and x.device.type == "cpu" and not small else x.dtype
+    if not fast or x.device.type != "cpu":
+        return x.dtype
+    return x.dtype if bool((lam2 < _SEARCH_MIN_LAM2).any()) else torch.float32
 
 
 def _block_inverses(pool: _Pool, beta, lam2, w, fast=False):
@@ -548,8 +551,8 @@ def _block_inverses(pool: _Pool, beta, lam2, w, fast=False):
     G_i = β_i diag(√w) D_i and C_i = λ_i² I_U + G_i G_iᵀ = L Lᵀ, M_i = L⁻¹ G_i: P_i = M_iᵀ M_i and
     log det A_i = (d − U) log λ_i² + log det C_i (U×U factorisations, no d×d one); otherwise by the d×d
     Cholesky factors of A_i (singular to round-off when λ_i → 0 with U < d: jittered, see spd_cholesky).
-    ``fast``: M_i, P_i and the returned A⁻¹ in float32 (:func:`_search_dtype`; log det A_i stays exact,
-    S carries float32 rounding, and with S the evidence F, to about 10⁻⁶)."""
+    ``fast`` (the Woodbury path only): M_i, P_i and the returned A⁻¹ in float32 (:func:`_search_dtype`;
+    log det A_i stays exact, S carries float32 rounding, and with S the evidence F, to about 10⁻⁶)."""
     d = pool.D.shape[-1]
     l2 = lam2[..., None, None]
     if pool.Q is not None:
@@ -791,8 +794,8 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
     # ∂ log det H / ∂ log λ_i = 2λ_i² tr Cov(θ − ϑ_i), and with P_i = I − λ_i² A_i⁻¹
     # tr Cov(θ − ϑ_i) = tr(Σ_θθ − Σ_θi − Σ_iθ + Σ_ii) = tr(P_i S⁻¹ P_i) + tr A_i⁻¹,
     # λ_i² tr A_i⁻¹ = d − tr P_i;
-    # the d cancels against the prior-free term d of dF/d log λ_i, leaving positive terms of order U and
-    # round-off of order U ε (the four-term sum cancels to round-off × λ_i² d where λ_i is large)
+    # the d cancels against the prior-free term d of dF/d log λ_i, leaving terms of order U and round-off
+    # of order U ε (the four-term sum cancels to round-off × λ_i² d where λ_i is large)
     p_p = lp.proj.to(pdt)
     tr_psp = torch.linalg.vecdot((s_p @ p_p).flatten(-2), p_p.flatten(-2))  # tr(P S⁻¹ P), Frobenius product
     lam_cov = lam2 * tr_psp.to(dt) - p_p.diagonal(dim1=-2, dim2=-1).sum(-1).to(dt)  # λ² tr Cov(θ − ϑ) − d
@@ -856,8 +859,8 @@ class _Evidence:
 
     def evaluate(self, u: torch.Tensor) -> None:
         """F and dF/du at ``u``. The inner MAP is tight (the evidence and its gradient are evaluated at
-        that point, no further correction): Newton steps solved with the block factors of the previous
-        evaluation (:func:`_inner_map`), a plain map_estimate as the last resort."""
+        that point, no further correction): Newton steps solved with the block factors of the last solved
+        evaluation (:func:`_inner_map`, started from ``warm``), a plain map_estimate as the last resort."""
         pool, prior, diag, fb, fl = self.pool, self.prior, self.diag, self.free_b, self.free_l
         hb, hl = self.split(u)
         search = self.fast and self.warm["h"] is not None  # a trial point after the first evaluation
@@ -935,10 +938,11 @@ def _competence_hessian(ev: _Evidence, hb, hl) -> torch.Tensor:
     forward differences of the analytic gradient, each at the MAP predicted to second order (first-order
     step along dẑ/dh, then one Newton correction with the factors at ĥ), in batches of columns. The
     blocks are float64. From d = ``_HESS_SEARCH_MIN_D`` on, with the search mode on (CPU, every λ_i² ≥
-    10⁻²), the gradient's trace products are float32 (a third less time), the base point's gradient is
-    taken the same way so that their rounding largely cancels, and the step is ``_HESS_EPS_SEARCH``: the
-    competences' posterior sd to 0.1-0.25 % of the float64 Hessian's (step ``_HESS_EPS``, 0.02 % from the
-    exact one) on simulated pools with d = 32-256; below that d the Hessian is cheap and stays float64."""
+    10⁻²), the perturbed gradients' trace products are float32 (a third less time) and the step is
+    ``_HESS_EPS_SEARCH``, larger than the float64 one (``_HESS_EPS``, 0.02 % from the exact Hessian in
+    sd) because the float32 rounding (about 10⁻⁶ in the gradient) enters divided by it: the competences'
+    posterior sd then within about 0.5 % of the float64 Hessian's (see docs/core.md); below that d the
+    Hessian is cheap and stays float64."""
     pool, prior, st, R, d, nf = ev.pool, ev.prior, ev.state, ev.R, ev.d, ev.nf
     cols = torch.nonzero(ev.free).flatten()
     Hh = hb.new_zeros(nf, nf)
@@ -947,9 +951,7 @@ def _competence_hessian(ev: _Evidence, hb, hl) -> torch.Tensor:
     fast = ev.fast_search and d >= _HESS_SEARCH_MIN_D
     fast = fast and _search_dtype(True, lp0.ainv, lp0.lam2) != lp0.ainv.dtype
     eps = _HESS_EPS_SEARCH if fast else _HESS_EPS
-    if fast:
-        g0 = _evidence_grad(pool, prior, lp0, hb[None], hl[None], ev.free_b, ev.free_l, fast=True)[0][ev.free]
-    # columns per batch: about 8 [R,d,d] float64 temporaries per column within _HESS_BYTES
+    # columns per batch: about 10 [R,d,d] float64 temporaries per column within _HESS_BYTES
     chunk = max(1, min(_HESS_CHUNK, _HESS_BYTES // (64 * R * d * d)))
     for c in range(0, nf, chunk):
         js = cols[c : c + chunk]
@@ -978,12 +980,12 @@ def _newton_polish(ev: _Evidence, u_hat: torch.Tensor, hess: torch.Tensor) -> to
     step = evecs @ ((evecs.T @ ev.state["g"]) / evals)
     if not float(step.abs().max()) > 1e-10:
         return u_hat
-    before = dict(ev.state)
+    before, warm = dict(ev.state), ev.warm
     ev.evaluate(u_hat + step)
     st = ev.state
     ok = st["inner_ok"] and bool(torch.isfinite(st["g"]).all()) and math.isfinite(st["F"])
     if not (ok and st["F"] >= before["F"] - 1e-9):
-        ev.state = before
+        ev.state, ev.warm = before, warm
         return u_hat
     return u_hat + step
 
