@@ -321,8 +321,8 @@ MUTATIONS: list[Mutation] = [
         "20j-rater-pool-search-float32-small-lambda",
         "laplace-eb search mode: float32 blocks even for λ_i² < 10⁻² (cancellation in (I − MᵀM)/λ²)",
         "bayescrl/inference/hierarchical.py",
-        "small = bool((lam2 < _SEARCH_MIN_LAM2).any())",
-        "small = False",
+        "return x.dtype if bool((lam2 < _SEARCH_MIN_LAM2).any()) else torch.float32",
+        "return torch.float32",
         "tests/test_hierarchical_raters.py::test_search_mode_gradient_is_close_to_the_exact_one",
     ),
     _one(
