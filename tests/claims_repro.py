@@ -1553,6 +1553,7 @@ TABLES += RATERS_TABLES
 
 RPREFRL_IND = R + "raters/rater_prefrl_pools_independent_prior.json"
 RPREFRL_100K = R + "raters/prefrl_100k/rater_prefrl_pools.json"
+RPREFRL_100K_46 = R + "raters/prefrl_100k_46seeds/rater_prefrl_pools.json"  # seeds 0-22 and 23-45
 RENG = [R + f"raters/rater_pools_engines_near_random_{s}.json" for s in (0, 4)]
 
 
@@ -1654,6 +1655,89 @@ QUOTES += [
         lambda d: [len(d["runs"]) // 3],
     ),
     Quote(RATERS, "19 of 23 runs.", RPREFRL_100K, lambda d: [_ranks(d)[0], len(d["runs"]) // 3]),
+]
+
+
+def _prefrl_100k_table(anchor: str, path: str) -> Table:
+    """The Point-Circle 100k table of docs/raters.md (means, paired differences, circling and McNemar)."""
+    return Table(
+        RATERS,
+        anchor,
+        (None, *(rp_mean(m) for m in METHODS), rp_diff("beta_only"), rp_diff("pooled")),
+        (
+            Row(path, "reward_correlation"),
+            Row(path, None, (None, *(rp_median(m) for m in METHODS), None, None)),
+            *(Row(path, m) for m in ("eval_return", "eval_cost", "train_return", "train_cost")),
+            Row(
+                path,
+                None,
+                (
+                    lambda d, k: [len(d["runs"]) // 3],
+                    *(lambda d, k, i=i: [rp_circling(d, k)[i]] for i in range(3)),
+                    rp_mcnemar("beta_only"),
+                    rp_mcnemar("pooled"),
+                ),
+            ),
+            Row(
+                path,
+                None,
+                (None, None, None, None, rp_mcnemar("beta_only", "corr"), rp_mcnemar("pooled", "corr")),
+            ),
+        ),
+    )
+
+
+TABLES.append(_prefrl_100k_table("`benchmarks/results/raters/prefrl_100k_46seeds/`):", RPREFRL_100K_46))
+
+
+RPREFRL_100K_2ND = R + "raters/prefrl_100k_seeds23_45/rater_prefrl_pools.json"
+QUOTES += [
+    Quote(
+        RATERS,
+        "circling. The hierarchical reward's correlation with the truth exceeds 0.9 in 14 runs, against 7 with",
+        RPREFRL_100K_2ND,
+        lambda d: [None, rp_median("hierarchical")(d, None)[1], rp_median("beta_only")(d, None)[1]],
+    ),
+    Quote(
+        RATERS,
+        "β only and 3 pooled, and its mean is ahead by +0.26 [+0.02, +0.49] and +0.38 [+0.15, +0.61]; but its",
+        RPREFRL_100K_2ND,
+        lambda d: [
+            rp_median("pooled")(d, None)[1],
+            *rp_diff("beta_only")(d, "reward_correlation"),
+            *rp_diff("pooled")(d, "reward_correlation"),
+        ],
+    ),
+    Quote(
+        RATERS,
+        "policy circles on 6 seeds, against 5 with β only and 2 pooled.",
+        RPREFRL_100K_2ND,
+        lambda d: rp_circling(d, None),
+    ),
+    Quote(
+        RATERS,
+        "Over 46 seeds the hierarchical learner's reward is the better estimate (runs above 0.9: 20 against 3",
+        RPREFRL_100K_46,
+        lambda d: [len(d["runs"]) // 3, None, *rp_mcnemar("beta_only", "corr")(d, None)[:2]],
+    ),
+    Quote(
+        RATERS,
+        "with β only, 24 against 1 pooled), its policy circles more often (McNemar p = 0.049 against β only,",
+        RPREFRL_100K_46,
+        lambda d: [*rp_mcnemar("pooled", "corr")(d, None)[:2], rp_mcnemar("beta_only")(d, None)[2]],
+    ),
+    Quote(
+        RATERS,
+        "p = 0.021 against pooled) at a mean cost within the limit, and its mean return is ahead of pooling",
+        RPREFRL_100K_46,
+        lambda d: [rp_mcnemar("pooled")(d, None)[2]],
+    ),
+    Quote(
+        RATERS,
+        "(+13.4 [+1.4, +25.4]) but not clearly of β only (+10.4 [−1.9, +22.7]).",
+        RPREFRL_100K_46,
+        lambda d: [*rp_diff("pooled")(d, "eval_return"), *rp_diff("beta_only")(d, "eval_return")],
+    ),
 ]
 
 
