@@ -1597,33 +1597,42 @@ QUOTES += [
 ]
 
 
-TABLES.append(  # (RATERS_TABLES is already in TABLES)
-    Table(
+def _prefrl_100k_table(anchor: str, path: str) -> Table:
+    """The Point-Circle 100k table of docs/raters.md (means, paired differences, circling and McNemar)."""
+    return Table(
         RATERS,
-        "only the hierarchical learner's policy circles against only the other's, with an exact McNemar test:",
+        anchor,
         (None, *(rp_mean(m) for m in METHODS), rp_diff("beta_only"), rp_diff("pooled")),
         (
-            Row(RPREFRL_100K, "reward_correlation"),
-            Row(RPREFRL_100K, None, (None, *(rp_median(m) for m in METHODS), None, None)),
-            *(Row(RPREFRL_100K, m) for m in ("eval_return", "eval_cost", "train_return", "train_cost")),
+            Row(path, "reward_correlation"),
+            Row(path, None, (None, *(rp_median(m) for m in METHODS), None, None)),
+            *(Row(path, m) for m in ("eval_return", "eval_cost", "train_return", "train_cost")),
             Row(
-                RPREFRL_100K,
+                path,
                 None,
                 (
-                    lambda d, k: [None],
+                    lambda d, k: [len(d["runs"]) // 3],
                     *(lambda d, k, i=i: [rp_circling(d, k)[i]] for i in range(3)),
                     rp_mcnemar("beta_only"),
                     rp_mcnemar("pooled"),
                 ),
             ),
             Row(
-                RPREFRL_100K,
+                path,
                 None,
                 (None, None, None, None, rp_mcnemar("beta_only", "corr"), rp_mcnemar("pooled", "corr")),
             ),
         ),
     )
+
+
+TABLES.append(  # (RATERS_TABLES is already in TABLES)
+    _prefrl_100k_table(
+        "only the hierarchical learner's policy circles against only the other's, with an exact McNemar test:",
+        RPREFRL_100K,
+    )
 )
+
 QUOTES += [
     Quote(
         RATERS,
@@ -1656,35 +1665,6 @@ QUOTES += [
     ),
     Quote(RATERS, "19 of 23 runs.", RPREFRL_100K, lambda d: [_ranks(d)[0], len(d["runs"]) // 3]),
 ]
-
-
-def _prefrl_100k_table(anchor: str, path: str) -> Table:
-    """The Point-Circle 100k table of docs/raters.md (means, paired differences, circling and McNemar)."""
-    return Table(
-        RATERS,
-        anchor,
-        (None, *(rp_mean(m) for m in METHODS), rp_diff("beta_only"), rp_diff("pooled")),
-        (
-            Row(path, "reward_correlation"),
-            Row(path, None, (None, *(rp_median(m) for m in METHODS), None, None)),
-            *(Row(path, m) for m in ("eval_return", "eval_cost", "train_return", "train_cost")),
-            Row(
-                path,
-                None,
-                (
-                    lambda d, k: [len(d["runs"]) // 3],
-                    *(lambda d, k, i=i: [rp_circling(d, k)[i]] for i in range(3)),
-                    rp_mcnemar("beta_only"),
-                    rp_mcnemar("pooled"),
-                ),
-            ),
-            Row(
-                path,
-                None,
-                (None, None, None, None, rp_mcnemar("beta_only", "corr"), rp_mcnemar("pooled", "corr")),
-            ),
-        ),
-    )
 
 
 TABLES.append(_prefrl_100k_table("`benchmarks/results/raters/prefrl_100k_46seeds/`):", RPREFRL_100K_46))

@@ -518,33 +518,29 @@ def test_search_mode_gradient_is_close_to_the_exact_one():
     prob = BTLinearProblem.from_data(
         torch.zeros(d), torch.eye(d), [1.0] * R, [1.0] * R, x0=s["X0"], x1=s["X1"], y=s["y"], rater=s["rater"]
     )
-    h = torch.tensor([1.2, 0.4, 2.0, 0.6, -0.7, 0.1], dtype=dt)
-    res = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12)
-    th, V, ones = res.theta[0][None], res.vartheta[0][None], torch.ones(R, dtype=dt)
-    exact = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones)
-    quick = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones, fast=True)
-    g = H._evidence_grad(p, RaterPrior(), exact, h[None, :R], h[None, R:], ones, ones)[0]
-    g32 = H._evidence_grad(p, RaterPrior(), quick, h[None, :R], h[None, R:], ones, ones, fast=True)[0]
+    ones = torch.ones(R, dtype=dt)
+
+    def exact_and_search(h: torch.Tensor):
+        """(exact F, search F, exact gradient, search-mode gradient) at the tight MAP for ``h``."""
+        res = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12)
+        th, V = res.theta[0][None], res.vartheta[0][None]
+        out = []
+        for fast in (False, True):
+            lp = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones, fast=fast)
+            out.append(
+                (lp.F, H._evidence_grad(p, RaterPrior(), lp, h[None, :R], h[None, R:], ones, ones, fast)[0])
+            )
+        return out[0][0], out[1][0], out[0][1], out[1][1]
+
+    F, F32, g, g32 = exact_and_search(torch.tensor([1.2, 0.4, 2.0, 0.6, -0.7, 0.1], dtype=dt))
     assert float((g32 - g).abs().max()) < 1e-4 and float((g32 - g).abs().max()) > 0  # float32, not exact
-    assert float((quick.F - exact.F).abs()) < 1e-4
+    assert float((F32 - F).abs()) < 1e-4
     # large λ_i (λ² = e^4.4 ≈ 81): tr Cov(θ − ϑ_i) from its positive terms tr(P S⁻¹ P) + tr A⁻¹; the
     # four-term sum tr S⁻¹ − 2λ² tr(S⁻¹A⁻¹) + tr A⁻¹ + λ⁴ tr(A⁻¹S⁻¹A⁻¹) cancels in float32 to ~2·10⁻⁴ here
-    h = torch.tensor([1.2, 0.4, 2.0, 2.2, -0.7, 2.2], dtype=dt)
-    res = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12)
-    th, V = res.theta[0][None], res.vartheta[0][None]
-    exact = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones)
-    quick = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones, fast=True)
-    g = H._evidence_grad(p, RaterPrior(), exact, h[None, :R], h[None, R:], ones, ones)[0]
-    g32 = H._evidence_grad(p, RaterPrior(), quick, h[None, :R], h[None, R:], ones, ones, fast=True)[0]
+    F, F32, g, g32 = exact_and_search(torch.tensor([1.2, 0.4, 2.0, 2.2, -0.7, 2.2], dtype=dt))
     assert float((g32 - g).abs().max()) < 2e-5
-    h = torch.tensor([1.2, 0.4, 2.0, 0.6, -3.0, 0.1], dtype=dt)  # λ_2² = e⁻⁶
-    res = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12)
-    th, V = res.theta[0][None], res.vartheta[0][None]
-    exact = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones)
-    quick = H._laplace(p, RaterPrior(), h[None, :R], h[None, R:], th, V, ones, ones, fast=True)
-    g = H._evidence_grad(p, RaterPrior(), exact, h[None, :R], h[None, R:], ones, ones)[0]
-    g32 = H._evidence_grad(p, RaterPrior(), quick, h[None, :R], h[None, R:], ones, ones, fast=True)[0]
-    assert torch.equal(g32, g) and torch.equal(quick.F, exact.F)
+    F, F32, g, g32 = exact_and_search(torch.tensor([1.2, 0.4, 2.0, 0.6, -3.0, 0.1], dtype=dt))  # λ_2² = e⁻⁶
+    assert torch.equal(g32, g) and torch.equal(F32, F)
 
 
 def test_newton_step_after_the_optimiser_reaches_the_tight_optimum(pool, fast):
