@@ -36,13 +36,14 @@ Engines (:func:`fit_rater_pool`):
   conjugate gradients on exact Hessian-vector products preconditioned by the block factors of the
   previous evaluation (refactored only where those are too far off). The optimiser's trial points are
   evaluated in a search mode: on the CPU the matrix products of the blocks and of the gradient's trace
-  terms in float32 (the gradient to about 10⁻⁴, F to about 10⁻⁶), the inner MAP to 10⁻⁶ and at most 20
+  terms in float32 (the gradient to about 10⁻⁵, F to about 10⁻⁶), the inner MAP to 10⁻⁶ and at most 20
   Newton steps (a wild trial point is not solved to the end: its evidence where the solve stops is in
   practice far below the last point's, and the line search backs off). L-BFGS-B stops at a
   gradient of ``tol`` (10⁻²); its end point is re-solved exactly and one Newton step with the competence
   Hessian takes the gradient to about 10⁻⁵. The competences' posterior is the
-  Gaussian (in log space) with the Hessian of that objective (differences of the exact gradient, taken
-  at the optimiser's end point, one Newton step from the optimum); (θ, ϑ)
+  Gaussian (in log space) with the Hessian of that objective (forward differences of the analytic
+  gradient, float32 trace products from d = 64 on the CPU, taken at the optimiser's end point, one Newton
+  step from the optimum); (θ, ϑ)
   are Gaussian at the MAP, with θ's covariance widened by the competences' uncertainty through the MAP's
   sensitivity (θ ≈ θ̂ + J (h − ĥ) + N(0, S⁻¹), J = dθ̂/dh).
 * ``svi``: Pyro SVI on the model above (:func:`bayescrl.inference.svi.fit_svi`, multivariate-normal guide).
@@ -656,7 +657,7 @@ def _inner_map(
     :func:`~bayescrl.inference.bootstrap.newton_solve` (Armijo 1e-4 with halving; gradient 2-norm ≤
     ``tol``, at most ``steps`` Newton steps), on the padded per-rater data: each Newton system H s = −g
     is solved by conjugate gradients on exact Hessian-vector products (O(N d + R d)), preconditioned by
-    the block-arrow factors of ``lp`` (those of the previous evaluation, a nearby problem; its A_i⁻¹
+    the block-arrow factors of ``lp`` (those of the last solved evaluation, a nearby problem; its A_i⁻¹
     rounded to float32, which changes the preconditioner, not the system solved), to a relative residual
     min(0.5, ‖g‖^½) (Eisenstat–Walker-type forcing, superlinear convergence; absolute residual at least
     0.1 ``tol``). Where ``_CG_MAX`` iterations do not reach it (the factors are too far from the current
@@ -777,8 +778,8 @@ def _evidence_grad(pool: _Pool, prior: RaterPrior, lp: _Laplace, h_b, h_l, free_
 
     ``fast``: the three R·d²·(d or U) matrix products of the trace terms (most of the cost) in float32
     (:func:`_search_dtype`), the rest in the data's dtype: the gradient to about 10⁻⁵ instead of round-off
-    (used by the competence optimiser, whose tolerance is coarser; the optimum's gradient and the
-    competence Hessian are taken exactly)."""
+    (used by the competence optimiser, whose tolerance is coarser, and from d = 64 by the competence
+    Hessian's perturbed gradients; the optimum's gradient is taken exactly)."""
     B, R, d = lp.dv.shape
     beta, lam2, dt = lp.beta, lp.lam2, lp.dv.dtype
     sinv = _chol_inverse(lp.chol_s)  # Σ_θθ = S⁻¹
