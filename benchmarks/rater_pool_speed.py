@@ -15,6 +15,9 @@
     .venv/bin/python benchmarks/rater_pool_speed.py --large-only --vs-ref 3b02521 --repeat 3 --seeds 3
         # part 1 of this checkout and of the package at a git ref, alternately, in fresh processes, on
         # the pools of seeds 0, 1, 2: medians and the per-pair CPU-time ratio (this / ref) into large_vs_ref
+    .venv/bin/python benchmarks/rater_pool_speed.py --hessian-check 3
+        # float32 against float64 competence Hessian on part 1's design at d = 64, 128, 256 (3 pools
+        # each): the fits' competence sd, log competences and θ̂ -> rater_pool_hessian_float32.json
 
 Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
 The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
@@ -36,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+import bayescrl.inference.hierarchical as H
 from bayescrl.inference.hierarchical import PoolRater, fit_rater_pool, simulate_pool
 from bayescrl.utils import set_torch_threads, write_json
 from bayescrl.utils.plotting import plt
@@ -59,12 +63,21 @@ def small_pool(seed: int = 0):
     return s, raters
 
 
+LARGE_LAMS = [3.0, 3.0, 0.3, 3.0, 1.0, 1.0, 3.0, 0.5, 3.0, 2.0]
+LARGE_BETAS = [5.0, 5.0, 5.0, 5.0, 5.0, 0.5, 5.0, 5.0, 2.0, 5.0]
+
+
+def large_pool(seed: int = 0, d: int = 256):
+    """Part 1's pool: R = 10 raters, 200 comparisons each, rater r0 the anchor of known competence."""
+    s = simulate_pool(d, LARGE_BETAS, LARGE_LAMS, 200, seed=seed)
+    raters = [PoolRater("r0", beta=LARGE_BETAS[0], lam=LARGE_LAMS[0])] + [f"r{i}" for i in range(1, 10)]
+    return s, raters
+
+
 def large(seed: int = 0) -> dict:
     R, d = 10, 256
-    lams = [3.0, 3.0, 0.3, 3.0, 1.0, 1.0, 3.0, 0.5, 3.0, 2.0]
-    betas = [5.0, 5.0, 5.0, 5.0, 5.0, 0.5, 5.0, 5.0, 2.0, 5.0]
-    s = simulate_pool(d, betas, lams, 200, seed=seed)
-    raters = [PoolRater("r0", beta=betas[0], lam=lams[0])] + [f"r{i}" for i in range(1, R)]
+    lams, betas = LARGE_LAMS, LARGE_BETAS
+    s, raters = large_pool(seed, d)
     fit_rater_pool(s["X0"][:50], s["X1"][:50], s["y"][:50], s["rater"][:50], raters[:1])  # warm-up
     t, c = time.perf_counter(), time.process_time()
     post = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters)
@@ -100,6 +113,52 @@ def large(seed: int = 0) -> dict:
         else None,
         "theta_map": dg.get("theta_map"),
         "target_seconds": 3.0,
+    }
+
+
+def hessian_check(seeds: int, dims=(64, 128, 256)) -> dict:
+    """The competence Hessian with float32 trace products (the default from d = ``_HESS_SEARCH_MIN_D`` on,
+    CPU) against the float64 one: each pool of part 1's design (d = 64, 128, 256; seeds 0..N-1) is fitted
+    twice, the second time with the float64 Hessian forced. The Hessian gives the competences' covariance
+    and the Newton step after the optimiser, so the fits differ in both; reported per pool: the largest
+    relative difference of the log competences' posterior sd, of the log competences and of θ̂."""
+    rows = []
+    default_min_d = H._HESS_SEARCH_MIN_D
+    for d in dims:
+        for seed in range(seeds):
+            s, raters = large_pool(seed, d)
+            fits = {}
+            for label, min_d in (("float32", default_min_d), ("float64", 10**9)):
+                H._HESS_SEARCH_MIN_D = min_d
+                try:
+                    dg = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters).diagnostics
+                finally:
+                    H._HESS_SEARCH_MIN_D = default_min_d
+                fits[label] = {
+                    "sd": torch.tensor(dg["log_competence_cov"]).diagonal().sqrt(),
+                    "h": torch.tensor(dg["log_competence_map"]),
+                    "theta": torch.tensor(dg["theta_map"]),
+                    "converged": dg["converged"],
+                }
+            a, b = fits["float32"], fits["float64"]
+            rows.append(
+                {
+                    "d": d,
+                    "seed": seed,
+                    "sd_rel_diff_max": float(((a["sd"] - b["sd"]) / b["sd"]).abs().max()),
+                    "log_competence_abs_diff_max": float((a["h"] - b["h"]).abs().max()),
+                    "theta_abs_diff_max": float((a["theta"] - b["theta"]).abs().max()),
+                    "converged": [a["converged"], b["converged"]],
+                }
+            )
+            print(rows[-1], flush=True)
+    worst = max(rows, key=lambda r: r["sd_rel_diff_max"])
+    return {
+        "pools": rows,
+        "sd_rel_diff_max": worst["sd_rel_diff_max"],
+        "sd_rel_diff_median": statistics.median(r["sd_rel_diff_max"] for r in rows),
+        "float32_from_d": default_min_d,
+        "command": f"python benchmarks/rater_pool_speed.py --hessian-check {seeds}",
     }
 
 
@@ -253,10 +312,19 @@ def main() -> None:
     ap.add_argument("--vs-ref", help="with --large-only: also time part 1 at this git ref, alternately")
     ap.add_argument("--repeat", type=int, default=3, help="pairs of runs for --vs-ref")
     ap.add_argument("--seeds", type=int, default=1, help="pools (seeds 0..N-1) timed by --vs-ref")
+    ap.add_argument(
+        "--hessian-check",
+        type=int,
+        metavar="N",
+        help="only compare the float32 competence Hessian with the float64 one on N pools per d",
+    )
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
     out = Path(args.out)
+    if args.hessian_check:
+        write_json(out / "rater_pool_hessian_float32.json", hessian_check(args.hessian_check))
+        return
     load0 = os.getloadavg()
     res = {"threads": torch.get_num_threads(), "load_average_start": load0}
     res["large"] = large()
