@@ -3271,21 +3271,28 @@ QUOTES += [
 ]
 
 
-# ---- README + docs/reproduction.md: the e-COP table rows with 10 seeds (sweeps/ecop_table_10seeds) ---------
+# ---- README + docs/reproduction.md: the e-COP table rows with 10 seeds (sweeps/ecop_table_10seeds) and the
+# Ant and Humanoid rows at 10^6 steps (sweeps/ecop_ant_humanoid_1e6): ecop_verdicts.py's verdicts.json ------
 E10 = R + "sweeps/ecop_table_10seeds/verdicts.json"
 E10_TASKS = ("PointCircle", "PointReach", "PointNavigation", "HumanoidRun")
+E1M = R + "sweeps/ecop_ant_humanoid_1e6/verdicts.json"
+E1M_TASKS = ("AntCircle", "AntReach", "HumanoidRun")
 
 
 def _e10_costs(r: dict) -> list[float]:
     return [x for c in r["costs"] for x in (c["mean"], c["sd"])] + list(r["limits"])
 
 
-def _e10_table(task: str) -> Table:
-    algos = tuple(load(E10)["tasks"][task])
+def _verdict_heading(source: str, task: str) -> str:
+    return f"##### {task}, 10 seeds" if source == E10 else f"##### {task} at 10⁶ steps"
+
+
+def _e10_table(task: str, source: str = E10) -> Table:
+    algos = tuple(load(source)["tasks"][task])
     row = lambda d, k: d["tasks"][task][k]  # noqa: E731
     return Table(
         REPRO,
-        f"##### {task}, 10 seeds",
+        _verdict_heading(source, task),
         (
             None,
             lambda d, k: [row(d, k)["return"]["mean"], row(d, k)["return"]["sd"], row(d, k)["return"]["n"]],
@@ -3293,19 +3300,19 @@ def _e10_table(task: str) -> Table:
             lambda d, k: _e10_costs(row(d, k)),
             lambda d, k: [row(d, k)["seeds_within_limit"], row(d, k)["n"]],
         ),
-        tuple(Row(E10, a) for a in algos),
+        tuple(Row(source, a) for a in algos),
     )
 
 
-def _e10_verdict(task: str) -> Quote:
-    v = load(E10)["verdicts"][task]
+def _e10_verdict(task: str, source: str = E10) -> Quote:
+    v = load(source)["verdicts"][task]
     b = v["best_other_within_limit"]
-    page = open(REPRO, encoding="utf-8").read().split(f"##### {task}, 10 seeds", 1)[1]
+    page = open(REPRO, encoding="utf-8").read().split(_verdict_heading(source, task), 1)[1]
     text = page.split(f"e-COP − {b}: ", 1)[1].split("\n", 1)[0]
     return Quote(
         REPRO,
         f"e-COP − {b}: " + text,
-        E10,
+        source,
         lambda d: (
             [d["verdicts"][task]["ecop_minus_best"][k] for k in ("diff",)]
             + [
@@ -3318,7 +3325,7 @@ def _e10_verdict(task: str) -> Quote:
     )
 
 
-def _e10_readme(task: str) -> Row:
+def _e10_readme(task: str, source: str = E10) -> Row:
     def ecop(d: dict, k) -> list[float]:
         e = d["tasks"][task]["ecop"]
         return [e["return"]["mean"], *[c["mean"] for c in e["costs"]], e["seeds_within_limit"], e["n"]]
@@ -3332,9 +3339,13 @@ def _e10_readme(task: str) -> Row:
         w = d["verdicts"][task]["ecop_minus_best"]
         return [w["diff"], *w["ci95"]]
 
+    def seeds(d: dict, k) -> list[float]:  # "not distinguishable at n seeds" names the seeds per algorithm
+        v = d["verdicts"][task]
+        n = min(d["tasks"][task][a]["n"] for a in ("ecop", v["best_other_within_limit"]))
+        return [n] if "not distinguishable" in v["verdict"] else []
+
     limits = lambda d, k: list(d["tasks"][task]["ecop"]["limits"])  # noqa: E731
-    at10 = lambda d, k: [10] if "not distinguishable" in d["verdicts"][task]["verdict"] else []  # noqa: E731
-    return Row(E10, task, (limits, ecop, best, diff, at10))
+    return Row(source, task, (limits, ecop, best, diff, seeds))
 
 
 TABLES += [_e10_table(t) for t in E10_TASKS]
@@ -3347,6 +3358,43 @@ TABLES.append(
     )
 )
 QUOTES += [_e10_verdict(t) for t in E10_TASKS]
+TABLES += [_e10_table(t, E1M) for t in E1M_TASKS]
+TABLES.append(
+    Table(
+        README,
+        "PPO-Lagrangian with the 95 % Welch interval of the difference of mean returns:",
+        (),
+        tuple(_e10_readme(t, E1M) for t in E1M_TASKS),
+    )
+)
+QUOTES += [_e10_verdict(t, E1M) for t in E1M_TASKS]
+
+
+def _e1m_circle(d: dict) -> list[float]:
+    t, w = d["tasks"]["AntCircle"], d["verdicts"]["AntCircle"]["ecop_minus_best"]
+    return [
+        t["ppo-lag"]["return"]["mean"],
+        t["ecop"]["return"]["mean"],
+        *w["ci95"],
+        w["p_welch"],
+        w["p_mannwhitney"],
+    ]
+
+
+QUOTES += [
+    Quote(
+        REPRO,
+        "(45.4 against 12.5; Welch\ninterval [−65.9, +0.1], p = 0.051; Mann–Whitney p = 0.045)",
+        E1M,
+        _e1m_circle,
+    ),
+    Quote(
+        README,
+        "at the edge of significance (Welch p = 0.051,\n  Mann–Whitney p = 0.045;",
+        E1M,
+        lambda d: _e1m_circle(d)[4:],
+    ),
+]
 
 
 # ---- docs/core.md: rater-pool speed with the pool-level λ prior --------------------------------------
