@@ -83,18 +83,15 @@ def _mtimes(out: Path) -> dict:
 def test_sweep_smoke_on_local_ray_survives_a_killed_worker(tmp_path, capsys):
     pytest.importorskip("ray")
     out = tmp_path / "smoke"
-    t0 = time.time()
     proc = _sweep(out, "--backend", "ray")
     victim = _wait_then_kill(out, proc, key="worker_pid")
-    stdout, stderr = proc.communicate(timeout=400)
-    wall = time.time() - t0
+    stdout, stderr = proc.communicate(timeout=400)  # a hang (say, a retry that never comes) fails here
     assert proc.returncode == 0, stderr
     status = json.loads((out / "status" / f"{victim}.json").read_text())
     assert status["status"] == "done" and status["resumed"] and status["attempts"] == 2, status
     assert "(resumed from checkpoint)" in stdout and "4 of 4 runs finished" in stdout
     assert "| ecop | 2 |" in stdout and "| ppo-lag | 2 |" in stdout  # the report table
     assert (out / "report.md").exists() and (out / "curves_ep_return.png").exists()
-    assert wall < 60 or os.getloadavg()[0] > 4, wall  # < 60 s unless the machine is overloaded
     _same_as_single_command(out, victim, tmp_path)
     before = _mtimes(out)
     capsys.readouterr()
