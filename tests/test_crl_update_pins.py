@@ -146,6 +146,27 @@ def test_ecop_loss_by_hand(monkeypatch, cmdp, scale):
     algo.close()
 
 
+def test_ecop_logs_the_penalty_argument_after_the_update(monkeypatch, cmdp):
+    """The logged ``cost_surrogate`` is L_Ci = H_eff E[max(ρ A_Ci, clip(ρ) A_Ci)] with the updated policy,
+    ``cost_surrogate_plain`` H_eff E[ρ A_Ci] and ``psi`` L_Ci + J_Ci − d_i; an unchanged policy gives
+    L_Ci = 0 (centred advantages) and ψ = J_C − d."""
+    algo = _algo(ecop_mod.ECOP, cmdp, beta=2.0, adaptive_beta=False)
+    batch = _batch(algo, [2.0, 0.9], ep_lengths=(8.0, 12.0))  # gaps +1.0, -1.1; H_eff = 10
+    gap = np.array([1.0, -1.1])
+    _, logs = _catch_loss(monkeypatch, ecop_mod, algo, batch)  # the policy is not changed
+    assert logs["cost_surrogate"] == pytest.approx([0.0, 0.0], abs=1e-6)
+    assert logs["psi"] == pytest.approx(gap.tolist(), rel=1e-6)
+    batch.logp = batch.logp - torch.log(torch.tensor(RATIO, dtype=torch.float32))  # as if moved by RATIO
+    _, logs = _catch_loss(monkeypatch, ecop_mod, algo, batch)
+    ac = _centre(ADV[:, 1:])
+    upper, plain = 10.0 * _clip_max(RATIO, ac).mean(0), 10.0 * (RATIO[:, None] * ac).mean(0)
+    assert (upper >= plain).all() and upper[0] > plain[0] + 1.0  # pessimism: never below, here far above
+    assert logs["cost_surrogate"] == pytest.approx(upper.tolist(), rel=1e-5)
+    assert logs["cost_surrogate_plain"] == pytest.approx(plain.tolist(), rel=1e-5)
+    assert logs["psi"] == pytest.approx((upper + gap).tolist(), rel=1e-5)
+    algo.close()
+
+
 def test_ppo_lag_multiplier_step_and_loss_by_hand(monkeypatch, cmdp):
     """PPO-L (Ray et al. 2019): λ_i ← max(0, λ_i + lr (J_Ci − d_i)), then
     loss = −(E[L^CLIP] − Σ_i λ_i E[ρ A_Ci]) / (1 + Σ_i λ_i), reward advantages normalised, costs centred."""

@@ -738,6 +738,14 @@ MUTATIONS: list[Mutation] = [
         "<= 1.05 * self.hazard_size",
         "tests/test_mjx_parity.py::test_point_reach_episode_matches_cpu_and_layouts_follow_its_rules",
     ),
+    _one(
+        "69-ecop-logged-psi-plain",
+        "e-COP's logged penalty argument: the plain surrogate instead of the pessimistic one",
+        ECOP,
+        '"psi": (upper + gap).tolist()',
+        '"psi": (plain + gap).tolist()',
+        f"{T_UPD}::test_ecop_logs_the_penalty_argument_after_the_update",
+    ),
 ]
 
 

@@ -171,6 +171,27 @@ class ECOP(OnPolicyAlgorithm):
         adv = batch.advantages[:, 1:]
         return adv - adv.mean(0)
 
+    @torch.no_grad()
+    def penalty_diagnostics(
+        self, batch: Batch, adv_c: torch.Tensor, gap: torch.Tensor, h_eff: float
+    ) -> dict[str, list[float]]:
+        """The penalty's argument after the update, on the whole batch (logged per iteration, in episode
+        units): ``cost_surrogate`` ``L_Ci`` (the pessimistic ``H_eff mean max{rho A_C, clip(rho) A_C}``),
+        ``cost_surrogate_plain`` (``H_eff mean rho A_C``, the unbiased importance-weighted estimate; the
+        difference is what the pessimism adds) and ``psi`` ``= L_Ci + J_Ci - d_i``. The damped term of
+        Eq. `main_e-COP_problem` pulls on the policy wherever ``psi > -lambda_i / beta`` (with
+        ``lambda = 0``: wherever ``psi > 0``, i.e. the surrogate predicts more cost than the slack)."""
+        ratio = torch.exp(
+            self.policy.log_prob(self.policy_input(batch.obs, batch.h), batch.actions) - batch.logp
+        )
+        upper = h_eff * clipped_surrogate(ratio, adv_c, self.config.clip, "max").mean(0)
+        plain = h_eff * (ratio.unsqueeze(-1) * adv_c).mean(0)
+        return {
+            "cost_surrogate": upper.tolist(),
+            "cost_surrogate_plain": plain.tolist(),
+            "psi": (upper + gap).tolist(),
+        }
+
     def update_policy(self, batch: Batch) -> dict[str, float]:
         cfg = self.config
         h_eff = float(batch.ep_lengths.mean()) if len(batch.ep_lengths) else float(self.horizon)
@@ -197,6 +218,8 @@ class ECOP(OnPolicyAlgorithm):
             return loss
 
         logs = first_order_policy_update(self, batch, loss_fn, uses_dist=False)
+        if self.m:
+            logs.update(self.penalty_diagnostics(batch, adv_c, gap_d, h_eff))
         if self.m and cfg.adaptive_beta:
             self.beta, c_val, zeta = ecop_damping(
                 gap, self.lam, self.beta, self.horizon, cfg.kappa, cfg.beta_max
