@@ -146,6 +146,34 @@ def test_ecop_loss_by_hand(monkeypatch, cmdp, scale):
     algo.close()
 
 
+def test_ecop_penalty_control_variate_by_hand(monkeypatch, cmdp):
+    """``penalty_control_variate``: on a minibatch B, ψ_i = H_eff mean_B[max(ρ A_Ci, clip(ρ) A_Ci) − A_Ci]
+    + J_Ci − d_i (the subtracted term is 0 in expectation and over the whole batch, constant in θ); without
+    it the minibatch's mean cost advantage moves ψ. Over the whole batch both are the same loss."""
+    gap = np.array([1.0, -1.1])
+    ar, ac = _norm(ADV[:, 0]), _centre(ADV[:, 1:])
+    mb = [0, 1]  # a minibatch whose mean cost advantages are far from 0: [1.25, -0.1] after centring
+
+    def loss(cv: bool, rows: list[int]) -> float:
+        algo = _algo(ecop_mod.ECOP, cmdp, beta=2.0, adaptive_beta=False, penalty_control_variate=cv)
+        algo.lam = torch.tensor([0.2, 3.0], dtype=torch.float64)
+        batch = _batch(algo, [2.0, 0.9], ep_lengths=(8.0, 12.0))  # H_eff = 10
+        loss_fn, _ = _catch_loss(monkeypatch, ecop_mod, algo, batch)
+        out = float(loss_fn(torch.tensor(rows), torch.tensor(RATIO[rows], dtype=torch.float32), None))
+        algo.close()
+        return out
+
+    lam = np.maximum(0.0, np.array([0.2, 3.0]) + 2.0 * gap)
+    r, a = RATIO[mb], ac[mb]
+    psi_cv = 10.0 * (_clip_max(r, a) - a).mean(0) + gap
+    psi_raw = 10.0 * _clip_max(r, a).mean(0) + gap
+    surr = _clip_min(r, ar[mb]).mean()
+    assert loss(True, mb) == pytest.approx(-surr + _ecop_penalty(psi_cv, lam, 2.0) / 10.0, rel=1e-5)
+    assert loss(False, mb) == pytest.approx(-surr + _ecop_penalty(psi_raw, lam, 2.0) / 10.0, rel=1e-5)
+    assert abs(loss(True, mb) - loss(False, mb)) > 0.5
+    assert loss(True, [0, 1, 2, 3]) == pytest.approx(loss(False, [0, 1, 2, 3]), rel=1e-5)
+
+
 def test_ecop_logs_the_penalty_argument_after_the_update(monkeypatch, cmdp):
     """The logged ``cost_surrogate`` is L_Ci = H_eff E[max(ρ A_Ci, clip(ρ) A_Ci)] with the updated policy,
     ``cost_surrogate_plain`` H_eff E[ρ A_Ci] and ``psi`` L_Ci + J_Ci − d_i; an unchanged policy gives

@@ -746,6 +746,14 @@ MUTATIONS: list[Mutation] = [
         '"psi": (plain + gap).tolist()',
         f"{T_UPD}::test_ecop_logs_the_penalty_argument_after_the_update",
     ),
+    _one(
+        "70-ecop-control-variate-sign",
+        "e-COP penalty control variate added instead of subtracted",
+        ECOP,
+        "l_c = l_c - h_eff * adv_c[idx].mean(0)",
+        "l_c = l_c + h_eff * adv_c[idx].mean(0)",
+        f"{T_UPD}::test_ecop_penalty_control_variate_by_hand",
+    ),
 ]
 
 

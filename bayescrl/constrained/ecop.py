@@ -95,6 +95,9 @@ class ECOPConfig(TrainConfig):
     kappa: float = 1.02  # beta <- min(beta_max, kappa beta)
     beta_max: float = 20.0
     constraint_scale: str = "per_step"  # per_step: loss / H_eff (default) | episode: sum_h reward term
+    # minibatch estimate of L_Ci minus H_eff * mean(A_C) over the minibatch (zero in expectation and over
+    # the batch, constant in theta): the same gradient, far less noise in when the penalty switches on
+    penalty_control_variate: bool = False
 
     def validate(self) -> None:
         super().validate()
@@ -214,6 +217,8 @@ class ECOP(OnPolicyAlgorithm):
             if self.m:
                 # L_Ci = sum_h E[max(rho A_C, clip(rho) A_C)] ~ H_eff * per-sample mean (episode units)
                 l_c = h_eff * clipped_surrogate(ratio, adv_c[idx], cfg.clip, "max").mean(0)
+                if cfg.penalty_control_variate:
+                    l_c = l_c - h_eff * adv_c[idx].mean(0)
                 loss = loss + p_weight * ecop_penalty(l_c + gap_d, lam, beta)
             return loss
 

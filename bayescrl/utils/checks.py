@@ -5,6 +5,7 @@ Each raises :class:`~bayescrl.utils.errors.ConfigError` (the CLI prints one line
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import os
@@ -81,6 +82,15 @@ def boolean(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(field, value, "must be true or false")
     return value
+
+
+def boolean_fields(config: Any, key: Callable[[str], str] = str) -> None:
+    """:func:`boolean` on every field of the dataclass instance ``config`` declared ``bool`` (subclasses'
+    fields included), so a switch added later is checked without being listed; ``key(name)`` is the
+    field's name in the error (a section's dotted name)."""
+    for f in dataclasses.fields(config):
+        if f.type in ("bool", bool):
+            boolean(getattr(config, f.name), key(f.name))
 
 
 def choice(value: Any, field: str, options: Iterable[Any], reason: str | None = None) -> Any:

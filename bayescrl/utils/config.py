@@ -35,7 +35,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from bayescrl.utils.checks import mapping
+from bayescrl.utils.checks import boolean_fields, mapping
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import Schema, check_keys
 
@@ -48,6 +48,7 @@ class Config:
     SECTION: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
+        boolean_fields(self, self.key)  # every field declared bool, before the config's own checks
         self.validate()
 
     def validate(self) -> None:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from bayescrl.utils.checks import finite_float
+from bayescrl.utils.checks import boolean_fields, finite_float
 from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
@@ -123,11 +123,7 @@ class TrainConfig(Config):
                 finite_float(getattr(self, name), name, low=0.0)
         finite_float(self.lagrange_lr, "lagrange_lr", low=0.0)
         finite_float(self.log_std_init, "log_std_init")
-        for name in ("async_envs", "normalize_advantages", "time_feature", "anneal_lr", "normalize_obs"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(name, getattr(self, name), "must be true or false")
-        if not isinstance(self.compile_update, bool):
-            raise ConfigError("compile_update", self.compile_update, "must be true or false")
+        boolean_fields(self)  # every switch, an algorithm's own included (ecop's adaptive_beta, ...)
         finite_float(self.lagrange_init, "lagrange_init", low=0.0)
 
     def _validate_networks(self) -> None:
