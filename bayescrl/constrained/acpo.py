@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -77,6 +78,10 @@ __all__ = ["ACPO", "ACPOConfig", "TrustRegionTerms", "phase_stratified_rate", "t
 class ACPOConfig(TrainConfig):
     """Table `tab:hyperparameters` (CPO/PCPO/ACPO column) on top of the core's :class:`TrainConfig`."""
 
+    RANGES: ClassVar[dict[str, dict]] = {
+        **TrainConfig.RANGES,
+        "cg_damping": {"low": 0.0},
+    }
     advantage: str = "average"
     gae_lambda: float = 0.95
     n_envs: int = 5

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -82,6 +83,11 @@ def lagrangian_step(
 class ATRPOConfig(TrainConfig):
     """Table `tab:hyperparameters`, PPO/ATRPO column (initial log std −0.5)."""
 
+    RANGES: ClassVar[dict[str, dict]] = {
+        **TrainConfig.RANGES,
+        "cg_iters": {"low": 1},
+        "cg_damping": {"low": 0.0},
+    }
     advantage: str = "average"
     gae_lambda: float = 0.95
     n_envs: int = 5

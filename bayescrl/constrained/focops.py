@@ -12,6 +12,7 @@ the thesis' table ``table:hyperparams``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -24,6 +25,14 @@ from bayescrl.constrained.core.rollout import Batch
 
 @dataclass
 class FOCOPSConfig(TrainConfig):
+    RANGES: ClassVar[dict[str, dict]] = {
+        **TrainConfig.RANGES,
+        "gamma": {"low": 0.0, "high": 1.0},
+        "temperature": {"low": 0.0, "strict": True},
+        "nu_lr": {"low": 0.0},
+        "nu_max": {"low": 0.0},
+        "delta": {"low": 0.0, "strict": True},
+    }
     gamma: float = 0.995
     temperature: float = 1.5  # their lambda
     nu_lr: float = 0.01

@@ -10,6 +10,7 @@ undefined and we use ``w_i = penalty_max`` (a departure, the usual practical fix
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -21,6 +22,11 @@ from bayescrl.constrained.core.rollout import Batch
 
 @dataclass
 class IPOConfig(TrainConfig):
+    RANGES: ClassVar[dict[str, dict]] = {
+        **TrainConfig.RANGES,
+        "t": {"low": 0.0, "strict": True},
+        "penalty_max": {"low": 0.0, "strict": True},
+    }
     t: float = 20.0
     penalty_max: float = 10.0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.core.config import TrainConfig
@@ -25,6 +26,13 @@ EPS = 1e-8
 
 @dataclass
 class PCPOConfig(TrainConfig):
+    RANGES: ClassVar[dict[str, dict]] = {
+        **TrainConfig.RANGES,
+        "line_search_steps": {"low": 1},
+        "line_search_decay": {"low": 0.0, "high": 1.0, "strict": True},
+        "cg_iters": {"low": 1},
+        "cg_damping": {"low": 0.0},
+    }
     target_kl: float | None = 0.01
     line_search_steps: int = 25
     line_search_decay: float = 0.8

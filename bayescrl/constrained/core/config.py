@@ -13,15 +13,17 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from bayescrl.utils.checks import boolean_fields, finite_float
+from bayescrl.utils.checks import boolean_fields, finite_float, mapping, number, positive_int
 from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
 ADVANTAGE_MODES = ("discounted", "average", "finite_horizon")
 ENV_BACKENDS = ("gym", "mjx")
+# annotations of the numeric fields the generic check reads (``| None``: null allowed)
+_NUMERIC = {"int": "int", "int | None": "int", "float": "float", "float | None": "float"}
 
 
 @dataclass
@@ -74,13 +76,34 @@ class TrainConfig(Config):
     checkpoint_every: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
+    #: ranges of numeric fields beyond their annotation: name -> keyword arguments of
+    #: :func:`bayescrl.utils.checks.number` (``low``, ``high``, ``strict``); an ``int`` field without an
+    #: entry must be >= 0. An algorithm adds its own: ``RANGES = {**TrainConfig.RANGES, "t": {...}}``.
+    RANGES: ClassVar[dict[str, dict[str, Any]]] = {"vf_epochs": {"low": 1}}
+
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Check every field (a :class:`~bayescrl.utils.errors.ConfigError` names the first bad one)."""
+        self._validate_types()
         self._validate_counts()
         self._validate_modes()
         self._validate_numbers()
         self._validate_networks()
+
+    def _validate_types(self) -> None:
+        """Every field annotated ``int`` / ``float`` (``| None``: or null) by its annotation and its
+        :attr:`RANGES` entry, so a field an algorithm adds cannot reach the update as a string or NaN;
+        whole floats become ints (``1e5``)."""
+        for f in dataclasses.fields(self):
+            kind, value = _NUMERIC.get(f.type), getattr(self, f.name)
+            if kind is None or (value is None and f.type.endswith("| None")):
+                continue
+            bounds = self.RANGES.get(f.name, {})
+            if kind == "int":
+                setattr(self, f.name, positive_int(value, f.name, int(bounds.get("low", 0))))
+            else:
+                setattr(self, f.name, number(value, f.name, **bounds))
+        mapping(self.extra, "extra")
 
     def _validate_counts(self) -> None:
         """Sizes (``>= 1``), bookkeeping intervals (``>= 0``) and the optional horizon."""
