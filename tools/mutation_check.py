@@ -754,6 +754,22 @@ MUTATIONS: list[Mutation] = [
         "l_c = l_c + h_eff * adv_c[idx].mean(0)",
         f"{T_UPD}::test_ecop_penalty_control_variate_by_hand",
     ),
+    _one(
+        "71-config-numbers-unchecked",
+        "algorithm configs: numeric fields no longer checked by their annotation",
+        "bayescrl/constrained/core/config.py",
+        "kind, value = _NUMERIC.get(f.type), getattr(self, f.name)",
+        "kind, value = None, getattr(self, f.name)",
+        "tests/test_config_strict.py::test_a_number_refuses_strings_nan_and_lists",
+    ),
+    _one(
+        "72-config-switches-unchecked",
+        "configs: fields declared bool no longer checked",
+        "bayescrl/utils/checks.py",
+        'if f.type in ("bool", bool):',
+        'if f.type in ("never",):',
+        "tests/test_config_strict.py::test_a_switch_refuses_anything_but_true_or_false",
+    ),
 ]
 
 
