@@ -105,7 +105,7 @@ def test_a_number_refuses_strings_nan_and_lists(cls, name):
 
 RANGED = [
     pytest.param(cls, name, bounds, id=f"{cls.__name__}.{name}")
-    for cls in {get_algorithm(a).config_class for a in available()}
+    for cls in sorted({get_algorithm(a).config_class for a in available()}, key=lambda c: c.__name__)
     for name, bounds in cls.RANGES.items()
 ]
 
@@ -127,3 +127,25 @@ def test_a_number_outside_its_range_is_refused_and_its_edge_is_kept(cls, name, b
 def test_whole_floats_become_ints_as_in_yaml():
     cfg = get_algorithm("cpo").config_class.from_dict({"cg_iters": 20.0, "rollout_steps": 1e3})
     assert cfg.cg_iters == 20 and isinstance(cfg.cg_iters, int) and cfg.rollout_steps == 1000
+
+
+OTHER_NUMBERS = [
+    pytest.param(cls, f.name, id=f"{cls.__name__}.{f.name}")
+    for cls in _config_classes()
+    if issubclass(cls, Config) and not issubclass(cls, TrainConfig)
+    for f in dataclasses.fields(cls)
+    if f.type in ("int", "float", "int | None", "float | None")
+]
+
+
+def test_the_other_configs_numbers_are_walked_too():
+    ids = {p.id for p in OTHER_NUMBERS}
+    assert {"BradleyTerry.num_samples", "AgentOptions.tol", "MOPOSolver.seed"} <= ids  # once unchecked
+
+
+@pytest.mark.parametrize(("cls", "name"), OTHER_NUMBERS)
+def test_every_config_number_refuses_strings_and_nan(cls, name):
+    for bad in ("abc", float("nan"), [1]):
+        with pytest.raises(ConfigError) as e:
+            cls.from_dict({name: bad})
+        assert e.value.field.rsplit(".", 1)[-1] == name

@@ -770,6 +770,14 @@ MUTATIONS: list[Mutation] = [
         'if f.type in ("never",):',
         "tests/test_config_strict.py::test_a_switch_refuses_anything_but_true_or_false",
     ),
+    _one(
+        "73-config-base-numbers-unchecked",
+        "configs: the base's check of int/float fields skipped",
+        "bayescrl/utils/checks.py",
+        'if kind not in ("int", "float") or (value is None and kind != f.type):',
+        "if True:",
+        "tests/test_config_strict.py::test_every_config_number_refuses_strings_and_nan",
+    ),
 ]
 
 

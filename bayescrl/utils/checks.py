@@ -93,6 +93,25 @@ def boolean_fields(config: Any, key: Callable[[str], str] = str) -> None:
             boolean(getattr(config, f.name), key(f.name))
 
 
+def numeric_fields(config: Any, key: Callable[[str], str] = str) -> None:
+    """Every field of the dataclass instance ``config`` declared ``int`` or ``float`` (``| None``: or null)
+    holds a number of that kind: a float field any real number but NaN, an int field a whole number
+    (``1e5`` becomes ``100000``). Ranges stay with each config's own checks."""
+    for f in dataclasses.fields(config):
+        kind = f.type.removesuffix(" | None") if isinstance(f.type, str) else None
+        value = getattr(config, f.name)
+        if kind not in ("int", "float") or (value is None and kind != f.type):
+            continue
+        if kind == "float":
+            number(value, key(f.name), allow_inf=True)
+            continue
+        whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+        if not (whole and value == int(value)):
+            raise ConfigError(key(f.name), value, "must be a whole number")
+        if not isinstance(value, int):
+            object.__setattr__(config, f.name, int(value))
+
+
 def choice(value: Any, field: str, options: Iterable[Any], reason: str | None = None) -> Any:
     """``value`` if it is one of ``options``; else ``must be one of [...]`` (or ``reason``) with a
     did-you-mean hint for a misspelt string."""

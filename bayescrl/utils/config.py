@@ -35,7 +35,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from bayescrl.utils.checks import boolean_fields, mapping
+from bayescrl.utils.checks import boolean_fields, mapping, numeric_fields
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import Schema, check_keys
 
@@ -48,7 +48,8 @@ class Config:
     SECTION: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        boolean_fields(self, self.key)  # every field declared bool, before the config's own checks
+        boolean_fields(self, self.key)  # switches and numbers by their annotation, then the own checks
+        numeric_fields(self, self.key)
         self.validate()
 
     def validate(self) -> None:
