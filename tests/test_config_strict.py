@@ -45,107 +45,73 @@ def _config_classes() -> list[type]:
     return found
 
 
-CASES = [
-    pytest.param(cls, f.name, id=f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}.{f.name}")
-    for cls in _config_classes()
-    for f in dataclasses.fields(cls)
-    if f.type in ("bool", bool)
-]
+def _fields(cls: type, kinds: tuple[str, ...]) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.type in kinds]
+
+
+BOOLS = ("bool",)
+NUMBERS = ("int", "float", "int | None", "float | None")
+CONFIGS = sorted(_config_classes(), key=lambda c: (c.__module__, c.__name__))
+ALGO_CONFIGS = sorted({get_algorithm(a).config_class for a in available()}, key=lambda c: c.__name__)
 
 
 def _build(cls: type, name: str, value) -> None:
     if issubclass(cls, Config):
         cls.from_dict({name: value})
-    else:  # TrainConfig and MOPOLMConfig validate on request, as the commands do
+    else:  # MOPOLMConfig validates on request, as the commands do
         cls.from_dict({name: value}).validate()
 
 
-def test_the_walk_finds_the_switches_that_were_once_unchecked():
-    names = {c.values[0].__name__ + "." + c.values[1] for c in CASES}
-    assert {"ECOPConfig.adaptive_beta", "ECOPConfig.penalty_control_variate"} <= names
-    assert {"AgentOptions.online_noise", "AgentOptions.anchor_prior", "MOPOLMConfig.multi_head"} <= names
-    assert len(CASES) >= 40
+def _refused(cls: type, name: str, value) -> ConfigError:
+    with pytest.raises(ConfigError) as e:
+        _build(cls, name, value)
+    assert e.value.field.rsplit(".", 1)[-1] == name, (cls.__name__, name, value, e.value)
+    return e.value
 
 
-@pytest.mark.parametrize(("cls", "name"), CASES)
-def test_a_switch_refuses_anything_but_true_or_false(cls, name):
-    for good in (True, False):
-        try:
-            _build(cls, name, good)
-        except ConfigError as e:  # a config that needs more than defaults (a model path): not this field
-            assert e.field.rsplit(".", 1)[-1] != name, e
-    for bad in ("maybe", 1, None):
-        with pytest.raises(ConfigError, match="must be true or false") as e:
-            _build(cls, name, bad)
-        assert e.value.field.rsplit(".", 1)[-1] == name and e.value.value == bad
+def test_the_walk_finds_the_fields_that_were_once_unchecked():
+    switches = {f"{c.__name__}.{n}" for c in CONFIGS for n in _fields(c, BOOLS)}
+    assert {"ECOPConfig.adaptive_beta", "ECOPConfig.penalty_control_variate"} <= switches
+    assert {"AgentOptions.online_noise", "AgentOptions.anchor_prior", "MOPOLMConfig.multi_head"} <= switches
+    numbers = {f"{c.__name__}.{n}" for c in CONFIGS for n in _fields(c, NUMBERS)}
+    assert {"CPOConfig.cg_damping", "FOCOPSConfig.temperature", "IPOConfig.t", "ECOPConfig.kappa"} <= numbers
+    assert {"BradleyTerry.num_samples", "AgentOptions.tol", "MOPOSolver.seed"} <= numbers
+    assert len(ALGO_CONFIGS) == len(available()) >= 10
 
 
-NUMERIC = [
-    pytest.param(cls, f.name, id=f"{name}.{f.name}")
-    for name in available()
-    for cls in [get_algorithm(name).config_class]
-    for f in dataclasses.fields(cls)
-    if f.type in ("int", "float", "int | None", "float | None")
-]
+@pytest.mark.parametrize("cls", [c for c in CONFIGS if _fields(c, BOOLS)], ids=lambda c: c.__name__)
+def test_a_switch_refuses_anything_but_true_or_false(cls):
+    for name in _fields(cls, BOOLS):
+        for good in (True, False):
+            try:
+                _build(cls, name, good)
+            except ConfigError as e:  # a config that needs more than defaults (a model path): not this field
+                assert e.field.rsplit(".", 1)[-1] != name, e
+        for bad in ("maybe", 1, None):
+            err = _refused(cls, name, bad)
+            assert err.reason == "must be true or false" and err.value == bad
 
 
-def test_the_numeric_walk_covers_every_algorithm_and_its_own_fields():
-    ids = {p.id for p in NUMERIC}
-    assert {"cpo.cg_damping", "focops.temperature", "ipo.t", "ecop.kappa", "atrpo.cg_iters"} <= ids
-    assert len({i.split(".")[0] for i in ids}) == len(available()) >= 10
+@pytest.mark.parametrize("cls", [c for c in CONFIGS if _fields(c, NUMBERS)], ids=lambda c: c.__name__)
+def test_a_number_refuses_strings_nan_lists_and_switches(cls):
+    for name in _fields(cls, NUMBERS):
+        for bad in ("abc", float("nan"), [1], True):
+            assert _refused(cls, name, bad).value is bad
 
 
-@pytest.mark.parametrize(("cls", "name"), NUMERIC)
-def test_a_number_refuses_strings_nan_and_lists(cls, name):
-    for bad in ("abc", float("nan"), [1], True):
-        with pytest.raises(ConfigError) as e:
-            cls.from_dict({name: bad})
-        assert e.value.field == name and e.value.value is bad
-
-
-RANGED = [
-    pytest.param(cls, name, bounds, id=f"{cls.__name__}.{name}")
-    for cls in sorted({get_algorithm(a).config_class for a in available()}, key=lambda c: c.__name__)
-    for name, bounds in cls.RANGES.items()
-]
-
-
-@pytest.mark.parametrize(("cls", "name", "bounds"), RANGED)
-def test_a_number_outside_its_range_is_refused_and_its_edge_is_kept(cls, name, bounds):
-    low, high, strict = bounds.get("low"), bounds.get("high"), bounds.get("strict", False)
-    if low is not None:
-        with pytest.raises(ConfigError, match=name):
-            cls.from_dict({name: low if strict else low - 1})
-        if not strict:
-            assert getattr(cls.from_dict({name: low}), name) == low
-    if high is not None:
-        with pytest.raises(ConfigError, match=name):
-            cls.from_dict({name: high + 0.5})
-        assert getattr(cls.from_dict({name: high}), name) == high
+@pytest.mark.parametrize("cls", ALGO_CONFIGS, ids=lambda c: c.__name__)
+def test_a_number_outside_its_range_is_refused_and_its_edge_is_kept(cls):
+    for name, bounds in cls.RANGES.items():
+        low, high, strict = bounds.get("low"), bounds.get("high"), bounds.get("strict", False)
+        if low is not None:
+            _refused(cls, name, low if strict else low - 1)
+            if not strict:
+                assert getattr(cls.from_dict({name: low}), name) == low
+        if high is not None:
+            _refused(cls, name, high + 0.5)
+            assert getattr(cls.from_dict({name: high}), name) == high
 
 
 def test_whole_floats_become_ints_as_in_yaml():
     cfg = get_algorithm("cpo").config_class.from_dict({"cg_iters": 20.0, "rollout_steps": 1e3})
     assert cfg.cg_iters == 20 and isinstance(cfg.cg_iters, int) and cfg.rollout_steps == 1000
-
-
-OTHER_NUMBERS = [
-    pytest.param(cls, f.name, id=f"{cls.__name__}.{f.name}")
-    for cls in _config_classes()
-    if issubclass(cls, Config) and not issubclass(cls, TrainConfig)
-    for f in dataclasses.fields(cls)
-    if f.type in ("int", "float", "int | None", "float | None")
-]
-
-
-def test_the_other_configs_numbers_are_walked_too():
-    ids = {p.id for p in OTHER_NUMBERS}
-    assert {"BradleyTerry.num_samples", "AgentOptions.tol", "MOPOSolver.seed"} <= ids  # once unchecked
-
-
-@pytest.mark.parametrize(("cls", "name"), OTHER_NUMBERS)
-def test_every_config_number_refuses_strings_and_nan(cls, name):
-    for bad in ("abc", float("nan"), [1]):
-        with pytest.raises(ConfigError) as e:
-            cls.from_dict({name: bad})
-        assert e.value.field.rsplit(".", 1)[-1] == name

@@ -756,11 +756,11 @@ MUTATIONS: list[Mutation] = [
     ),
     _one(
         "71-config-numbers-unchecked",
-        "algorithm configs: numeric fields no longer checked by their annotation",
+        "algorithm configs: numeric fields no longer checked by their annotation and RANGES",
         "bayescrl/constrained/core/config.py",
         "kind, value = _NUMERIC.get(f.type), getattr(self, f.name)",
         "kind, value = None, getattr(self, f.name)",
-        "tests/test_config_strict.py::test_a_number_refuses_strings_nan_and_lists",
+        "tests/test_config_strict.py::test_a_number_outside_its_range_is_refused_and_its_edge_is_kept",
     ),
     _one(
         "72-config-switches-unchecked",
@@ -776,7 +776,7 @@ MUTATIONS: list[Mutation] = [
         "bayescrl/utils/checks.py",
         'if kind not in ("int", "float") or (value is None and kind != f.type):',
         "if True:",
-        "tests/test_config_strict.py::test_every_config_number_refuses_strings_and_nan",
+        "tests/test_config_strict.py::test_a_number_refuses_strings_nan_lists_and_switches",
     ),
 ]
 
