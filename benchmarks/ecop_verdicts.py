@@ -11,11 +11,16 @@ limit. Per task, e-COP against the best *other* algorithm whose mean cost is wit
 difference of mean returns with a 95 % Welch interval, a Welch t-test and a Mann–Whitney U test (the runs
 are often bimodal: a policy either circles or stands still). The verdict says "higher" or "lower" only when
 the Welch interval excludes 0, else "not distinguishable at n seeds".
+
+``--variant TASK:LABEL=RUNS.jsonl`` adds a variant of e-COP run by ``benchmarks/ecop_compare.py`` (its
+``runs.jsonl``, e.g. ``--set penalty_control_variate=true``) to TASK's table, with its difference to e-COP
+and to the best other algorithm (same tests), under ``variants`` in ``verdicts.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -97,6 +102,41 @@ def verdict(rows: dict[str, dict]) -> dict:
     return {**res, "best_other_within_limit": best, "ecop_minus_best": w, "verdict": text}
 
 
+def variant_row(rows: dict[str, dict], verdicts: dict, runs: Path) -> dict:
+    """A variant's runs (``ecop_compare.py``'s ``runs.jsonl``: ``return``, ``costs`` per seed) as a row of
+    the task's table, and its differences to e-COP and to the task's best other algorithm."""
+    recs = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
+    limits = rows["ecop"]["limits"]
+    values = [r["return"] for r in recs]
+    row = {
+        "return": cell(values),
+        "costs": [cell([r["costs"][k] for r in recs]) for k in range(len(limits))],
+        "limits": limits,
+        "seeds_within_limit": sum(within_limits(r["costs"], limits) for r in recs),
+        "n": len(recs),
+        "seeds": sorted(r["seed"] for r in recs),
+        "source": str(runs),
+    }
+    out = {"row": row, "minus_ecop": welch(values, rows["ecop"]["return_values"])}
+    best = verdicts.get("best_other_within_limit")
+    if best:
+        out["best_other"] = best
+        out["minus_best"] = welch(values, rows[best]["return_values"])
+    return out
+
+
+def _variant_lines(label: str, v: dict) -> list[str]:
+    lines = []
+    for key, other in (("minus_ecop", "ecop"), ("minus_best", v.get("best_other"))):
+        if key in v:
+            w = v[key]
+            lines.append(
+                f"{label} − {other}: {diff_text(w)}, 95 % Welch interval {interval(w['ci95'])}, "
+                f"Welch p = {fmt_num(w['p_welch'], 2)}, Mann–Whitney p = {fmt_num(w['p_mannwhitney'], 2)}."
+            )
+    return lines
+
+
 def diff_text(w: dict) -> str:
     """The difference to the precision of its interval (3 digits of the half-width), in fixed notation."""
     half = (w["ci95"][1] - w["ci95"][0]) / 2
@@ -108,9 +148,13 @@ def interval(ci: list[float]) -> str:
     return f"[{fmt_num(ci[0], 3)}, {fmt_num(ci[1], 3)}]"
 
 
-def markdown(rows: dict[str, dict[str, dict]], verdicts: dict[str, dict]) -> str:
+def markdown(
+    rows: dict[str, dict[str, dict]], verdicts: dict[str, dict], variants: dict | None = None
+) -> str:
     lines = []
+    variants = variants or {}
     for task, algos in rows.items():
+        algos = {**algos, **{label: v["row"] for label, v in variants.get(task, {}).items()}}
         head = "| algo | return (mean ± sd, n) | 95 % CI | costs (mean ± sd; limits) | seeds within limits |"
         lines += [f"### {task}", "", head]
         lines.append("|---|---|---|---|---|")
@@ -132,6 +176,8 @@ def markdown(rows: dict[str, dict[str, dict]], verdicts: dict[str, dict]) -> str
                 f"{interval(w['ci95'])}, Welch p = {fmt_num(w['p_welch'], 2)}, "
                 f"Mann–Whitney p = {fmt_num(w['p_mannwhitney'], 2)}."
             )
+        for label, v in variants.get(task, {}).items():
+            lines += _variant_lines(label, v)
         lines.append("")
     return "\n".join(lines)
 
@@ -139,15 +185,32 @@ def markdown(rows: dict[str, dict[str, dict]], verdicts: dict[str, dict]) -> str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", type=Path, help="sweep folder holding report.json")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="TASK:LABEL=RUNS.jsonl",
+        help="an e-COP variant's runs",
+    )
     args = ap.parse_args()
     rows = task_rows(args.folder, load_json(args.folder / "report.json"))
     verdicts = {task: verdict(algos) for task, algos in rows.items()}
+    variants: dict[str, dict] = {}
+    for spec in args.variant:
+        head, _, path = spec.partition("=")
+        task, _, label = head.partition(":")
+        if not (path and label) or task not in rows:
+            ap.error(f"--variant {spec!r}: expected TASK:LABEL=RUNS.jsonl with TASK one of {sorted(rows)}")
+        variants.setdefault(task, {})[label] = variant_row(rows[task], verdicts[task], Path(path))
     for algos in rows.values():
         for r in algos.values():
             r.pop("return_values")
-    write_json(args.folder / "verdicts.json", {"tasks": rows, "verdicts": verdicts})
-    (args.folder / "verdicts.md").write_text(markdown(rows, verdicts))
-    print(markdown(rows, verdicts))
+    out = {"tasks": rows, "verdicts": verdicts}
+    if variants:
+        out["variants"] = variants
+    write_json(args.folder / "verdicts.json", out)
+    (args.folder / "verdicts.md").write_text(markdown(rows, verdicts, variants))
+    print(markdown(rows, verdicts, variants))
 
 
 if __name__ == "__main__":
