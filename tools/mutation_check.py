@@ -778,6 +778,14 @@ MUTATIONS: list[Mutation] = [
         "if True:",
         "tests/test_config_strict.py::test_a_number_refuses_strings_nan_lists_and_switches",
     ),
+    _one(
+        "74-verdicts-welch-normal-quantile",
+        "e-COP verdicts: the Welch interval with the normal quantile instead of Student's t",
+        "benchmarks/ecop_verdicts.py",
+        "h = float(stats.t.ppf(0.975, df)) * se",
+        "h = float(stats.norm.ppf(0.975)) * se",
+        "tests/test_ecop_verdicts.py::test_welch_by_hand",
+    ),
 ]
 
 
