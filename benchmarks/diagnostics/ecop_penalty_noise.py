@@ -14,11 +14,18 @@ histogram (``--out``.json / .png).
 
     .venv/bin/python benchmarks/diagnostics/ecop_penalty_noise.py --env bayescrl/AntCircle-v0 --limit 10 \\
         --seed 7 --steps 32000
+
+``--curves RUNS.jsonl SWEEP_DIR TASK`` instead compares learning curves over 10^6 steps: the variant's runs
+(``ecop_compare.py``'s ``runs.jsonl`` with its curves, before ``slim_results.py`` strips them) against e-COP
+and PPO-Lagrangian in the sweep folder (``TASK_{ecop,ppo-lag}_s*/curves.json``): the mean over seeds, and
+the first env step at which it (averaged over 20 iterations) reaches 2, 5 and 10
+(``--out``_curves.json / .png).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -76,6 +83,45 @@ def one(env: str, limit: float, seed: int, steps: int, control_variate: bool) ->
     }
 
 
+def _first_step(mean: np.ndarray, steps: list[int], level: float, window: int = 20) -> int | None:
+    """The first env step at which the ``window``-iteration moving average of ``mean`` reaches ``level``."""
+    smooth = np.convolve(mean, np.ones(window) / window, mode="valid")
+    hits = np.flatnonzero(smooth >= level)
+    return int(steps[hits[0] + window - 1]) if hits.size else None
+
+
+def curves(runs: Path, sweep: Path, task: str, out: Path, label: str = "ecop, control variate") -> dict:
+    """Mean learning curves of the variant in ``runs`` and of e-COP and PPO-Lagrangian in ``sweep``."""
+    recs = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
+    if not recs or "curve_return" not in recs[0]:
+        raise SystemExit(f"{runs}: no curves (slimmed already?)")
+    groups = {label: ([r["curve_return"] for r in recs], recs[0]["curve_steps"])}
+    for algo in ("ecop", "ppo-lag"):
+        found = [json.loads(p.read_text()) for p in sorted(sweep.glob(f"{task}_{algo}_s*/curves.json"))]
+        groups[algo] = ([c["ep_return"] for c in found], found[0]["env_steps"])
+    summary: dict = {"task": task, "runs": str(runs), "sweep": str(sweep), "window": 20, "groups": {}}
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for name, (ys, steps) in groups.items():
+        n = min(len(y) for y in ys)
+        mean = np.mean([y[:n] for y in ys], axis=0)
+        steps = steps[:n]
+        summary["groups"][name] = {
+            "seeds": len(ys),
+            "first_step_at": {str(lv): _first_step(mean, steps, lv) for lv in (2, 5, 10)},
+            "final_mean_20": float(mean[-20:].mean()),
+        }
+        smooth = np.convolve(mean, np.ones(20) / 20, mode="valid")  # the moving average ending at each step
+        ax.plot(steps[19:], smooth, label=f"{name} ({len(ys)} seeds)")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("episodic return, mean over seeds")
+    ax.set_title(f"{task}: e-COP with and without the penalty's control variate", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out.with_suffix(".png"), dpi=110)
+    write_json(out.with_suffix(".json"), summary)
+    return summary
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", default="bayescrl/AntCircle-v0")
@@ -83,7 +129,14 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--steps", type=int, default=32_000)
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--curves", nargs=3, metavar=("RUNS", "SWEEP", "TASK"), help="compare learning curves")
     a = p.parse_args()
+    if a.curves:
+        res = curves(
+            Path(a.curves[0]), Path(a.curves[1]), a.curves[2], a.out.with_name(a.out.name + "_curves")
+        )
+        print(json.dumps(res["groups"], indent=1))
+        return
     torch.set_num_threads(1)
     runs = [one(a.env, a.limit, a.seed, a.steps, cv) for cv in (False, True)]
     fig, ax = plt.subplots(figsize=(6, 3.5))
