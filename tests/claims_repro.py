@@ -3412,6 +3412,121 @@ QUOTES += [
 ]
 
 
+# e-COP with the penalty's control variate (AntCircle, 10^6 steps): ecop_verdicts.py --variant, the diagnostic
+E1M_NOISE = R + "ecop/penalty_noise.json"
+E1M_CURVES = R + "ecop/penalty_noise_learning.json"
+CV_HEAD = "##### e-COP with the control variate on AntCircle (10⁶ steps)"
+
+
+def _cv(d: dict) -> dict:
+    return d["variants"]["AntCircle"]["ecop-cv"]
+
+
+def _cv_diff(d: dict, key: str) -> list[float]:
+    w = _cv(d)[key]
+    return [w["diff"], 95, *w["ci95"], w["p_welch"], w["p_mannwhitney"]]
+
+
+def _noise(d: dict, cv: bool) -> dict:
+    return next(r for r in d["runs"] if r["control_variate"] is cv)
+
+
+def _first5(d: dict, group: str) -> float:
+    return d["groups"][group]["first_step_at"]["5"] / 1e5
+
+
+TABLES.append(
+    Table(
+        REPRO,
+        CV_HEAD,
+        (
+            None,
+            lambda d, k: [_cv(d)["row"]["return"][x] for x in ("mean", "sd", "n")],
+            lambda d, k: list(_cv(d)["row"]["return"]["ci95"]),
+            lambda d, k: _e10_costs(_cv(d)["row"]),
+            lambda d, k: [_cv(d)["row"]["seeds_within_limit"], _cv(d)["row"]["n"]],
+        ),
+        (Row(E1M, "ecop-cv"),),
+    )
+)
+QUOTES += [
+    Quote(
+        REPRO,
+        "ecop-cv − ecop: 17.5, 95 % Welch interval [-2.99, 38.1], Welch p = 0.087, Mann–Whitney p = 0.14.",
+        E1M,
+        lambda d: _cv_diff(d, "minus_ecop"),
+    ),
+    Quote(
+        REPRO,
+        "ecop-cv − ppo-lag: -15.3, 95 % Welch interval [-51.5, 20.8], Welch p = 0.38, Mann–Whitney p = 0.47.",
+        E1M,
+        lambda d: _cv_diff(d, "minus_best"),
+    ),
+    Quote(
+        REPRO,
+        "spans [−28.1, 14.3] (5-95 %) while the batch's ψ has a median of −9.5, and the\n"
+        "penalty acted on 16.6 % of the minibatch steps.",
+        E1M_NOISE,
+        lambda d: [
+            _noise(d, False)["minibatch_psi_quantiles"]["5"],
+            _noise(d, False)["minibatch_psi_quantiles"]["95"],
+            None,
+            None,
+            _noise(d, False)["batch_psi_quantiles"]["50"],
+            100 * _noise(d, False)["penalty_on_share"],
+        ],
+    ),
+    Quote(
+        REPRO,
+        "ψ then spans [−14.2, −0.8] and the penalty acts on\n7.4 % of the steps",
+        E1M_NOISE,
+        lambda d: [
+            _noise(d, True)["minibatch_psi_quantiles"]["5"],
+            _noise(d, True)["minibatch_psi_quantiles"]["95"],
+            100 * _noise(d, True)["penalty_on_share"],
+        ],
+    ),
+    Quote(
+        REPRO,
+        "reaches 5\nat 4.7·10⁵ steps, against 7.2·10⁵ without it and 4.1·10⁵ for PPO-Lagrangian",
+        E1M_CURVES,
+        lambda d: [
+            5,
+            _first5(d, "ecop, control variate"),
+            None,
+            _first5(d, "ecop"),
+            None,
+            _first5(d, "ppo-lag"),
+            None,
+        ],
+    ),
+    Quote(
+        REPRO,
+        "and it ends at 30.0 against 12.5 and 45.4.\nIts costs rise to PPO-Lagrangian's level (6.4 against 5.2 and 6.5)",
+        E1M,
+        lambda d: [
+            _cv(d)["row"]["return"]["mean"],
+            d["tasks"]["AntCircle"]["ecop"]["return"]["mean"],
+            d["tasks"]["AntCircle"]["ppo-lag"]["return"]["mean"],
+            _cv(d)["row"]["costs"][0]["mean"],
+            d["tasks"]["AntCircle"]["ecop"]["costs"][0]["mean"],
+            d["tasks"]["AntCircle"]["ppo-lag"]["costs"][0]["mean"],
+        ],
+    ),
+    Quote(
+        REPRO,
+        "(+17.5 over e-COP, Welch p = 0.087; −15.3 against\nPPO-Lagrangian, p = 0.38)",
+        E1M,
+        lambda d: [
+            _cv(d)["minus_ecop"]["diff"],
+            _cv(d)["minus_ecop"]["p_welch"],
+            _cv(d)["minus_best"]["diff"],
+            _cv(d)["minus_best"]["p_welch"],
+        ],
+    ),
+]
+
+
 # ---- docs/core.md: rater-pool speed with the pool-level λ prior --------------------------------------
 def _seed_medians(d: dict, side: str) -> list[float]:
     return d["large_vs_ref"]["median_cpu_seconds_per_seed"][side]

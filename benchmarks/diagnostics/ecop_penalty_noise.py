@@ -19,7 +19,7 @@ histogram (``--out``.json / .png).
 (``ecop_compare.py``'s ``runs.jsonl`` with its curves, before ``slim_results.py`` strips them) against e-COP
 and PPO-Lagrangian in the sweep folder (``TASK_{ecop,ppo-lag}_s*/curves.json``): the mean over seeds, and
 the first env step at which it (averaged over 20 iterations) reaches 2, 5 and 10
-(``--out``_curves.json / .png).
+(``--out``_learning.json / .png).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def main() -> None:
     a = p.parse_args()
     if a.curves:
         res = curves(
-            Path(a.curves[0]), Path(a.curves[1]), a.curves[2], a.out.with_name(a.out.name + "_curves")
+            Path(a.curves[0]), Path(a.curves[1]), a.curves[2], a.out.with_name(a.out.name + "_learning")
         )
         print(json.dumps(res["groups"], indent=1))
         return
