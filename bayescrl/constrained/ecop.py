@@ -96,7 +96,8 @@ class ECOPConfig(TrainConfig):
     beta_max: float = 20.0
     constraint_scale: str = "per_step"  # per_step: loss / H_eff (default) | episode: sum_h reward term
     # minibatch estimate of L_Ci minus H_eff * mean(A_C) over the minibatch (zero in expectation and over
-    # the batch, constant in theta): the same gradient, far less noise in when the penalty switches on
+    # the batch, constant in theta): the same derivative of L_Ci, far less noise in whether and how hard
+    # the penalty acts (docs/ecop.md; off by default: the e-COP tables were measured without it)
     penalty_control_variate: bool = False
 
     def validate(self) -> None:
