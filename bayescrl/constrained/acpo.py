@@ -63,7 +63,7 @@ from bayescrl.constrained.acpo_math import (
     acpo_recovery,
 )
 from bayescrl.constrained.core.base import OnPolicyAlgorithm
-from bayescrl.constrained.core.config import TrainConfig
+from bayescrl.constrained.core.config import CG_RANGES, TrainConfig
 from bayescrl.constrained.core.optim import backtracking_line_search, conjugate_gradient, flat_grad
 from bayescrl.constrained.core.rollout import Batch
 from bayescrl.utils.errors import ConfigError
@@ -78,10 +78,7 @@ __all__ = ["ACPO", "ACPOConfig", "TrustRegionTerms", "phase_stratified_rate", "t
 class ACPOConfig(TrainConfig):
     """Table `tab:hyperparameters` (CPO/PCPO/ACPO column) on top of the core's :class:`TrainConfig`."""
 
-    RANGES: ClassVar[dict[str, dict]] = {
-        **TrainConfig.RANGES,
-        "cg_damping": {"low": 0.0},
-    }
+    RANGES: ClassVar[dict[str, dict]] = {**TrainConfig.RANGES, **CG_RANGES}
     advantage: str = "average"
     gae_lambda: float = 0.95
     n_envs: int = 5

@@ -33,7 +33,7 @@ import torch
 from bayescrl.constrained.acpo import surrogate_changes, trust_region_terms
 from bayescrl.constrained.acpo_eval import AverageProtocolMixin
 from bayescrl.constrained.core.base import OnPolicyAlgorithm
-from bayescrl.constrained.core.config import TrainConfig
+from bayescrl.constrained.core.config import CG_RANGES, TrainConfig
 from bayescrl.constrained.core.optim import backtracking_line_search
 from bayescrl.constrained.core.rollout import Batch
 from bayescrl.utils.errors import ConfigError
@@ -83,11 +83,7 @@ def lagrangian_step(
 class ATRPOConfig(TrainConfig):
     """Table `tab:hyperparameters`, PPO/ATRPO column (initial log std −0.5)."""
 
-    RANGES: ClassVar[dict[str, dict]] = {
-        **TrainConfig.RANGES,
-        "cg_iters": {"low": 1},
-        "cg_damping": {"low": 0.0},
-    }
+    RANGES: ClassVar[dict[str, dict]] = {**TrainConfig.RANGES, **CG_RANGES}
     advantage: str = "average"
     gae_lambda: float = 0.95
     n_envs: int = 5

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from bayescrl.constrained.core.base import OnPolicyAlgorithm
-from bayescrl.constrained.core.config import TrainConfig
+from bayescrl.constrained.core.config import CG_RANGES, LINE_SEARCH_RANGES, TrainConfig
 from bayescrl.constrained.core.optim import backtracking_line_search
 from bayescrl.constrained.core.rollout import Batch
 from bayescrl.constrained.core.trust_region import single_constraint_step_inputs, surrogates
@@ -26,13 +26,7 @@ EPS = 1e-8
 
 @dataclass
 class PCPOConfig(TrainConfig):
-    RANGES: ClassVar[dict[str, dict]] = {
-        **TrainConfig.RANGES,
-        "line_search_steps": {"low": 1},
-        "line_search_decay": {"low": 0.0, "high": 1.0, "strict": True},
-        "cg_iters": {"low": 1},
-        "cg_damping": {"low": 0.0},
-    }
+    RANGES: ClassVar[dict[str, dict]] = {**TrainConfig.RANGES, **LINE_SEARCH_RANGES, **CG_RANGES}
     target_kl: float | None = 0.01
     line_search_steps: int = 25
     line_search_decay: float = 0.8

@@ -24,6 +24,12 @@ ADVANTAGE_MODES = ("discounted", "average", "finite_horizon")
 ENV_BACKENDS = ("gym", "mjx")
 # annotations of the numeric fields the generic check reads (``| None``: null allowed)
 _NUMERIC = {"int": "int", "int | None": "int", "float": "float", "float | None": "float"}
+# ranges shared by the trust-region algorithms' own fields (their configs' RANGES)
+CG_RANGES: dict[str, dict[str, Any]] = {"cg_iters": {"low": 1}, "cg_damping": {"low": 0.0}}
+LINE_SEARCH_RANGES: dict[str, dict[str, Any]] = {
+    "line_search_steps": {"low": 1},
+    "line_search_decay": {"low": 0.0, "high": 1.0, "strict": True},
+}
 
 
 @dataclass
