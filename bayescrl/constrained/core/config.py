@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bayescrl.utils.checks import boolean_fields, finite_float, mapping, number, positive_int
+from bayescrl.utils.checks import finite_float, mapping, number, positive_int
 from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
@@ -134,7 +134,7 @@ class TrainConfig(Config):
             raise ConfigError("advantage", self.advantage, f"must be one of {ADVANTAGE_MODES}")
 
     def _validate_numbers(self) -> None:
-        """Discounts, learning rates, clipping and KL targets, multipliers and the boolean switches."""
+        """Discounts, learning rates, clipping and KL targets and multipliers (the switches: ``Config``)."""
         for name in ("gamma", "gae_lambda"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
@@ -152,7 +152,6 @@ class TrainConfig(Config):
                 finite_float(getattr(self, name), name, low=0.0)
         finite_float(self.lagrange_lr, "lagrange_lr", low=0.0)
         finite_float(self.log_std_init, "log_std_init")
-        boolean_fields(self)  # every switch, an algorithm's own included (ecop's adaptive_beta, ...)
         finite_float(self.lagrange_init, "lagrange_init", low=0.0)
 
     def _validate_networks(self) -> None:

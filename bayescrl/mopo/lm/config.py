@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import torch
 
 from bayescrl.utils import ConfigError
-from bayescrl.utils.checks import boolean_fields, finite_float, positive_int
+from bayescrl.utils.checks import finite_float, positive_int
 from bayescrl.utils.config import Config
 
 METHODS = ("mopo", "mopo-lb", "dpo")
@@ -126,7 +126,6 @@ class MOPOLMConfig(Config):
             setattr(self, name, positive_int(getattr(self, name), name))
         if not 0 < finite_float(self.sigma_decay, "sigma_decay") <= 1:
             raise ConfigError("sigma_decay", self.sigma_decay, "must be in (0, 1]")
-        boolean_fields(self)
         betas = self.beta if isinstance(self.beta, list) else [self.beta]
         for i, v in enumerate(betas):
             idx = i if isinstance(self.beta, list) else None
