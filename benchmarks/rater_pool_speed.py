@@ -18,6 +18,10 @@
     .venv/bin/python benchmarks/rater_pool_speed.py --hessian-check 3
         # float32 against float64 competence Hessian on part 1's design at d = 64, 128, 256 (3 pools
         # each): the fits' competence sd, log competences and θ̂ -> rater_pool_hessian_float32.json
+    .venv/bin/python benchmarks/rater_pool_speed.py --gradient-check 3
+        # the search mode's float32 evidence gradient against the exact one on part 1's pools (seeds
+        # 0, 1, 2; at the fitted competences and at random trial points around them)
+        # -> rater_pool_gradient_float32.json
 
 Writes benchmarks/results/raters/rater_pool_speed.json (+ .png: the small pool's intervals per engine).
 The machine's load average is recorded: on a shared machine wall time also measures the other jobs.
@@ -34,13 +38,16 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
 import bayescrl.inference.hierarchical as H
-from bayescrl.inference.hierarchical import PoolRater, fit_rater_pool, simulate_pool
+from bayescrl.inference.bootstrap import map_estimate
+from bayescrl.inference.hierarchical import PoolRater, RaterPrior, fit_rater_pool, simulate_pool
+from bayescrl.models.linear import BTLinearProblem
 from bayescrl.utils import set_torch_threads, write_json
 from bayescrl.utils.plotting import plt
 
@@ -159,6 +166,71 @@ def hessian_check(seeds: int, dims=(64, 128, 256)) -> dict:
         "sd_rel_diff_median": statistics.median(r["sd_rel_diff_max"] for r in rows),
         "float32_from_d": default_min_d,
         "command": f"python benchmarks/rater_pool_speed.py --hessian-check {seeds}",
+    }
+
+
+def gradient_check(seeds: int, trials: int = 4, spread: float = 0.3) -> dict:
+    """The competence optimiser's trial-point gradient in search mode (float32 blocks and trace products,
+    :func:`bayescrl.inference.hierarchical._evidence_grad` with ``fast=True``) against the exact float64
+    one, on part 1's pools (d = 256, seeds 0..N-1): at the fitted log competences ĥ and at ``trials``
+    points ĥ + N(0, ``spread``²) on the free coordinates (the line search's trial points lie around ĥ),
+    each with the inner MAP solved tightly (so only the evidence and its gradient differ). Reported per
+    point: the largest |Δ dF/dh| over the free coordinates, the largest exact |dF/dh| (the scale) and
+    |ΔF|; a λ_i² below 10⁻² keeps float64 in search mode and is marked."""
+    rows = []
+    gen = torch.Generator().manual_seed(0)
+    for seed in range(seeds):
+        s, raters = large_pool(seed)
+        R, d, dt = len(raters), s["X0"].shape[1], torch.float64
+        dg = fit_rater_pool(s["X0"], s["X1"], s["y"], s["rater"], raters).diagnostics
+        h_hat = torch.tensor(dg["log_competence_map"], dtype=dt)
+        free = torch.ones(2 * R, dtype=torch.bool)
+        free[[0, R]] = False  # r0 is the anchor: its β and λ are known
+        mu0, cov0 = torch.zeros(d, dtype=dt), torch.eye(d, dtype=dt)
+        pool = H._pool(s["X0"], s["X1"], s["y"], s["rater"], R, mu0, cov0, "cpu", dt)
+        prob = BTLinearProblem.from_data(
+            mu0, cov0, [1.0] * R, [1.0] * R, x0=s["X0"], x1=s["X1"], y=s["y"], rater=s["rater"]
+        )
+        fb, fl = free[:R].to(dt), free[R:].to(dt)
+        points = [h_hat] + [
+            h_hat + spread * torch.randn(2 * R, generator=gen, dtype=dt) * free for _ in range(trials)
+        ]
+        for k, h in enumerate(points):
+            res = map_estimate(replace(prob, beta=h[:R].exp(), lam=h[R:].exp()), tol=1e-12)
+            th, V = res.theta[0][None], res.vartheta[0][None]
+            out = []
+            for fast in (False, True):
+                lp = H._laplace(pool, RaterPrior(), h[None, :R], h[None, R:], th, V, fb, fl, fast=fast)
+                g = H._evidence_grad(pool, RaterPrior(), lp, h[None, :R], h[None, R:], fb, fl, fast)[0]
+                out.append((float(lp.F[0]), g[free]))
+            (F, g), (F32, g32) = out
+            rows.append(
+                {
+                    "seed": seed,
+                    "point": "fit" if k == 0 else f"trial {k}",
+                    "grad_abs_diff_max": float((g32 - g).abs().max()),
+                    "grad_abs_max": float(g.abs().max()),
+                    "F_abs_diff": abs(F32 - F),
+                    "lam2_min": float((2 * h[R:]).exp().min()),
+                    "lam2_max": float((2 * h[R:]).exp().max()),
+                    "float64_kept": bool(float((2 * h[R:]).exp().min()) < 1e-2),
+                    "inner_map_converged": bool(res.converged.all()),
+                }
+            )
+            print(rows[-1], flush=True)
+    searched = [r for r in rows if not r["float64_kept"]]
+    return {
+        "pools": rows,
+        "grad_abs_diff_max": max(r["grad_abs_diff_max"] for r in searched),
+        "grad_abs_diff_median": statistics.median(r["grad_abs_diff_max"] for r in searched),
+        "grad_rel_diff_max": max(
+            r["grad_abs_diff_max"] / r["grad_abs_max"] for r in searched if r["point"] != "fit"
+        ),
+        "F_abs_diff_max": max(r["F_abs_diff"] for r in searched),
+        "d": 256,
+        "trials_per_pool": trials,
+        "spread": spread,
+        "command": f"python benchmarks/rater_pool_speed.py --gradient-check {seeds}",
     }
 
 
@@ -318,12 +390,21 @@ def main() -> None:
         metavar="N",
         help="only compare the float32 competence Hessian with the float64 one on N pools per d",
     )
+    ap.add_argument(
+        "--gradient-check",
+        type=int,
+        metavar="N",
+        help="only compare the search mode's float32 evidence gradient with the exact one on N pools",
+    )
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     set_torch_threads(1)
     out = Path(args.out)
     if args.hessian_check:
         write_json(out / "rater_pool_hessian_float32.json", hessian_check(args.hessian_check))
+        return
+    if args.gradient_check:
+        write_json(out / "rater_pool_gradient_float32.json", gradient_check(args.gradient_check))
         return
     load0 = os.getloadavg()
     res = {"threads": torch.get_num_threads(), "load_average_start": load0}

@@ -2626,6 +2626,7 @@ RPS = R + "raters/rater_pool_speed.json"
 RPS_POOL = R + "raters/pool_prior/rater_pool_speed.json"
 RPS_POOL_3B = R + "raters/pool_prior/rater_pool_speed_vs_3b02521.json"  # the previous version against 3b02521
 RPS_HESS32 = R + "raters/pool_prior/rater_pool_hessian_float32.json"
+RPS_GRAD32 = R + "raters/rater_pool_gradient_float32.json"
 
 
 def _eng(d: dict, e: str) -> dict:
@@ -3611,6 +3612,19 @@ QUOTES += [
         RPS_POOL_3B,
         lambda d: [None, _fit_gap(d)[4]],
     ),
+    Quote(
+        CORE,
+        "random trial points around each, λ_i² up to 242), the search-mode gradient is within 5.9·10⁻⁵ of the",
+        RPS_GRAD32,
+        lambda d: [max(r["lam2_max"] for r in d["pools"]), d["grad_abs_diff_max"] * 1e5, None],
+    ),
+    Quote(
+        CORE,
+        "exact one (median 1.8·10⁻⁵; at most 7·10⁻⁶ of the gradient's size at the trial points) and F within",
+        RPS_GRAD32,
+        lambda d: [d["grad_abs_diff_median"] * 1e5, None, d["grad_rel_diff_max"] * 1e6, None],
+    ),
+    Quote(CORE, "2.3·10⁻⁶ — far below", RPS_GRAD32, lambda d: [d["F_abs_diff_max"] * 1e6, None]),
     Quote(
         CORE,
         "give competence sd within 0.15 % of each other (median over pools 0.09 %) and log competences within",
