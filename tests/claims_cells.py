@@ -201,9 +201,10 @@ def quote_problems(q: Quote, fix: bool = False) -> list[str]:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    from claims_repro import QUOTES, TABLES
+    from claims_repro import QUOTES, TABLES, VERDICT_LINES, verdict_line_problems
 
     fix = "--fix" in sys.argv
     probs = [p for t in TABLES for p in table_problems(t, fix)]
     probs += [p for q in QUOTES for p in quote_problems(q, fix)]
+    probs += [p for src, task in VERDICT_LINES for p in verdict_line_problems(src, task, fix)]
     print("\n".join(probs) or "all pins hold")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from claims import README, REPRO, R, below, ci95, group, msd
-from claims_cells import Col, Quote, Row, Table, load
+from claims_cells import ROOT, Col, Quote, Row, Table, load
 
 from bayescrl.utils.spread import t_halfwidth
 
@@ -3287,6 +3287,26 @@ def _e10_costs(r: dict) -> list[float]:
 
 def _verdict_heading(source: str, task: str) -> str:
     return f"##### {task}, 10 seeds" if source == E10 else f"##### {task} at 10⁶ steps"
+
+
+def verdict_line_problems(source: str, task: str, fix: bool = False) -> list[str]:
+    """The ``**Verdict:**`` line under the task's heading on the reproduction page is the one
+    ``benchmarks/ecop_verdicts.py`` wrote into ``source`` (its words and the seeds it names); ``fix``
+    rewrites it from the file."""
+    path = ROOT / REPRO
+    text = path.read_text(encoding="utf-8")
+    head, sep, section = text.partition(_verdict_heading(source, task))
+    assert sep, f"{REPRO}: no heading {_verdict_heading(source, task)!r}"
+    line = next((ln for ln in section.splitlines() if ln.startswith("**Verdict:**")), None)
+    want = f"**Verdict:** {load(source)['verdicts'][task]['verdict']}."
+    if line == want:
+        return []
+    if fix and line is not None:
+        path.write_text(head + sep + section.replace(line, want, 1), encoding="utf-8")
+    return [f"{REPRO} under {_verdict_heading(source, task)!r}: {line!r}; {source} gives {want!r}"]
+
+
+VERDICT_LINES = [(E10, t) for t in E10_TASKS] + [(E1M, t) for t in E1M_TASKS]
 
 
 def _e10_table(task: str, source: str = E10) -> Table:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from claims import ALLOWED, CLAIMS, REPORT_TABLES, SCANNED, Claim, ci95, msd
 from claims_cells import Quote, Table, find_quote, quote_problems, restate, table_lines, table_problems
-from claims_repro import QUOTES, TABLES
+from claims_repro import QUOTES, TABLES, VERDICT_LINES, verdict_line_problems
 
 from bayescrl.utils.spread import fmt_spread, sample_sd
 
@@ -103,6 +103,16 @@ def test_pinned_table_equals_its_files_cell_by_cell(table: Table):
 @pytest.mark.parametrize("quote", QUOTES, ids=[q.id for q in QUOTES])
 def test_pinned_sentence_equals_its_file(quote: Quote):
     bad = quote_problems(quote)
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    "source, task", VERDICT_LINES, ids=[f"{Path(s).parent.name}-{t}" for s, t in VERDICT_LINES]
+)
+def test_verdict_line_names_the_files_verdict_and_seeds(source: str, task: str):
+    """A table's verdict ("e-COP and X not distinguishable at n seeds") changes with the seeds run: the
+    page's line under the task's heading is the one in the verdicts file."""
+    bad = verdict_line_problems(source, task)
     assert not bad, "\n".join(bad)
 
 
