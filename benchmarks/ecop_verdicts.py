@@ -12,9 +12,10 @@ difference of mean returns with a 95 % Welch interval, a Welch t-test and a Mann
 are often bimodal: a policy either circles or stands still). The verdict says "higher" or "lower" only when
 the Welch interval excludes 0, else "not distinguishable at n seeds".
 
-``--variant TASK:LABEL=RUNS.jsonl`` adds a variant of e-COP run by ``benchmarks/ecop_compare.py`` (its
-``runs.jsonl``, e.g. ``--set penalty_control_variate=true``) to TASK's table, with its difference to e-COP
-and to the best other algorithm (same tests), under ``variants`` in ``verdicts.json``.
+``--variant TASK:LABEL=RUNS`` adds a variant of e-COP to TASK's table, with its difference to e-COP and to
+the best other algorithm (same tests), under ``variants`` in ``verdicts.json``; RUNS is the ``runs.jsonl``
+of ``benchmarks/ecop_compare.py`` (e.g. ``--set penalty_control_variate=true``) or a sweep folder whose
+e-COP runs of TASK are the variant (e.g. ``examples/sweeps/ecop_table_10seeds_cv.yaml``).
 """
 
 from __future__ import annotations
@@ -102,10 +103,28 @@ def verdict(rows: dict[str, dict]) -> dict:
     return {**res, "best_other_within_limit": best, "ecop_minus_best": w, "verdict": text}
 
 
-def variant_row(rows: dict[str, dict], verdicts: dict, runs: Path) -> dict:
-    """A variant's runs (``ecop_compare.py``'s ``runs.jsonl``: ``return``, ``costs`` per seed) as a row of
-    the task's table, and its differences to e-COP and to the task's best other algorithm."""
-    recs = [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
+def variant_records(runs: Path, task: str) -> list[dict]:
+    """A variant's runs as ``{seed, return, costs}``: ``ecop_compare.py``'s ``runs.jsonl``, or the e-COP
+    runs of ``task`` in a sweep folder (its ``report.json`` and each run's ``metrics.json``)."""
+    if not runs.is_dir():
+        return [json.loads(line) for line in runs.read_text().splitlines() if line.strip()]
+    recs = []
+    for g in load_json(runs / "report.json")["groups"]:
+        if g["point"].get("task") != task or g["point"].get("algo", "ecop") != "ecop":
+            continue
+        for run in g["runs"]:
+            if (runs / run / "metrics.json").exists():
+                m = load_json(runs / run / "metrics.json")
+                recs.append({"seed": m["seed"], "return": m[RETURN], "costs": m["train_final_costs"]})
+    if not recs:
+        raise SystemExit(f"{runs}: no finished e-COP run of task {task}")
+    return recs
+
+
+def variant_row(rows: dict[str, dict], verdicts: dict, runs: Path, task: str) -> dict:
+    """A variant's runs (:func:`variant_records`) as a row of the task's table, and its differences to
+    e-COP and to the task's best other algorithm."""
+    recs = variant_records(runs, task)
     limits = rows["ecop"]["limits"]
     values = [r["return"] for r in recs]
     row = {
@@ -189,8 +208,8 @@ def main() -> None:
         "--variant",
         action="append",
         default=[],
-        metavar="TASK:LABEL=RUNS.jsonl",
-        help="an e-COP variant's runs",
+        metavar="TASK:LABEL=RUNS",
+        help="an e-COP variant's runs: ecop_compare.py's runs.jsonl or a sweep folder",
     )
     args = ap.parse_args()
     rows = task_rows(args.folder, load_json(args.folder / "report.json"))
@@ -200,8 +219,8 @@ def main() -> None:
         head, _, path = spec.partition("=")
         task, _, label = head.partition(":")
         if not (path and label) or task not in rows:
-            ap.error(f"--variant {spec!r}: expected TASK:LABEL=RUNS.jsonl with TASK one of {sorted(rows)}")
-        variants.setdefault(task, {})[label] = variant_row(rows[task], verdicts[task], Path(path))
+            ap.error(f"--variant {spec!r}: expected TASK:LABEL=RUNS with TASK one of {sorted(rows)}")
+        variants.setdefault(task, {})[label] = variant_row(rows[task], verdicts[task], Path(path), task)
     for algos in rows.values():
         for r in algos.values():
             r.pop("return_values")

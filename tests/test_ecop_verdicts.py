@@ -58,8 +58,23 @@ def test_a_variant_is_compared_with_ecop_and_the_best_other(tmp_path):
         "ecop": {"return_values": [1.0, 2.0, 3.0], "limits": [10.0]},
         "ppo-lag": {"return_values": [4.0, 5.0, 6.0], "limits": [10.0]},
     }
-    out = V.variant_row(rows, {"best_other_within_limit": "ppo-lag"}, runs)
+    out = V.variant_row(rows, {"best_other_within_limit": "ppo-lag"}, runs, "T")
     assert out["row"]["return"]["mean"] == pytest.approx(5.0) and out["row"]["seeds"] == [0, 1, 2]
     assert out["row"]["seeds_within_limit"] == 2  # seed 1 is over the limit
     assert out["minus_ecop"] == V.welch([4.0, 5.0, 6.0], [1.0, 2.0, 3.0])
     assert out["minus_best"]["diff"] == pytest.approx(0.0) and out["best_other"] == "ppo-lag"
+    # the same runs as a sweep folder (report.json + metrics.json), beside another task's run
+    sweep = tmp_path / "sweep"
+    groups = [{"point": {"task": "T"}, "runs": [f"T_s{r['seed']}" for r in recs]}]
+    groups.append({"point": {"task": "U"}, "runs": ["U_s0"]})
+    for run, ret, costs in [(f"T_s{r['seed']}", r["return"], r["costs"]) for r in recs] + [
+        ("U_s0", 99.0, [0.0])
+    ]:
+        (sweep / run).mkdir(parents=True)
+        metrics = {"seed": int(run[-1]), "train_final_return": ret, "train_final_costs": costs}
+        (sweep / run / "metrics.json").write_text(json.dumps(metrics))
+    (sweep / "report.json").write_text(json.dumps({"groups": groups}))
+    assert V.variant_row(rows, {"best_other_within_limit": "ppo-lag"}, sweep, "T") == {
+        **out,
+        "row": {**out["row"], "source": str(sweep)},
+    }
