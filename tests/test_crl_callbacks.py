@@ -12,6 +12,7 @@ import pytest
 
 from bayescrl.constrained.core.adapter import AlgorithmView, BaseRewardAdapter, RewardAdapter
 from bayescrl.constrained.core.callbacks import BaseCallback, Checkpointer, MetricsWriter, ResultsWriter
+from bayescrl.constrained.core.protocol import TrainingAlgorithm
 from bayescrl.constrained.core.rollout import RolloutBatch
 from bayescrl.constrained.registry import get_algorithm
 from bayescrl.envs import make_small_cmdp
@@ -104,6 +105,16 @@ def test_a_reward_adapter_relabels_every_rollout_before_the_update():
         assert isinstance(batch, RolloutBatch) and batch.shape == (8, 2)
         np.testing.assert_array_equal(upd.numpy(), -batch.rewards[..., 0].reshape(-1))  # env reward, negated
     algo.close()
+
+
+@pytest.mark.parametrize("algo", ["ppo-lag", "ecop", "cpo"])
+def test_every_optimiser_is_what_its_callbacks_and_adapters_are_typed_against(algo):
+    """Callbacks and adapters type the optimiser as the TrainingAlgorithm protocol (no import of the loop):
+    an optimiser must carry every attribute and method it names."""
+    agent = _agent(algo)
+    assert isinstance(agent, TrainingAlgorithm)
+    del agent.collector  # the check reads the attributes: without one, the optimiser no longer qualifies
+    assert not isinstance(agent, TrainingAlgorithm)
 
 
 def test_the_view_is_read_only_and_tells_what_an_adapter_needs():

@@ -216,7 +216,7 @@ def check_layers(
                 problems.append(f"{where}: sideways import {source} ({own}) -> {imp.target} ({other})")
             if imp.local and (source, imp.target) not in lazy_allowed:
                 problems.append(f"{where}: function-local import of {imp.target} in {source}")
-            if not imp.local and not imp.type_only:
+            if not imp.local:  # a type checker follows TYPE_CHECKING imports: they count
                 graph[source].add(imp.target)
     for component in strongly_connected(graph):
         problems.append(f"import cycle: {' <-> '.join(component)}")
@@ -283,6 +283,14 @@ def test_clean_tree_passes(tmp_path: Path) -> None:
             },
             "import cycle: bayescrl.sweep.calls <-> bayescrl.sweep.runner <-> bayescrl.sweep.spec",
         ),
+        (
+            {  # a circle seen only by type checkers is still a circle (type against a Protocol instead)
+                "pbrl/a.py": "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from bayescrl.pbrl import b\n",
+                "pbrl/b.py": "from bayescrl.pbrl import a\n",
+            },
+            "import cycle: bayescrl.pbrl.a <-> bayescrl.pbrl.b",
+        ),
     ],
 )
 def test_each_rule_fails_on_a_bad_tree(tmp_path: Path, files: dict[str, str], expected: str) -> None:
@@ -290,13 +298,10 @@ def test_each_rule_fails_on_a_bad_tree(tmp_path: Path, files: dict[str, str], ex
     assert any(expected in p for p in problems), problems
 
 
-def test_allow_list_and_type_checking_and_table(tmp_path: Path) -> None:
+def test_allow_list_and_table(tmp_path: Path) -> None:
     files = {
         "mopo/lm/run.py": "def f():\n    from bayescrl.mopo.lm import heavy\n",
         "mopo/lm/heavy.py": "",
-        # a cycle through TYPE_CHECKING-only or function-local imports is no import-time cycle
-        "pbrl/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from bayescrl.pbrl import b\n",
-        "pbrl/b.py": "from bayescrl.pbrl import a\n",
     }
     root = _tree(tmp_path, files)
     expected = "bayescrl/mopo/lm/run.py:2: function-local import of bayescrl.mopo.lm.heavy in "

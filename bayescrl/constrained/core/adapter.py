@@ -15,22 +15,20 @@ advantages are computed and may return it with other rewards or costs — a lear
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import torch
 
 from bayescrl.constrained.core.envs import env_horizon
+from bayescrl.constrained.core.protocol import TrainingAlgorithm
 from bayescrl.constrained.core.rollout import RolloutBatch
-
-if TYPE_CHECKING:  # pragma: no cover
-    from bayescrl.constrained.core.base import OnPolicyAlgorithm
 
 
 class AlgorithmView:
     """Read-only facts about an optimiser and where its training stands (what an adapter may use)."""
 
-    def __init__(self, algo: OnPolicyAlgorithm):
+    def __init__(self, algo: TrainingAlgorithm):
         self._algo = algo
 
     @property

@@ -16,13 +16,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bayescrl.constrained.core.protocol import TrainingAlgorithm
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import to_jsonable
-
-if TYPE_CHECKING:  # pragma: no cover
-    from bayescrl.constrained.core.base import OnPolicyAlgorithm
 
 METRICS_LINES = "metrics.jsonl"
 
@@ -30,9 +28,9 @@ METRICS_LINES = "metrics.jsonl"
 class BaseCallback:
     """Override any of :meth:`on_training_start`, :meth:`on_iteration`, :meth:`on_training_end`."""
 
-    algo: OnPolicyAlgorithm | None = None
+    algo: TrainingAlgorithm | None = None
 
-    def init_callback(self, algo: OnPolicyAlgorithm) -> None:
+    def init_callback(self, algo: TrainingAlgorithm) -> None:
         """Bind to the algorithm being trained (called by ``learn`` before :meth:`on_training_start`)."""
         self.algo = algo
 
@@ -54,7 +52,7 @@ class CallbackList(BaseCallback):
     def __init__(self, callbacks: Iterable[BaseCallback]):
         self.callbacks = list(callbacks)
 
-    def init_callback(self, algo: OnPolicyAlgorithm) -> None:
+    def init_callback(self, algo: TrainingAlgorithm) -> None:
         super().init_callback(algo)
         for cb in self.callbacks:
             cb.init_callback(algo)
