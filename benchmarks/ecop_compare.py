@@ -230,10 +230,12 @@ def main() -> None:
     write_json(out_dir / f"{args.name}.json", out)
     pl = plt()
     fig, axes = pl.subplots(1, 2, figsize=(10, 3.6))
-    for label, rs in runs.items():
-        rs = [r for r in rs if "curve_return" in r]  # resumed records of a slimmed runs.jsonl have none
+    for label, all_rs in runs.items():
+        rs = [r for r in all_rs if "curve_return" in r]  # resumed records of a slimmed runs.jsonl have none
         if not rs:
             continue
+        if len(rs) < len(all_rs):  # say which seeds the curves are drawn from
+            label = f"{label} (curves of seeds {', '.join(str(r['seed']) for r in rs)} of {len(all_rs)})"
         n = min(len(r["curve_return"]) for r in rs)
         xs = np.asarray(rs[0]["curve_steps"][:n])
         for ax, key in zip(axes, ("curve_return", "curve_cost"), strict=True):
