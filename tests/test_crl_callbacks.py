@@ -113,6 +113,7 @@ def test_every_optimiser_is_what_its_callbacks_and_adapters_are_typed_against(al
     an optimiser must carry every attribute and method it names."""
     agent = _agent(algo)
     assert isinstance(agent, TrainingAlgorithm)
+    agent.close()
     del agent.collector  # the check reads the attributes: without one, the optimiser no longer qualifies
     assert not isinstance(agent, TrainingAlgorithm)
 

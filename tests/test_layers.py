@@ -74,8 +74,7 @@ class Import:
     source: str  # importing module, e.g. "bayescrl.sweep.runner"
     target: str  # imported module, e.g. "bayescrl.sweep.spec" (or "click")
     line: int
-    local: bool  # inside a function body
-    type_only: bool  # under ``if TYPE_CHECKING:``
+    local: bool  # inside a function body (imports under ``if TYPE_CHECKING:`` count like any other)
 
 
 def module_names(root: Path) -> dict[str, Path]:
@@ -99,12 +98,6 @@ def layer_of(module: str, table: dict[str, str] = LAYER_OF_PREFIX) -> str:
     raise KeyError(f"{module} has no layer: add its prefix to LAYER_OF_PREFIX")
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def imports_of(source: str, path: Path, modules: dict[str, Path]) -> list[Import]:
     """The imports of one module of the package (``bayescrl.*`` resolved to modules, and ``click``)."""
     pkg_root = source.split(".")[0]
@@ -119,18 +112,13 @@ def imports_of(source: str, path: Path, modules: dict[str, Path]) -> list[Import
                 return ".".join(parts[:n])
         return None
 
-    def visit(node: ast.AST, local: bool, type_only: bool) -> None:
+    def visit(node: ast.AST, local: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                visit(child, True, type_only)
-            elif isinstance(child, ast.If) and _is_type_checking(child.test):
-                for stmt in child.body:
-                    visit(ast.Module(body=[stmt], type_ignores=[]), local, True)
-                for stmt in child.orelse:
-                    visit(ast.Module(body=[stmt], type_ignores=[]), local, type_only)
+                visit(child, True)
             elif isinstance(child, ast.Import):
                 for alias in child.names:
-                    add(alias.name, child.lineno, local, type_only)
+                    add(alias.name, child.lineno, local)
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:  # relative import
@@ -139,19 +127,19 @@ def imports_of(source: str, path: Path, modules: dict[str, Path]) -> list[Import
                     base = ".".join(anchor + ([base] if base else []))
                 for alias in child.names:  # ``from pkg import submodule`` loads the submodule
                     full = f"{base}.{alias.name}"
-                    add(full if full in modules else base, child.lineno, local, type_only)
+                    add(full if full in modules else base, child.lineno, local)
             else:
-                visit(child, local, type_only)
+                visit(child, local)
 
-    def add(name: str, line: int, local: bool, type_only: bool) -> None:
+    def add(name: str, line: int, local: bool) -> None:
         if name == "click" or name.startswith("click."):
-            found.append(Import(source, "click", line, local, type_only))
+            found.append(Import(source, "click", line, local))
         elif name == pkg_root or name.startswith(pkg_root + "."):
             target = resolve(name)
             if target is not None and target != source:
-                found.append(Import(source, target, line, local, type_only))
+                found.append(Import(source, target, line, local))
 
-    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), False, False)
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), False)
     return found
 
 
@@ -216,7 +204,7 @@ def check_layers(
                 problems.append(f"{where}: sideways import {source} ({own}) -> {imp.target} ({other})")
             if imp.local and (source, imp.target) not in lazy_allowed:
                 problems.append(f"{where}: function-local import of {imp.target} in {source}")
-            if not imp.local:  # a type checker follows TYPE_CHECKING imports: they count
+            if not imp.local:  # TYPE_CHECKING imports count: a type checker follows them
                 graph[source].add(imp.target)
     for component in strongly_connected(graph):
         problems.append(f"import cycle: {' <-> '.join(component)}")
