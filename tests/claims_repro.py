@@ -3347,10 +3347,13 @@ def _e10_verdict(task: str, source: str = E10) -> Quote:
     )
 
 
+def _mean_costs_within(r: dict) -> list[float]:
+    return [r["return"]["mean"], *[c["mean"] for c in r["costs"]], r["seeds_within_limit"], r["n"]]
+
+
 def _e10_readme(task: str, source: str = E10) -> Row:
     def ecop(d: dict, k) -> list[float]:
-        e = d["tasks"][task]["ecop"]
-        return [e["return"]["mean"], *[c["mean"] for c in e["costs"]], e["seeds_within_limit"], e["n"]]
+        return _mean_costs_within(d["tasks"][task]["ecop"])
 
     def best(d: dict, k) -> list[float]:
         v = d["verdicts"][task]
@@ -3452,6 +3455,12 @@ def _noise(d: dict, cv: bool) -> dict:
     return next(r for r in d["runs"] if r["control_variate"] is cv)
 
 
+def _noise_span(d: dict, cv: bool) -> list[float]:
+    """The 5 % and 95 % quantiles of the minibatch ψ."""
+    q = _noise(d, cv)["minibatch_psi_quantiles"]
+    return [q["5"], q["95"]]
+
+
 def _first5(d: dict, group: str) -> float:
     return d["groups"][group]["first_step_at"]["5"] / 1e5
 
@@ -3489,8 +3498,7 @@ QUOTES += [
         "penalty acted on 16.6 % of the minibatch steps.",
         E1M_NOISE,
         lambda d: [
-            _noise(d, False)["minibatch_psi_quantiles"]["5"],
-            _noise(d, False)["minibatch_psi_quantiles"]["95"],
+            *_noise_span(d, False),
             None,
             None,
             _noise(d, False)["batch_psi_quantiles"]["50"],
@@ -3502,8 +3510,7 @@ QUOTES += [
         "ψ then spans [−14.2, −0.8] and the penalty acts on\n7.4 % of the steps",
         E1M_NOISE,
         lambda d: [
-            _noise(d, True)["minibatch_psi_quantiles"]["5"],
-            _noise(d, True)["minibatch_psi_quantiles"]["95"],
+            *_noise_span(d, True),
             100 * _noise(d, True)["penalty_on_share"],
         ],
     ),
@@ -3723,10 +3730,6 @@ QUOTES.append(
 # ---- e-COP with the penalty control variate on every row (reproduction page) ---------------------------
 def _cv_row_of(d: dict, k: str) -> dict:
     return d["variants"][k]["ecop-cv"]
-
-
-def _mean_costs_within(r: dict) -> list[float]:
-    return [r["return"]["mean"], *[c["mean"] for c in r["costs"]], r["seeds_within_limit"], r["n"]]
 
 
 def _diff_p(w: dict) -> list[float]:
