@@ -324,7 +324,7 @@ def test_no_command_exits_0_with_nan_results(cmd, files, tmp_path, monkeypatch, 
     """A diverged run (here: a solver patched to return NaN) exits 2 naming the NaN entry."""
     nan = float("nan")
     if cmd == "mopo":
-        import bayescrl.mopo.tabular as tab
+        import bayescrl.mopo.tabular_run as tab
 
         real = tab.solve_config
         monkeypatch.setattr(tab, "solve_config", lambda *a, **k: ({**real(*a, **k)[0], "G": [nan]}, None))

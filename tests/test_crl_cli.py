@@ -70,7 +70,7 @@ def test_train_writes_metrics_curves_checkpoint_then_evaluate_and_resume(tmp_pat
         (["--algo", "nope", "--env", ENV], "unknown algorithm"),
         (["--algo", "ecop", "--env", "NoSuchEnv-v9"], "not a registered gymnasium id"),
         (["--algo", "ecop", "--env", ENV, "--cost-limit", "1", "--cost-limit", "2"], "give exactly 1 limit"),
-        (["--algo", "ecop", "--env", ENV, "--cost-limit", "-1"], "must be a finite number >= 0"),
+        (["--algo", "ecop", "--env", ENV, "--cost-limit", "-1"], "cost_limits[0] = -1.0: must be >= 0"),
         (
             ["--algo", "ppo-lag", "--env", "bayescrl.constrained.toy:NaNEnv", "--cost-limit", "1"],
             "non-finite observation from env 0 at env step",

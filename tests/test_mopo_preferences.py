@@ -15,7 +15,8 @@ from bayescrl.mopo.preferences import (
     fit_bradley_terry,
     pairwise_to_action,
 )
-from bayescrl.mopo.tabular import TabularProblem, parse_tabular, solve_config, solve_exact, total_variation
+from bayescrl.mopo.tabular import TabularProblem, parse_tabular, solve_exact, total_variation
+from bayescrl.mopo.tabular_run import solve_config
 from bayescrl.raters import Rater
 from bayescrl.utils import ConfigError, DataError, load_yaml
 

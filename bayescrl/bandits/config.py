@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from bayescrl.inference.options import check_learner_engine_options
 from bayescrl.raters import Rater, parse_rater
 from bayescrl.utils.checks import check_device, check_memory_of, choice, number, positive_int
 from bayescrl.utils.config import Config
@@ -145,7 +146,7 @@ class AgentOptions(Config):
     engine: str = "laplace"
     """engine of warmPref-PS's informed prior (Eq. `informed_prior`): laplace, svi or nuts"""
     engine_options: dict = field(default_factory=dict)
-    """keyword options of bayescrl.inference.engines.fit (svi / nuts)"""
+    """keyword options of bayescrl.inference.engines.fit (svi / nuts; laplace takes none: refused)"""
     lints_v: float = 1.0
     """LinTS (Agrawal & Goyal): theta ~ N(B^-1 f, v^2 B^-1)"""
     lints_ridge: float = 1.0
@@ -186,6 +187,7 @@ class AgentOptions(Config):
             if number(getattr(self, k), f"options.{k}", 0.0) > 1:
                 raise ConfigError(f"options.{k}", getattr(self, k), "must be a probability in [0, 1]")
         choice(self.engine, "options.engine", ("laplace", "svi", "nuts"), "must be laplace, svi or nuts")
+        self.engine_options = check_learner_engine_options(self.engine, self.engine_options, "options")
         for k in (
             "lints_v",
             "lints_ridge",

@@ -16,12 +16,12 @@ import click
 from bayescrl.commands.options import device_option, force_option, log_options, set_option
 from bayescrl.commands.sweepable import SweepAdapter
 from bayescrl.inference.rater_report import format_table
-from bayescrl.mopo import tabular
+from bayescrl.mopo import tabular_run
 from bayescrl.mopo.config import check_config
 from bayescrl.mopo.lm import run_lm
 from bayescrl.mopo.lm.experiment import KEYS as LM_KEYS
 from bayescrl.mopo.synthetic import run_synthetic
-from bayescrl.mopo.tabular import plot_history
+from bayescrl.mopo.tabular_run import plot_history
 from bayescrl.mopo.textgen.run import run_textgen
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.checks import check_device, check_no_nan, prepare_out
@@ -50,7 +50,7 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
     if mode not in ("lm", "textgen"):
         device = device or "cpu"
     if mode == "tabular":
-        results, run = tabular.solve_config(config, device, out=out)
+        results, run = tabular_run.solve_config(config, device, out=out)
         if run is not None:
             plot_history(
                 run,

@@ -204,7 +204,7 @@ def evaluate(run_dir, episodes, seed, stochastic, device, video, video_episodes,
         prepare_out_file_checked(video, force=force, field="--video")
         if video_episodes < 1:
             raise ConfigError("--video-episodes", video_episodes, "must be >= 1")
-    agent = load_agent(run_dir, device)
+    agent = load_agent(run_dir, device, option="RUN_DIR")
     try:
         steps = episodes * agent.horizon
         if steps > EVAL_STEPS_REFUSE:

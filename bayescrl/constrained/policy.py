@@ -105,7 +105,7 @@ def load(run_dir: str | Path, device: str | torch.device = "cpu") -> TrainedPoli
     observation and action spaces are rebuilt; a ``module:Class`` id imports that module (user code),
     as training did.
     """
-    st = OnPolicyAlgorithm.read_checkpoint(run_dir)
+    st = OnPolicyAlgorithm.read_checkpoint(run_dir, "run_dir")
     if st["env"] is None:
         raise DataError(
             "checkpoint", str(run_dir), "the run used an env object, not an id: rebuild it by hand"

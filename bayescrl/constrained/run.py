@@ -53,10 +53,15 @@ def load_run_spec(config_file: str | Path | None = None, overrides: Iterable[str
     return spec
 
 
-def load_agent(run_dir: str | Path, device: str = "cpu") -> OnPolicyAlgorithm:
-    """``OnPolicyAlgorithm.load`` with any failure to decode the checkpoint reported as one line."""
+def load_agent(run_dir: str | Path, device: str = "cpu", option: str = "resume") -> OnPolicyAlgorithm:
+    """``OnPolicyAlgorithm.load`` with any failure to decode the checkpoint reported as one line; a missing
+    checkpoint is refused on ``option`` (the one that named ``run_dir``)."""
     try:
         return OnPolicyAlgorithm.load(run_dir, device=device)
+    except ConfigError as exc:
+        if exc.field == "path":  # load's argument: name the option the user gave instead
+            raise ConfigError(option, exc.value, exc.reason) from None
+        raise
     except BayesCRLError:
         raise
     except Exception as exc:  # a truncated / hand-edited checkpoint: KeyError, EOFError, RuntimeError, ...

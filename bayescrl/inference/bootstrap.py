@@ -42,8 +42,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from bayescrl.inference.options import ENGINE_OPTIONS
 from bayescrl.models.linear import BTLinearProblem
-from bayescrl.utils.checks import number
+from bayescrl.utils.checks import number, positive_int
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.seeding import bernoulli, draw
 
@@ -102,8 +103,7 @@ def sample_perturbation(
     """
     number(p_offline, "p_offline", 0.0, 1.0, strict=True)  # Bernoulli weight probabilities in (0, 1]
     number(p_online, "p_online", 0.0, 1.0, strict=True)
-    if num_samples < 1:
-        raise ConfigError("num_samples", num_samples, "must be >= 1")
+    num_samples = positive_int(num_samples, "num_samples")
     pb = problem.batch_view()
     B, M, d, R = pb.y.shape[0], num_samples, pb.dim, pb.num_raters
     dev, dt = pb.device, pb.mu0.dtype
@@ -922,6 +922,8 @@ def newton_solve(
     """
     if solver not in SOLVERS:
         raise ConfigError("solver", solver, f"must be one of {list(SOLVERS)}")
+    checks = ENGINE_OPTIONS["bootstrap"]  # fit's, for every caller (perturbed_map, map_estimate, laplace)
+    tol, max_iter = checks["tol"](tol, "tol"), checks["max_iter"](max_iter, "max_iter")
     pb = problem.batch_view()
     terms = _Terms(pb)
     theta, vartheta = _start_point(pb, pert, init)
@@ -1115,6 +1117,7 @@ def perturbed_map(
     steps (see :func:`newton_solve`; the optimum does not depend on it). Output shapes: ``theta [B?,M,d]``,
     ``vartheta [B?,M,R,d]``; check ``result.converged``.
     """
+    num_samples = positive_int(num_samples, "num_samples")
     pert = sample_perturbation(
         problem,
         num_samples,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from bayescrl.inference.arviz import draws_to_arviz, num_draws
+from bayescrl.utils.checks import positive_int
 from bayescrl.utils.errors import DataError
 from bayescrl.utils.seeding import draw, per_run
 
@@ -38,9 +39,10 @@ class GaussianLinearPosterior:
         self.cov = self.cov.expand(*self.mean.shape[:-1], d, d).clone()
         if (torch.linalg.cholesky_ex(self.cov)[1] != 0).any():
             raise DataError("prior.cov", self.cov.tolist(), "must be positive definite")
-        self.noise_var = torch.as_tensor(noise_sd, dtype=dtype, device=self.mean.device) ** 2
-        if (self.noise_var <= 0).any():
-            raise DataError("noise_sd", noise_sd, "must be > 0")
+        sd = torch.as_tensor(noise_sd, dtype=dtype, device=self.mean.device)
+        if not bool(((sd > 0) & torch.isfinite(sd)).all()):  # NaN-safe: NaN > 0 is False
+            raise DataError("noise_sd", sd.tolist(), "must be finite and > 0")
+        self.noise_var = sd**2
         self.count = torch.zeros(self.mean.shape[:-1], dtype=torch.long, device=self.mean.device)
 
     @property
@@ -78,6 +80,7 @@ class GaussianLinearPosterior:
         """Condition on ``X [*batch, T, d]``, ``R [*batch, T]`` at once (precision form, one Cholesky)."""
         X = torch.as_tensor(X, dtype=self.mean.dtype, device=self.mean.device)
         R = torch.as_tensor(R, dtype=self.mean.dtype, device=self.mean.device)
+        self._check_data(X, R)
         prec0 = torch.cholesky_inverse(torch.linalg.cholesky(self.cov))
         nv = self.noise_var
         nv_mat, nv_vec = (nv[..., None, None], nv[..., None]) if nv.dim() else (nv, nv)
@@ -89,9 +92,28 @@ class GaussianLinearPosterior:
         self.count += X.shape[-2]
         return self
 
+    def _check_data(self, X: torch.Tensor, R: torch.Tensor) -> None:
+        """Refuse ``X``, ``R`` of :meth:`update_many` that are not ``[*batch, T, d]``, ``[*batch, T]`` (batch
+        broadcastable to the posterior's) or not finite."""
+        batch, d = tuple(self.mean.shape[:-1]), self.dim
+        if X.dim() < 2 or X.shape[-1] != d:
+            raise DataError("rewards.x", tuple(X.shape), f"expected shape [..., T, {d}] (dim = {d})")
+        try:
+            ok = torch.broadcast_shapes(X.shape[:-2], batch) == batch
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise DataError("rewards.x", tuple(X.shape), f"batch shape must broadcast to {list(batch)}")
+        if R.shape != X.shape[:-1]:
+            raise DataError("rewards.r", tuple(R.shape), f"expected shape {list(X.shape[:-1])} (that of x)")
+        if not bool(torch.isfinite(X).all() & torch.isfinite(R).all()):
+            name, bad = ("rewards.x", X) if not bool(torch.isfinite(X).all()) else ("rewards.r", R)
+            raise DataError(name, float(bad[~torch.isfinite(bad)][0]), "must be finite")
+
     def sample(self, n: int, generator: Streams = None) -> torch.Tensor:
         """``n`` exact posterior draws: ``[*batch, n, d]`` (one generator per run: the runs are the first
         batch dimension)."""
+        n = positive_int(n, "n", minimum=0)
         chol = torch.linalg.cholesky(self.cov)
         eps = draw(
             torch.randn,

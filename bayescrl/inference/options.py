@@ -16,7 +16,14 @@ from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import check_keys
 
 ENGINES = ("exact", "laplace", "bootstrap", "svi", "nuts")
-__all__ = ["ENGINES", "ENGINE_OPTIONS", "SPEC_KEYS", "check_engine_options", "check_spec_keys"]
+__all__ = [
+    "ENGINES",
+    "ENGINE_OPTIONS",
+    "SPEC_KEYS",
+    "check_engine_options",
+    "check_learner_engine_options",
+    "check_spec_keys",
+]
 
 
 def _prob(v, f):
@@ -108,3 +115,19 @@ def check_engine_options(engine: str, options: Any, where: str = "engine_options
         raise ConfigError(f"{where}.{key}", options[key], f"the {engine} engine takes no options")
     check_keys(options, allowed, where)
     return {k: allowed[k](v, f"{where}.{k}") for k, v in options.items()}
+
+
+def check_learner_engine_options(engine: str, options: Any, section: str) -> dict:
+    """``engine``'s options for a learner that runs ``laplace`` without any (the rater-pool engine
+    laplace-eb, or the Newton fit of :func:`~bayescrl.inference.laplace.laplace`): there an option is
+    refused, not ignored; the other engines' options are checked by :func:`check_engine_options`.
+    ``section`` prefixes the field in errors (``preferences`` -> ``preferences.engine_options.KEY``)."""
+    where = f"{section}.engine_options"
+    if options is not None and not isinstance(options, Mapping):
+        raise ConfigError(where, options, "must be a mapping of engine options")
+    if engine == "laplace" and options:
+        key = next(iter(options))
+        raise ConfigError(
+            f"{where}.{key}", options[key], "not used: the laplace engine takes no options here"
+        )
+    return check_engine_options(engine, options, where)

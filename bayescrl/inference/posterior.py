@@ -10,6 +10,7 @@ import torch
 
 from bayescrl.inference.arviz import import_arviz, num_draws, split_chains, to_inference_data
 from bayescrl.inference.sites import SiteInfo, pointwise_log_lik
+from bayescrl.utils.checks import check_seed, choice, positive_int
 from bayescrl.utils.errors import DataError
 
 __all__ = ["DIMS", "Posterior", "import_arviz"]
@@ -51,10 +52,14 @@ class Posterior:
     def latent_sites(self) -> list[str]:
         return [k for k, i in self.infos.items() if not i.observed]
 
-    def sample(self, n: int = 1000, seed: int = 0) -> dict[str, torch.Tensor]:
-        if n < 1:
-            raise DataError("samples", n, "must be >= 1")
-        gen = torch.Generator().manual_seed(int(seed))
+    def sample(self, n: int = 1000, seed: int | None = 0) -> dict[str, torch.Tensor]:
+        """``n`` draws ``{site: [n, *shape]}``; ``seed`` in [0, 2**63 - 1], or None for a fresh random one."""
+        n = positive_int(n, "n")
+        gen = torch.Generator()
+        if seed is None:
+            gen.seed()
+        else:
+            gen.manual_seed(check_seed(seed))
         if self.chains is not None:
             flat = {k: v.reshape(-1, *v.shape[2:]) for k, v in self.chains.items()}
             total = next(iter(flat.values())).shape[0]
@@ -67,9 +72,12 @@ class Posterior:
         return self.sampler(n, gen)
 
     def mean_cov(
-        self, site: str = "theta", n: int = 4000, seed: int = 0
+        self, site: str = "theta", n: int = 4000, seed: int | None = 0
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        s = self.sample(n, seed)[site].reshape(n, -1).double()
+        """Mean and covariance of ``site`` (flattened) from ``n`` draws."""
+        n = positive_int(n, "n")
+        draws = self.sample(n, seed)
+        s = draws[choice(site, "site", list(draws))].reshape(n, -1).double()
         return s.mean(0), torch.cov(s.T).reshape(s.shape[1], s.shape[1])
 
     def to_arviz(self, n: int = 1000, seed: int = 0, log_likelihood: bool | str = True):
@@ -91,7 +99,7 @@ class Posterior:
             raise DataError(
                 "log_likelihood", log_likelihood, "must be True, False, 'joint', 'sites' or 'both'"
             )
-        post = self._draws_by_chain(n, seed)
+        post = self._draws_by_chain(positive_int(n, "n"), seed)
         dims = {k: _dims(k, v.dim() - 2) for k, v in post.items()}
         coords = dict(self.coords or {})
         ll = None

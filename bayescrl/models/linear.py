@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
+from bayescrl.utils.checks import check_device
 from bayescrl.utils.errors import DataError
 
 _FLOAT = torch.float64
@@ -102,6 +103,7 @@ class BTLinearProblem:
         dtype: torch.dtype = _FLOAT,
     ) -> BTLinearProblem:
         """A problem with no data and pre-allocated (masked-out) capacity for later :meth:`append_*`."""
+        device = check_device(device)
         mu0 = torch.as_tensor(mu0, dtype=dtype, device=device)
         cov0 = torch.as_tensor(cov0, dtype=dtype, device=device)
         d = int(mu0.shape[-1])
@@ -156,6 +158,7 @@ class BTLinearProblem:
         dtype: torch.dtype = _FLOAT,
     ) -> BTLinearProblem:
         """Build an unbatched problem from lists/arrays (any of the data may be ``None``/empty)."""
+        device = check_device(device)
         d = int(torch.as_tensor(mu0, dtype=dtype, device=device).shape[-1])
         x0_t, x1_t, x_t = (
             _rows(v, name, d, dtype, device)
@@ -265,6 +268,7 @@ class BTLinearProblem:
         online = online.reshape(-1).bool().expand(n)
         if not self.batched:
             x0, x1 = x0.reshape(-1, self.dim), x1.reshape(-1, self.dim)
+            _check_finite({"preferences.x0": x0, "preferences.x1": x1})
             start = int(self.pref_mask.sum())
             self._grow("pref", start + n)
             sl = slice(start, start + n)
@@ -276,6 +280,7 @@ class BTLinearProblem:
             raise DataError(
                 "preferences.x0", tuple(x0.shape), f"batched append expects [{idx.shape[0]}, {self.dim}]"
             )
+        _check_finite({"preferences.x0": x0, "preferences.x1": x1})
         pos = self.pref_mask[idx].sum(-1)
         self._grow("pref", int(pos.max()) + 1 if pos.numel() else 0)
         self.x0[idx, pos], self.x1[idx, pos], self.y[idx, pos] = x0, x1, y
@@ -286,11 +291,10 @@ class BTLinearProblem:
         dev, dt = self.device, self.mu0.dtype
         x = torch.as_tensor(x, dtype=dt, device=dev)
         r = torch.as_tensor(r, dtype=dt, device=dev).reshape(-1)
-        if not torch.isfinite(r).all():
-            i = int((~torch.isfinite(r)).nonzero()[0])
-            raise DataError("rewards.r", float(r[i]), "must be finite", index=i)
         if not self.batched:
             x = x.reshape(-1, self.dim)
+        _check_finite({"rewards.r": r, "rewards.x": x})
+        if not self.batched:
             start = int(self.reward_mask.sum())
             self._grow("reward", start + x.shape[0])
             sl = slice(start, start + x.shape[0])
@@ -344,6 +348,19 @@ class BTLinearProblem:
                 raise DataError("raters.lam", v, "knowledgeability must be finite and > 0", index=i)
         if not (math.isfinite(self.noise_sd) and self.noise_sd > 0):
             raise DataError("noise_sd", self.noise_sd, "must be finite and > 0")
+
+
+def _check_finite(rows: dict[str, torch.Tensor]) -> None:
+    """Refuse a NaN or infinity in any of ``rows`` (``{field: [n] or [n, d]}``), naming the field and the
+    first bad row; one host sync when everything is finite (appends run once per step)."""
+    ok = {
+        k: torch.isfinite(t).flatten(1).all(-1) if t.dim() > 1 else torch.isfinite(t) for k, t in rows.items()
+    }
+    if bool(torch.stack([v.all() for v in ok.values()]).all()):
+        return
+    name = next(k for k, v in ok.items() if not bool(v.all()))
+    i = int((~ok[name]).nonzero()[0])
+    raise DataError(name, rows[name][i].tolist(), "must be finite", index=i)
 
 
 def _rows(v: object, name: str, d: int, dtype: torch.dtype, device: str | torch.device) -> torch.Tensor:

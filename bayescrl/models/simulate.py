@@ -14,11 +14,13 @@ label, is the same as with i.i.d. draws.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from bayescrl.models.spec import parse_spec
+from bayescrl.models.spec import parse_spec, spec_mapping
+from bayescrl.utils.checks import boolean, check_seed
 from bayescrl.utils.errors import ConfigError
 
 DT = torch.float64
@@ -77,7 +79,7 @@ def _check_sizes(num_prefs: int, num_rewards: int, num_arms: int | None, heldout
 
 
 def simulate(
-    spec: dict[str, Any],
+    spec: dict[str, Any] | str | Path,
     *,
     num_prefs: int = 20,
     num_rewards: int = 0,
@@ -88,9 +90,12 @@ def simulate(
 ) -> dict[str, Any]:
     """Draw θ, ϑ and data; preferences are split evenly over the spec's raters.
 
-    ``greedy=True`` makes raters pick argmax β⟨x, ϑ⟩ deterministically (the thesis' "flawed expert").
+    ``spec``: a mapping or a YAML/JSON file path (as :func:`~bayescrl.models.spec.from_spec`). ``greedy=True``
+    makes raters pick argmax β⟨x, ϑ⟩ deterministically (the thesis' "flawed expert").
     """
+    spec = spec_mapping(spec)
     _check_sizes(num_prefs, num_rewards, num_arms, heldout)
+    seed, greedy = check_seed(seed), boolean(greedy, "greedy")
     base = {k: v for k, v in spec.items() if k not in ("preferences", "rewards", "heldout", "truth")}
     m = parse_spec(base)
     p = m.problem

@@ -35,6 +35,7 @@ import torch
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import CompetencePrior, TransitionData, bt_linear_model
 from bayescrl.raters import parse_raters
+from bayescrl.utils.checks import check_device
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import check_keys, json_loads, load_yaml
 
@@ -288,11 +289,11 @@ def check_spec_keys(spec: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------- entry point
-def parse_spec(spec: dict[str, Any], *, device: str | torch.device = "cpu") -> SpecModel:
-    """Validate a spec mapping (unknown keys refused at every level, :func:`check_spec_keys`) and build
-    the :class:`SpecModel`."""
-    if not isinstance(spec, dict):
-        raise ConfigError("spec", spec, "must be a mapping")
+def parse_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
+    """Validate a spec mapping or file (unknown keys refused at every level, :func:`check_spec_keys`) and
+    build the :class:`SpecModel` on ``device``."""
+    spec = spec_mapping(spec)
+    device = check_device(device)
     check_spec_keys(spec)
     d = _dim(spec)
     mean, cov = _prior(spec.get("prior") or {}, d)
@@ -438,8 +439,15 @@ def load_spec(path: str | Path) -> dict[str, Any]:
     return load_yaml(path)
 
 
-def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
-    """Build the model from a spec mapping or a YAML/JSON file path (a data file is a complete spec)."""
+def spec_mapping(spec: dict[str, Any] | str | Path) -> dict[str, Any]:
+    """The spec mapping ``spec``, read by :func:`load_spec` when it is a YAML/JSON file path."""
     if isinstance(spec, (str, Path)):
         spec = load_spec(spec)
+    if not isinstance(spec, dict):
+        raise ConfigError("spec", spec, "must be a mapping")
+    return spec
+
+
+def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
+    """Build the model from a spec mapping or a YAML/JSON file path (a data file is a complete spec)."""
     return parse_spec(spec, device=device)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from bayescrl.mopo.lm.experiment import lm_experiment
 from bayescrl.mopo.preferences import PREFERENCE_MODELS, parse_bt_options
-from bayescrl.mopo.tabular import parse_tabular
+from bayescrl.mopo.tabular import check_tau, parse_tabular
 from bayescrl.mopo.textgen.run import validate as validate_textgen
 from bayescrl.utils.checks import choice, number, positive_int
 from bayescrl.utils.config import Config
@@ -165,8 +165,8 @@ class TabularMOPO(Common):
     """constraint thresholds"""
     data: Any = None
     """preference records (or a file)"""
-    augment: Any = None
-    """augment the records with their mirror pairs"""
+    augment: bool = True
+    """augment the records with their mirror pairs (true or false)"""
     raters: Any = None
     """the raters (ids, competence)"""
     preference_model: Any = None
@@ -366,10 +366,9 @@ def check_config(config: dict) -> None:
     if cls is None:
         raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
     cls.from_dict(config)  # every key and every number of the solver sections
-    tau = config.get("tau")  # a number (tabular) or a list (sanity): every value > 0, before any run
+    tau = config.get("tau")  # a number (tabular) or a list (sanity): each finite and > 0, before any run
     for i, t in enumerate(tau if isinstance(tau, list) else [] if tau is None else [tau]):
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
-            raise ConfigError("tau", t, "must be a number > 0", index=i if isinstance(tau, list) else None)
+        check_tau(t, i if isinstance(tau, list) else None)
     if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
         parse_tabular(config)
         model = choice(config.get("preference_model", "empirical"), "preference_model", PREFERENCE_MODELS)

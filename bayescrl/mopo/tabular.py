@@ -32,28 +32,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from bayescrl.inference.rater_report import PLOT_NAME, save_plot
 from bayescrl.mopo import objective as O
 from bayescrl.mopo.preferences import (
     ESTIMATORS,
-    PREFERENCE_MODELS,
     action_frequency,
     empirical_scores,
-    fit_bradley_terry,
-    parse_bt_options,
     parse_raters,
 )
 from bayescrl.raters import check_rater_ids
 from bayescrl.utils import ConfigError, DataError
+from bayescrl.utils.checks import boolean, check_device, number, positive_int
 from bayescrl.utils.io import check_keys
-from bayescrl.utils.plotting import plot_mean_sd
 from bayescrl.utils.seeding import randint, run_generators
 
 
@@ -276,6 +271,30 @@ def as_threshold(b: Any, n_constraints: int, field_name: str = "b") -> Tensor:
     return torch.tensor([float(v) for v in vals], dtype=torch.float64, device="cpu")
 
 
+def check_threshold(b: Any, n_constraints: int) -> Tensor:
+    """The solvers' thresholds ``b[K-1]``: a tensor, array, list or number (every constraint), as a finite
+    float64 tensor (a tensor keeps its device). Unlike a config's :func:`as_threshold` it allows values
+    outside [0, 1] (``estimator: score`` estimates are not probabilities)."""
+    why = f"must be a finite tensor (or list) of K - 1 = {n_constraints} thresholds"
+    if isinstance(b, (bool, str)):
+        raise ConfigError("b", b, why)
+    try:
+        t = torch.as_tensor(b, dtype=torch.float64, device=b.device if isinstance(b, Tensor) else "cpu")
+    except (TypeError, ValueError, RuntimeError):
+        raise ConfigError("b", b, why) from None
+    t = t.expand(n_constraints) if t.dim() == 0 else t
+    if t.shape != (n_constraints,):
+        raise ConfigError("b", b, f"{why} (got shape {tuple(t.shape)})")
+    if not bool(torch.isfinite(t).all()):
+        raise ConfigError("b", b, why)
+    return t
+
+
+def check_tau(tau: Any, index: int | None = None) -> float:
+    """``tau`` as a finite float > 0 (0 divides by zero in ``rho*``; inf returns ``pi_ref``)."""
+    return number(tau, "tau", 0.0, strict=True, index=index)
+
+
 # --------------------------------------------------------------------------------------------- exact
 
 
@@ -333,22 +352,22 @@ def _check_feasible(q_hat: Tensor, b: Tensor) -> None:
 
 
 def solve_exact(
-    problem: TabularProblem, tau: float, b: Tensor, augment: bool = True, tol: float = 1e-12
+    problem: TabularProblem, tau: float, b: Tensor | Sequence[float], augment: bool = True, tol: float = 1e-12
 ) -> ExactSolution:
     """Exact optimum of Eq. `empirical-cop` (normalised, ``eps = 0``): ``lam* = argmin_{lam >= 0} D(lam)``.
 
     D is convex (log-sum-exp of affine maps); L-BFGS-B in float64 with the analytic gradient
     ``G(rho*_lam) - b`` (:func:`~bayescrl.mopo.objective.dual_gradient`). Raises :class:`ConfigError` when
-    ``b`` admits no strictly feasible policy (then ``lam*`` does not exist).
+    ``b`` admits no strictly feasible policy (then ``lam*`` does not exist), and for a ``tau`` or ``b`` that
+    :func:`check_tau` / :func:`check_threshold` refuse.
     """
     from scipy.optimize import minimize
 
-    if not tau > 0:
-        raise ConfigError("tau", tau, "must be > 0")
+    tau, b = check_tau(tau), check_threshold(b, problem.n_objectives - 1).cpu()
+    boolean(augment, "augment")
     p_hat, q_hat = problem.action_scores(augment)
     p_hat, q_hat = p_hat.double().cpu(), q_hat.double().cpu()
     ref = problem.ref.double().cpu()
-    b = b.double().cpu()
     _check_feasible(q_hat, b)
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -442,13 +461,34 @@ def _batch(gens: Sequence[torch.Generator], n_rec: int, batch: int | None, devic
     return randint(n_rec, (len(gens), batch), gens, device=device)
 
 
+def _check_run_args(
+    tau: Any, steps: Any, lr: Any, batch: Any, runs: Any, log_every: Any, lr_final: Any, augment: Any,
+    device: Any,
+) -> tuple[float, int, float, int | None, int, int, float | None]:  # fmt: skip
+    """The arguments both stochastic solvers share, checked before any tensor is built: ``tau``
+    (:func:`check_tau`), counts >= 1 (``batch`` None: all records), learning rates finite and > 0,
+    ``augment`` a bool, ``device`` one this machine has. Returns ``(tau, steps, lr, batch, runs, log_every,
+    lr_final)`` as numbers."""
+    check_device(device)
+    boolean(augment, "augment")
+    return (
+        check_tau(tau),
+        positive_int(steps, "steps"),
+        number(lr, "lr", 0.0, strict=True),
+        None if batch is None else positive_int(batch, "batch"),
+        positive_int(runs, "runs"),
+        positive_int(log_every, "log_every"),
+        None if lr_final is None else number(lr_final, "lr_final", 0.0, strict=True),
+    )
+
+
 def run_mopo(
     problem: TabularProblem,
     tau: float,
     steps: int = 20_000,
     lr: float = 0.015,
     batch: int | None = 12,
-    b: Tensor | None = None,
+    b: Tensor | Sequence[float] | None = None,
     beta: Tensor | float | None = None,
     t0: int | None = None,
     eps: float = 0.0,
@@ -476,6 +516,10 @@ def run_mopo(
     (the policy saved at the previous multiple of ``t0``); ``t0 = None`` keeps ``pi_ref`` fixed (then, with a
     fixed ``b`` and ``eps = 0``, the fixed point is :func:`solve_exact`'s solution).
     """
+    args = _check_run_args(tau, steps, lr, batch, runs, log_every, lr_final, augment, device)
+    tau, steps, lr, batch, runs, log_every, lr_final = args
+    b = None if b is None else check_threshold(b, problem.n_objectives - 1)
+    eps = number(eps, "eps", 0.0)  # >= 0 (0: no lower bound)
     y, _, q_rec, p_hat, q_hat, ref0 = _solver_tensors(problem, augment, device)
     gens = run_generators(seed, runs)
     beta_t, it = _mopo_start(b, beta, t0, ref0, q_hat, runs, lr, lr_final, steps)
@@ -602,7 +646,7 @@ def _lag(it: _Iterates, beta_t: Tensor | None, q_hat: Tensor) -> None:
 def run_mopo_lb(
     problem: TabularProblem,
     tau: float,
-    b: Tensor,
+    b: Tensor | Sequence[float],
     steps: int = 20_000,
     lr: float = 0.015,
     batch: int | None = 12,
@@ -627,6 +671,11 @@ def run_mopo_lb(
     over-penalises (Jensen): the iterate settles inside the feasible set, the instability the text reports
     for this variant. The reported ``lam`` are the implied multipliers ``sigma / max(G - b, sigma^2)``.
     """
+    args = _check_run_args(tau, steps, lr, batch, runs, log_every, lr_final, augment, device)
+    tau, steps, lr, batch, runs, log_every, lr_final = args
+    b = check_threshold(b, problem.n_objectives - 1)
+    sigma0, sigma_min = number(sigma0, "sigma0", 0.0, strict=True), number(sigma_min, "sigma_min", 0.0)
+    gamma = number(gamma, "gamma", 0.0, 1.0, strict=True)
     y, p_rec, q_rec, _, q_hat, ref0 = _solver_tensors(problem, augment, device)
     gens = run_generators(seed, runs)
     b_t = b.to(device, torch.float64).expand(runs, q_rec.shape[1])
@@ -705,186 +754,3 @@ def barrier_fixed_point(
 def total_variation(p: Tensor, q: Tensor) -> Tensor:
     """``TV(p, q) = 0.5 sum |p - q|`` over the last dimension."""
     return 0.5 * (p - q.to(p.device)).abs().sum(-1)
-
-
-def apply_preference_model(
-    problem: TabularProblem, model: str = "empirical", options: Mapping[str, Any] | None = None
-) -> tuple[TabularProblem, dict]:
-    """Set ``problem.scores`` from ``preference_model`` (:mod:`bayescrl.mopo.preferences`).
-
-    ``empirical``: the problem is returned unchanged (its records give the estimates) and no extra results.
-    ``bradley-terry``: the posterior mean of ``p_k(a)`` for the primary objective and, for the constrained
-    ones, the mean or (``lower_quantile``) that lower posterior quantile; the extra results are
-    ``preference_probs`` (mean and 90 % interval per objective and action), the competence used per rater and
-    the engine's diagnostics. For Gaussian posterior marginals the per-action lower quantile bounds the
-    quantile of ``G(pi) = sum_a pi(a) q(a)`` from below (the sd of a mixture is at most the mixture of sds).
-    """
-    from dataclasses import replace
-
-    if model not in PREFERENCE_MODELS:
-        raise ConfigError("preference_model", model, f"must be one of {list(PREFERENCE_MODELS)}")
-    if model == "empirical":
-        return problem, {}
-    opts = parse_bt_options(options)
-    rater = problem.rater if problem.rater is not None else torch.zeros_like(problem.y)
-    est = fit_bradley_terry(
-        problem.y, problem.y_prime, problem.ind, rater, problem.raters, problem.ref, **opts
-    )
-    k = problem.n_objectives
-    others = [i for i in range(k) if i != problem.primary]
-    dev = problem.ref.device
-    lq = opts["lower_quantile"]
-    q_src = est.mean if lq is None else est.quantile(float(lq))
-    scores = (est.mean[problem.primary].to(dev), q_src[others].T.contiguous().to(dev))
-    extra = {
-        "preference_model": model,
-        "preference_probs": est.to_json(problem.actions),
-        "rater_beta": est.beta,
-        **({"raters": [row for r in est.diagnostics.values() for row in r["raters"]]} if est.pools else {}),
-        "inference": {
-            "engine": opts["engine"],
-            "competence": opts["competence"],
-            "lower_quantile": lq,
-            "num_samples": opts["num_samples"],
-            "diagnostics": est.diagnostics,
-        },
-    }
-    if est.pools:
-        extra["_pools"] = est.pools  # plotted (then dropped) by solve_config
-    return replace(problem, scores=scores), extra
-
-
-def solve_config(
-    config: Mapping[str, Any], device: str | torch.device = "cpu", out: str | Path | None = None
-) -> tuple[dict, MopoRun | None]:
-    """Run the tabular solver ``config['solver']``; returns (results dict, stochastic run or None). With
-    ``competence: infer`` and ``out``, the rater plot goes to ``out/rater_competence.png`` (one per
-    objective, ``rater_competence_<objective>.png``, when there are several)."""
-    problem = parse_tabular(config, device)
-    tau, solver = _tau(config.get("tau", 1.0)), config.get("solver", "exact")
-    augment = bool(config.get("augment", True))
-    if solver not in SOLVERS:
-        raise ConfigError("solver", solver, "must be one of exact, mopo, mopo-lb")
-    problem, pref_extra = apply_preference_model(
-        problem, config.get("preference_model", "empirical"), config.get("bradley_terry")
-    )
-    pools = pref_extra.pop("_pools", [])
-    if out is not None:
-        for k, pool in enumerate(pools):
-            suffix = "" if len(pools) == 1 else f"_{k}"
-            save_plot(pool, out, PLOT_NAME.replace(".png", f"{suffix}.png"))
-    opts: dict[str, Any] = dict(config.get(solver.replace("-", "_"), {}) or {})
-    b_cfg = config.get("b")
-    b = None if b_cfg is None else as_threshold(b_cfg, problem.n_objectives - 1)
-    res: dict[str, Any] = {
-        "solver": solver,
-        "tau": tau,
-        "actions": problem.actions,
-        "primary": problem.primary,
-        **pref_extra,
-    }
-    if solver == "exact":
-        return {**res, **_exact_results(problem, tau, b, augment)}, None
-    run = _stochastic_run(problem, solver, opts, tau, b, augment, device)
-    return {**res, **_run_results(run, problem, tau, b, opts, augment)}, run
-
-
-#: the tabular solvers (``solver``)
-SOLVERS = ("exact", "mopo", "mopo-lb")
-
-
-def _tau(tau: Any) -> float:
-    """``tau`` as a float > 0."""
-    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0:
-        raise ConfigError("tau", tau, "must be a number > 0")
-    return float(tau)
-
-
-def _exact_results(problem: TabularProblem, tau: float, b: Tensor | None, augment: bool) -> dict[str, Any]:
-    """``solver: exact``: the policy, ``lambda``, ``G``, ``b``, ``F`` and the KKT residuals."""
-    if b is None:
-        raise ConfigError("b", None, "the exact solver needs a fixed threshold b")
-    sol = solve_exact(problem, tau, b, augment)
-    return {
-        "policy": dict(zip(problem.actions, sol.policy.tolist(), strict=True)),
-        "lambda": sol.lam.tolist(),
-        "G": sol.G.tolist(),
-        "b": sol.b.tolist(),
-        "F": sol.F,
-        "kkt": sol.kkt,
-    }
-
-
-def _stochastic_run(
-    problem: TabularProblem, solver: str, opts: Mapping[str, Any], tau: float, b: Tensor | None,
-    augment: bool, device: str | torch.device,
-) -> MopoRun:  # fmt: skip
-    """``solver: mopo`` (:func:`run_mopo`; adaptive thresholds with ``beta``) or ``mopo-lb``
-    (:func:`run_mopo_lb`) with the solver section's settings ``opts``."""
-    common = {
-        k: opts[k] for k in ("steps", "lr", "batch", "runs", "seed", "log_every", "lr_final") if k in opts
-    }
-    if solver == "mopo":
-        beta = opts.get("beta")
-        return run_mopo(
-            problem,
-            tau,
-            b=None if beta is not None else b,
-            beta=beta,
-            t0=opts.get("t0"),
-            eps=float(opts.get("eps", 0.0)),
-            augment=augment,
-            device=device,
-            **common,
-        )
-    if b is None:
-        raise ConfigError("b", None, "mopo-lb needs a fixed threshold b")
-    extra = {k: opts[k] for k in ("sigma0", "gamma", "sigma_min") if k in opts}
-    return run_mopo_lb(problem, tau, b, augment=augment, device=device, **common, **extra)
-
-
-def _run_results(
-    run: MopoRun, problem: TabularProblem, tau: float, b: Tensor | None, opts: Mapping[str, Any],
-    augment: bool,
-) -> dict[str, Any]:  # fmt: skip
-    """A stochastic run's mean policy, ``lambda``, ``G``, ``b`` over runs, the policy per run and, with a
-    fixed ``b``, the exact solution and each run's total-variation distance to it."""
-    out: dict[str, Any] = {
-        "policy": dict(zip(problem.actions, run.policy.mean(0).tolist(), strict=True)),
-        "lambda": run.lam.mean(0).tolist(),
-        "G": run.G.mean(0).tolist(),
-        "b": run.b.mean(0).tolist(),
-        "policy_per_run": run.policy.tolist(),
-    }
-    if b is not None and opts.get("beta") is None:
-        ex = solve_exact(problem, tau, b, augment)
-        out["exact_policy"] = dict(zip(problem.actions, ex.policy.tolist(), strict=True))
-        out["tv_to_exact"] = total_variation(run.policy, ex.policy).tolist()
-    return out
-
-
-def plot_history(
-    run: MopoRun, actions: Sequence[str], path, title: str = "", exact: Mapping[str, float] | None = None
-):
-    """Action probabilities (mean ± sd over runs) against steps, like figure `mopo_action_probs`; with
-    ``exact`` (action -> probability of the exact solution, Eq. `mopo_closed_form`) drawn as dashed lines in
-    each action's colour. Returns the figure (closed)."""
-    pol = run.history["policy"]  # [T, R, A]
-    curves = {
-        # sample sd over runs (ddof = 1); a flat band for one run
-        a: (
-            pol[:, :, i].mean(1).tolist(),
-            (pol[:, :, i].std(1) if pol.shape[1] > 1 else 0 * pol[:, :, i].mean(1)).tolist(),
-        )
-        for i, a in enumerate(actions)
-    }
-    return plot_mean_sd(
-        curves,
-        path,
-        xlabel="solver step",
-        ylabel="action probability π(y)",
-        title=title,
-        x=run.steps,
-        refs={f"{a} (exact)": float(exact[a]) for a in actions if a in exact} if exact else None,
-        band_label="±1 sd over runs",
-    )

@@ -49,7 +49,15 @@ from bayescrl.pbrl.offline_baselines import train_offline_policy
 from bayescrl.pbrl.posterior import reference_theta
 from bayescrl.raters import BeliefRater
 from bayescrl.raters.competence import beta_entropy, beta_mle_given_theta
-from bayescrl.utils.checks import check_memory_of, check_no_nan, choice, mapping, number, positive_int
+from bayescrl.utils.checks import (
+    check_device,
+    check_memory_of,
+    check_no_nan,
+    choice,
+    mapping,
+    number,
+    positive_int,
+)
 from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.io import apply_overrides, check_keys, validate_sweep_block, write_json
@@ -445,6 +453,7 @@ def run_experiment(
 ) -> dict:
     """Validate, run (every sweep value if ``sweep`` is set), write ``out/results.json`` and plots."""
     cfg = validate_config(config, seeds)
+    device = check_device(device)
     t0 = time.perf_counter()
     result: dict[str, Any] = {"config": cfg, "seeds": seeds, "env": describe(make_env(cfg["env"]))}
     if cfg["sweep"] is None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bayescrl.inference.engines import ENGINES
+from bayescrl.inference.options import check_learner_engine_options
 from bayescrl.inference.rater_report import check_choice
 from bayescrl.prefrl.queries import RULES
 from bayescrl.raters import Rater, parse_raters
@@ -197,10 +198,9 @@ def _model(spec: dict) -> dict[str, Any]:
         raise ConfigError(
             "preferences.engine", out["engine"], f"competence: infer runs one of {', '.join(POOL_ENGINE)}"
         )
-    opts = spec.get("engine_options", {}) or {}
-    if not isinstance(opts, dict):
-        raise ConfigError("preferences.engine_options", opts, "must be a mapping")
-    out["engine_options"] = dict(opts)
+    out["engine_options"] = check_learner_engine_options(
+        out["engine"], spec.get("engine_options"), "preferences"
+    )
     out["reward"] = choice(spec.get("reward", "thompson"), "preferences.reward", ("thompson", "mean", "lcb"))
     return out
 

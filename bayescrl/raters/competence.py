@@ -34,9 +34,28 @@ from pyro.infer import SVI, Trace_ELBO
 from pyro.infer.autoguide import AutoNormal
 from pyro.optim import Adam
 
-from bayescrl.raters.likelihood import signed_diff
+from bayescrl.raters.likelihood import check_prefs, signed_diff
 from bayescrl.raters.rater import CompetencePrior
-from bayescrl.utils.errors import ConfigError
+from bayescrl.utils.checks import number
+from bayescrl.utils.errors import ConfigError, DataError
+
+
+def _need_records(n: int) -> None:
+    """Refuse an empty data set (β cannot be estimated from no comparisons)."""
+    if n == 0:
+        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+
+
+def _check_data(
+    x0: torch.Tensor, x1: torch.Tensor, y: torch.Tensor, lam: float, *, empty_ok: bool = False
+) -> None:
+    """The data of every β estimator (the public functions check them once, then call the unchecked
+    internals): ``x0, x1 [S, N, d]``, ``y [S, N]`` in {0, 1}, finite (:func:`check_prefs`), ``N > 0`` unless
+    ``empty_ok``, ``lam > 0`` (``inf``: the rater knows θ)."""
+    check_prefs(x0, x1, y, ("S", "N", "d"))
+    if not empty_ok:
+        _need_records(x0.shape[1])
+    number(lam, "lam", 0.0, strict=True, allow_inf=True)
 
 
 def log_marginal_likelihood(
@@ -51,6 +70,8 @@ def log_marginal_likelihood(
     num_mc: int = 512,
     generator: torch.Generator | None = None,
     newton_iters: int = 30,
+    *,
+    check: bool = True,
 ) -> torch.Tensor:
     """``log p(D0 | β)`` ``[S, G]`` for every seed and every ``β`` in ``betas [G]``.
 
@@ -58,7 +79,9 @@ def log_marginal_likelihood(
     found by a batched damped Newton solve (step halving) of the ``[S·G]`` Bayesian logistic regressions —
     accurate for large ``N`` where the likelihood is peaked. ``method="mc"``: plain Monte Carlo over
     ``num_mc`` prior draws of ``ϑ`` (unbiased in ``p``, but degenerate for large ``N``; used to cross-check
-    in the tests)."""
+    in the tests). ``check=False`` skips the data checks (:func:`_check_data`; callers that made them)."""
+    if check:
+        _check_data(x0, x1, y, lam, empty_ok=True)
     S, N, d = x0.shape
     cov = cov0 + torch.eye(d, dtype=cov0.dtype, device=cov0.device) / lam**2
     z = signed_diff(x0, x1, y)  # [S,N,d]
@@ -166,11 +189,10 @@ def beta_mle(
 ) -> torch.Tensor:
     """Marginal maximum-likelihood ``β̂ [S]`` over ``grid`` (default 121 values, log-spaced in [1e-2, 1e3]),
     with the Laplace evidence of :func:`log_marginal_likelihood`."""
-    if x0.shape[1] == 0:
-        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    _check_data(x0, x1, y, lam)
     if grid is None:
         grid = torch.logspace(-2, 3, 121, dtype=x0.dtype, device=x0.device)
-    ll = log_marginal_likelihood(x0, x1, y, grid, mu0, cov0, lam)
+    ll = log_marginal_likelihood(x0, x1, y, grid, mu0, cov0, lam, check=False)
     return grid[ll.argmax(dim=1)]
 
 
@@ -190,8 +212,14 @@ def beta_entropy(
     estimate is capped there (documented cap, the rule itself is undefined there); with ``beta_max=None``
     it is ``c / max(H, 1e-12)``. ``field`` names ``c`` in the error.
     """
-    if items.shape[1] == 0:
-        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    if not isinstance(items, torch.Tensor) or items.dim() != 2:
+        raise DataError(
+            "items", tuple(getattr(items, "shape", ())) or items, "expected a tensor of shape [S, M]"
+        )
+    _need_records(items.shape[1])
+    out_of_range = (items < 0) | (items >= n_items)
+    if bool(out_of_range.any()):
+        raise DataError("items", int(items[out_of_range][0]), f"must be an item index in [0, {n_items})")
     if not c > 0:
         raise ConfigError(field, c, "must be > 0")
     counts = torch.zeros(items.shape[0], n_items, dtype=torch.float64, device=items.device)
@@ -247,8 +275,7 @@ def beta_bayes(
 
     One SVI per seed, seed ``s`` with Pyro seed ``seed + s`` (Pyro draws from one global stream, so a
     batched fit would make seed ``s``'s estimate depend on how many seeds share it)."""
-    if x0.shape[1] == 0:
-        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    _check_data(x0, x1, y, lam)
     out = []
     for s in range(x0.shape[0]):
         pyro.clear_param_store()
@@ -273,6 +300,11 @@ def beta_mle_given_theta(
     ``[0, beta_max]``. When every comparison agrees with ``θ_ref`` the MLE is +∞: ``beta_max`` is returned
     and flagged in ``at_bound`` (nothing is clipped silently)."""
     m = margins
+    if not isinstance(m, torch.Tensor) or m.dim() != 2:
+        raise DataError("margins", tuple(getattr(m, "shape", ())) or m, "expected a tensor of shape [B, N]")
+    _need_records(m.shape[1])
+    if not bool(torch.isfinite(m).all()):
+        raise DataError("margins", float(m[~torch.isfinite(m)][0]), "must be finite")
 
     def grad(beta: torch.Tensor) -> torch.Tensor:  # d/dβ Σ log σ(β m) = Σ m σ(−β m), decreasing in β
         return (m * torch.sigmoid(-beta.unsqueeze(-1) * m)).sum(-1)
@@ -302,11 +334,10 @@ def beta_posterior_mean(
     """Posterior mean ``E[β | D] [S]`` under ``prior``: ``p(β | D) ∝ p(D | β) p(β)`` with the Laplace
     evidence of :func:`log_marginal_likelihood` on ``grid`` (default 121 log-spaced values in
     [1e-2, 1e3]), integrated in ``log β`` by the trapezoidal rule."""
-    if x0.shape[1] == 0:
-        raise ConfigError("offline.N", 0, "cannot estimate beta from an empty offline dataset")
+    _check_data(x0, x1, y, lam)
     if grid is None:
         grid = torch.logspace(-2, 3, 121, dtype=x0.dtype, device=x0.device)
-    ll = log_marginal_likelihood(x0, x1, y, grid, mu0, cov0, lam)  # [S, G]
+    ll = log_marginal_likelihood(x0, x1, y, grid, mu0, cov0, lam, check=False)  # [S, G]
     log_post = ll + prior.distribution(grid).log_prob(grid) + torch.log(grid)  # density in log β
     w = torch.exp(log_post - log_post.max(dim=1, keepdim=True).values)
     u = torch.log(grid)

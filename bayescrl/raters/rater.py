@@ -79,9 +79,13 @@ class CompetencePrior:
 
 
 def check_prior(family: Any, params: Any, fld: str, index: int | None = None) -> dict[str, float]:
-    """Check a prior's family and parameters (scale, concentration, rate > 0); returns the parameters."""
+    """Check a prior's family and parameters (scale, concentration, rate > 0; an unknown one is refused with
+    the closest parameter of that family); returns the parameters."""
     if family not in PRIOR_PARAMS:
         raise ConfigError(f"{fld}.prior", family, f"must be one of {list(COMPETENCE_PRIORS)}", index=index)
+    base, _, name = fld.rpartition(".")
+    where, at = (f"{base}[{index}].{name}", None) if index is not None and base else (fld, index)
+    check_keys(params, PRIOR_PARAMS[family], where, index=at)
     out = {}
     for k in PRIOR_PARAMS[family]:
         if k not in params:
@@ -196,12 +200,8 @@ def check_field(
         if isinstance(v, CompetencePrior):
             return v
         if isinstance(v, dict):
-            fam = v.get("prior")
-            if fam in PRIOR_PARAMS:  # unknown keys first, with the closest parameter of that family
-                base, _, name = fld.rpartition(".")
-                where = f"{base}[{index}].{name}" if index is not None else fld
-                check_keys(v, ("prior", *PRIOR_PARAMS[fam]), where)
-            return CompetencePrior(fam, check_prior(fam, v, fld, index))
+            params = {k: x for k, x in v.items() if k != "prior"}
+            return CompetencePrior(v.get("prior"), check_prior(v.get("prior"), params, fld, index))
         if key == "beta":
             if v is None and unknown_beta:
                 return None

@@ -31,6 +31,20 @@ def positive_int(value: Any, field: str, minimum: int = 1, *, index: int | None 
     return int(number)
 
 
+#: the largest seed :func:`check_seed` takes
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(seed: Any, field: str = "seed") -> int:
+    """``seed`` as an int in ``[0, 2**63 - 1]`` (a whole float such as ``1e3`` too): torch generators take
+    seeds below 2**64, and some callers add an offset to theirs."""
+    exact = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)  # no float round-off
+    value = int(seed) if exact else positive_int(seed, field, minimum=0)
+    if not 0 <= value <= MAX_SEED:
+        raise ConfigError(field, seed, "must be an integer in [0, 2**63 - 1]")
+    return value
+
+
 def finite_float(value: Any, field: str, low: float | None = None, high: float | None = None) -> float:
     """``value`` as a finite float in ``[low, high]`` (either bound optional)."""
     if isinstance(value, bool):

@@ -55,6 +55,13 @@ class Config:
     def validate(self) -> None:
         """Check (and normalise) every field; raise :class:`ConfigError` naming the first bad one."""
 
+    def check(self) -> typing.Self:
+        """Check this config again and return it: fields set after it was built (``cfg.pi_lr = nan``)
+        are refused as they would have been by the constructor. Every consumer of a built config calls
+        it."""
+        self.__post_init__()
+        return self
+
     @classmethod
     def key(cls, name: str) -> str:
         """The dotted name of field ``name`` (``"bandit.K"``) for error messages."""

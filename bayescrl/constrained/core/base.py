@@ -17,7 +17,7 @@ Every algorithm inherits Stable-Baselines3's interface: :meth:`~OnPolicyAlgorith
 
 from __future__ import annotations
 
-import math
+import numbers
 import random
 import time
 from collections.abc import Callable
@@ -56,6 +56,7 @@ from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutBatch, RolloutCollector
 from bayescrl.constrained.core.rollout_torch import TorchRolloutCollector
 from bayescrl.constrained.registry import get_algorithm
+from bayescrl.utils.checks import boolean, check_device, number
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
 from bayescrl.utils.optim import make_adam
@@ -99,7 +100,7 @@ class OnPolicyAlgorithm:
             raise ConfigError("seed", seed, "must be an integer >= 0")
         self.config = self._check_config(config)
         self.env_id, self.env_kwargs, self.seed = env, dict(env_kwargs or {}), seed
-        self.device = torch.device(device)
+        self.device = torch.device(check_device(device))
         self.reward_fn, self.cost_fn = reward_fn, cost_fn
         #: relabels every rollout before advantages (a learned reward, see :mod:`bayescrl.prefrl`)
         self.reward_adapter: RewardAdapter | None = None
@@ -123,13 +124,14 @@ class OnPolicyAlgorithm:
         self.setup()
 
     def _check_config(self, config: TrainConfig | dict | None) -> TrainConfig:
-        """``config`` as this algorithm's :attr:`config_class` (a mapping is parsed and validated)."""
+        """``config`` as this algorithm's :attr:`config_class` (a mapping is parsed and validated; a built
+        config is checked again, its fields may have been set after it was built)."""
         config = config if isinstance(config, TrainConfig) else self.config_class.from_dict(config)
         if not isinstance(config, self.config_class):
             raise ConfigError(
                 "config", type(config).__name__, f"{self.name} needs {self.config_class.__name__}"
             )
-        return config
+        return config.check()
 
     def _resolve_horizon(self) -> int:
         """The episode horizon ``H``: ``config.horizon``, else the env spec's, else 1000 (refused for
@@ -272,8 +274,12 @@ class OnPolicyAlgorithm:
     def _check_limits(self, limits) -> torch.Tensor:
         if limits is None:
             limits = []
-        if isinstance(limits, (int, float)):
+        if isinstance(limits, (np.ndarray, torch.Tensor)):
+            limits = limits.tolist()
+        if isinstance(limits, numbers.Real):
             limits = [limits]
+        if not isinstance(limits, (list, tuple)):
+            raise ConfigError("cost_limits", limits, "must be a number or a list of numbers")
         limits = list(limits)
         if len(limits) != self.m:
             raise ConfigError(
@@ -281,9 +287,7 @@ class OnPolicyAlgorithm:
                 limits,
                 f"the env reports {self.m} cost channel(s); give exactly {self.m} limit(s)",
             )
-        for i, d in enumerate(limits):
-            if not isinstance(d, (int, float)) or not math.isfinite(d) or d < 0:
-                raise ConfigError("cost_limits", d, "must be a finite number >= 0", index=i)
+        limits = [number(d, "cost_limits", low=0, index=i) for i, d in enumerate(limits)]
         return torch.tensor(limits, dtype=torch.float64, device="cpu")
 
     # ------------------------------------------------------------------ advantages
@@ -509,8 +513,11 @@ class OnPolicyAlgorithm:
     def evaluate(self, episodes: int = 5, seed: int | None = None, deterministic: bool = True) -> dict:
         """Deterministic episodes on separate seeds (default ``seed + 10_000 + j``), reusing the training
         observation statistics (never updated here)."""
-        if not isinstance(episodes, int) or episodes < 1:
+        if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
             raise ConfigError("episodes", episodes, "must be an integer >= 1")
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise ConfigError("seed", seed, "must be an integer >= 0 (or None)")
+        boolean(deterministic, "deterministic")
         base = self.seed + 10_000 if seed is None else seed
         env = ConstraintWrapper(self.factory(), self.m, self.reward_fn, self.cost_fn)
         returns, costs, lengths = [], [], []
@@ -636,14 +643,15 @@ class OnPolicyAlgorithm:
         self.load_extra_state(st["extra"])
 
     @staticmethod
-    def read_checkpoint(run_dir: str | Path) -> dict:
+    def read_checkpoint(run_dir: str | Path, field: str = "path") -> dict:
         """The decoded checkpoint (``run_dir/checkpoint.pt``, or ``run_dir`` itself when it is a file), read
         with ``weights_only=True``: no code is run; a crafted pickle, or a checkpoint of an earlier version
-        that pickled objects, is refused with a :class:`DataError` on field ``checkpoint``."""
+        that pickled objects, is refused with a :class:`DataError` on field ``checkpoint``. A missing one
+        is refused on ``field`` (the argument that named it: ``path``, ``run_dir``, ``resume``)."""
         path = checkpoint_file(run_dir)
         if not path.exists():
             if path.name == CHECKPOINT:
-                raise ConfigError("resume", str(run_dir), f"no {CHECKPOINT} in this folder")
+                raise ConfigError(field, str(run_dir), f"no {CHECKPOINT} in this folder")
             raise ConfigError("path", str(run_dir), "no such checkpoint file")
         st = load_state(path, field="checkpoint")
         if not isinstance(st, dict) or "algo" not in st or "policy" not in st:

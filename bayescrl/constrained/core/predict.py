@@ -18,6 +18,7 @@ import torch
 
 from bayescrl.constrained.core.normalize import RunningMeanStd
 from bayescrl.constrained.core.rollout import ObsEncoder
+from bayescrl.utils.checks import boolean
 from bayescrl.utils.errors import ConfigError, DataError
 
 
@@ -36,6 +37,21 @@ def batch_obs(space: gym.Space, obs: Any) -> tuple[np.ndarray, bool]:
     if arr.ndim == len(shape) + 1 and arr.shape[1:] == shape:
         return arr, False
     raise DataError("obs", list(arr.shape), f"must have shape {shape} or (N, *{shape})")
+
+
+def time_index(step: Any, n: int) -> np.ndarray:
+    """``step`` (one 0-based time index, or one per observation) as ``n`` float32 indices."""
+    why = f"must be a time index >= 0 (one, or {n}: one per observation)"
+    try:
+        h = np.asarray(step, np.float64)
+    except (TypeError, ValueError):
+        raise DataError("step", step, why) from None
+    if h.dtype.kind not in "fiu" or not np.all(np.isfinite(h)) or np.any(h < 0) or h.ndim > 1:
+        raise DataError("step", step, why)
+    try:
+        return np.broadcast_to(h.astype(np.float32), (n,))
+    except ValueError:
+        raise DataError("step", step, why) from None
 
 
 def predict_actions(
@@ -57,6 +73,7 @@ def predict_actions(
     samples with torch's global generator. ``step`` (0-based time index within the episode) is needed
     only by policies trained with ``time_feature=True``.
     """
+    boolean(deterministic, "deterministic")
     x, single = batch_obs(observation_space, obs)
     enc = encoder(x)
     if not np.all(np.isfinite(enc)):
@@ -66,7 +83,7 @@ def predict_actions(
     if time_feature:
         if step is None:
             raise ConfigError("step", None, "this policy reads the time index; pass step= (0-based)")
-        h = np.broadcast_to(np.asarray(step, np.float32), (inp.shape[0],))
+        h = time_index(step, inp.shape[0])
         tf = torch.as_tensor(h / horizon, device=device).reshape(-1, 1)
         inp = torch.cat([inp, tf], 1)
     with torch.no_grad():

@@ -331,8 +331,9 @@ def _user_results(
 
 def run_user(config: dict[str, Any] | UserExperiment, out: Path) -> dict[str, Any]:
     """Train MOPO (or DPO, ``train.method``) on a user file with a local model; see the module docstring.
-    ``config``: the checked :class:`~bayescrl.mopo.lm.experiment.UserExperiment` (a mapping is checked)."""
-    exp = config if isinstance(config, UserExperiment) else UserExperiment.from_dict(config)
+    ``config``: a :class:`~bayescrl.mopo.lm.experiment.UserExperiment` (checked again: its fields may have
+    been set after it was built) or a mapping (parsed and checked)."""
+    exp = config.check() if isinstance(config, UserExperiment) else UserExperiment.from_dict(config)
     st = _settings(exp)
     cfg, model_path, out = st["cfg"], st["model_path"], Path(out)
     set_torch_threads(exp.threads)
