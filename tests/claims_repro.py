@@ -1634,37 +1634,84 @@ TABLES.append(  # (RATERS_TABLES is already in TABLES)
     )
 )
 
+RPREFRL_100K_OLD = (
+    R + "raters/prefrl_100k/rater_prefrl_pools_earlier_engine.json"
+)  # same seeds, older numerics
+RPREFRL_100K_46_OLD = R + "raters/prefrl_100k_46seeds/rater_prefrl_pools_earlier_engine.json"
+
+
+def _n_runs(d: dict) -> int:
+    return len(d["runs"]) // 3
+
+
+def _above(d: dict) -> list[float]:
+    return [rp_median(m)(d, None)[1] for m in METHODS]
+
+
+def _worst_hier_run(d: dict) -> dict:
+    """The hierarchical run whose learned reward agrees least with the truth."""
+    return min((r for r in d["runs"] if r["method"] == "hierarchical"), key=lambda r: r["reward_correlation"])
+
+
+def _mc(other: str, what: str = "circling") -> Callable[[dict], list[float]]:
+    return lambda d: rp_mcnemar(other, what)(d, None)
+
+
 QUOTES += [
     Quote(
         RATERS,
-        "learner's policy circles on 9 of 23 seeds, against 2 with β only and 4 pooled, within the cost limit of",
+        "reward's correlation with the truth exceeds 0.9 in 13 of 23 runs, against 6 with β only and 4 pooled",
         RPREFRL_100K,
-        lambda d: [rp_circling(d, None)[0], len(d["runs"]) // 3, *rp_circling(d, None)[1:]],
+        lambda d: [None, _above(d)[0], _n_runs(d), *_above(d)[1:]],
     ),
     Quote(
         RATERS,
-        "10 on average for every method. The difference from β only is significant (McNemar p = 0.039), that from",
-        RPREFRL_100K,
-        lambda d: [None, rp_mcnemar("beta_only")(d, None)[2]],
-    ),
-    Quote(
-        RATERS,
-        "pooling is not (p = 0.18); the mean returns differ by +8.0 and +6.9 with intervals that include 0, the",
+        "(McNemar p = 0.065 and 0.0117), but its policy circles on 4 of 23 seeds, against 2 with β only and",
         RPREFRL_100K,
         lambda d: [
-            rp_mcnemar("pooled")(d, None)[2],
-            rp_diff("beta_only")(d, "eval_return")[0],
-            rp_diff("pooled")(d, "eval_return")[0],
-            None,
+            _mc("beta_only", "corr")(d)[2],
+            _mc("pooled", "corr")(d)[2],
+            rp_circling(d, None)[0],
+            _n_runs(d),
+            rp_circling(d, None)[1],
         ],
     ),
     Quote(
         RATERS,
-        "two-valued outcome makes means noisy at 23 seeds. The misinformed rater's λ is the lowest of the three in",
+        "4 pooled, neither difference significant (McNemar p = 0.688 and 1.00); the mean returns differ by +5.7",
         RPREFRL_100K,
-        lambda d: [len(d["runs"]) // 3],
+        lambda d: [
+            rp_circling(d, None)[2],
+            _mc("beta_only")(d)[2],
+            _mc("pooled")(d)[2],
+            rp_diff("beta_only")(d, "eval_return")[0],
+        ],
     ),
-    Quote(RATERS, "19 of 23 runs.", RPREFRL_100K, lambda d: [_ranks(d)[0], len(d["runs"]) // 3]),
+    Quote(
+        RATERS,
+        "and +4.5 with intervals that include 0, and one hierarchical run (seed 5) learned a reward that points",
+        RPREFRL_100K,
+        lambda d: [rp_diff("pooled")(d, "eval_return")[0], None, _worst_hier_run(d)["seed"]],
+    ),
+    Quote(
+        RATERS,
+        "the wrong way (correlation −0.82) and ended over the cost limit (43.7 against 10 at evaluation).",
+        RPREFRL_100K,
+        lambda d: [_worst_hier_run(d)["reward_correlation"], _worst_hier_run(d)["eval_cost"], None],
+    ),
+    Quote(
+        RATERS,
+        "of the three in 18 of 23 runs. **An earlier run",
+        RPREFRL_100K,
+        lambda d: [_ranks(d)[0], _n_runs(d)],
+    ),
+    Quote(
+        RATERS,
+        "hierarchical policy circled on 10 of 23 seeds (McNemar p = 0.008 against β only) and its reward exceeded",
+        RPREFRL_100K_OLD,
+        lambda d: [rp_circling(d, None)[0], _n_runs(d), _mc("beta_only")(d)[2]],
+    ),
+    Quote(RATERS, "0.9 in 16. The β-only and pooled runs", RPREFRL_100K_OLD, lambda d: [None, _above(d)[0]]),
 ]
 
 
@@ -1697,27 +1744,54 @@ QUOTES += [
     ),
     Quote(
         RATERS,
-        "Over 46 seeds the hierarchical learner's reward is the better estimate (runs above 0.9: 20 against 3",
+        "Over 46 seeds the hierarchical learner's reward is the better estimate (runs above 0.9: 18 against 4",
         RPREFRL_100K_46,
-        lambda d: [len(d["runs"]) // 3, None, *rp_mcnemar("beta_only", "corr")(d, None)[:2]],
+        lambda d: [_n_runs(d), None, *_mc("beta_only", "corr")(d)[:2]],
     ),
     Quote(
         RATERS,
-        "with β only, 24 against 1 pooled), its policy circles more often (McNemar p = 0.049 against β only,",
+        "with β only, McNemar p = 0.0043; 22 against 2 pooled, p = 0.000036; mean correlation +0.17 [+0.00, +0.35]",
         RPREFRL_100K_46,
-        lambda d: [*rp_mcnemar("pooled", "corr")(d, None)[:2], rp_mcnemar("beta_only")(d, None)[2]],
+        lambda d: [
+            _mc("beta_only", "corr")(d)[2],
+            *_mc("pooled", "corr")(d),
+            *rp_diff("beta_only")(d, "reward_correlation"),
+        ],
     ),
     Quote(
         RATERS,
-        "p = 0.021 against pooled) at a mean cost within the limit, and its mean return is ahead of pooling",
+        "and +0.24 [+0.07, +0.41]), but its policy does not circle significantly more often (10 runs against 7",
         RPREFRL_100K_46,
-        lambda d: [rp_mcnemar("pooled")(d, None)[2]],
+        lambda d: [*rp_diff("pooled")(d, "reward_correlation"), *rp_circling(d, None)[:2]],
     ),
     Quote(
         RATERS,
-        "(+13.4 [+1.4, +25.4]) but not clearly of β only (+10.4 [−1.9, +22.7]).",
+        "and 6; McNemar p = 0.607 and 0.454), and its mean return is not clearly ahead of either (+6.5",
         RPREFRL_100K_46,
-        lambda d: [*rp_diff("pooled")(d, "eval_return"), *rp_diff("beta_only")(d, "eval_return")],
+        lambda d: [
+            rp_circling(d, None)[2],
+            _mc("beta_only")(d)[2],
+            _mc("pooled")(d)[2],
+            rp_diff("beta_only")(d, "eval_return")[0],
+        ],
+    ),
+    Quote(
+        RATERS,
+        "[−6.9, +19.8] over β only, +9.4 [−2.9, +21.8] over pooling), at a higher mean cost, still within the",
+        RPREFRL_100K_46,
+        lambda d: [*rp_diff("beta_only")(d, "eval_return")[1:], *rp_diff("pooled")(d, "eval_return")],
+    ),
+    Quote(
+        RATERS,
+        "limit (5.8 against 4.7 and 1.3 at evaluation). With the earlier engine's first set the same table had",
+        RPREFRL_100K_46,
+        lambda d: [d["table"]["mean"][m]["eval_cost"] for m in METHODS],
+    ),
+    Quote(
+        RATERS,
+        "said 16 circling runs against 7 and 6 (p = 0.049 and 0.021;",
+        RPREFRL_100K_46_OLD,
+        lambda d: [*rp_circling(d, None), _mc("beta_only")(d)[2], _mc("pooled")(d)[2]],
     ),
 ]
 
