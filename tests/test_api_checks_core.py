@@ -120,14 +120,15 @@ def test_gaussian_linear_posterior_checks():
         post.update_many(torch.randn(5, 3, dtype=DT), torch.randn(5, dtype=DT))
     with pytest.raises(DataError, match=r"rewards\.r = nan"):
         post.update_many(torch.randn(5, 2, dtype=DT), torch.full((5,), NAN, dtype=DT))
-    with pytest.raises(DataError, match=r"rewards\.x = \(3, 5, 2\)"):  # batch 3 vs the posterior's ()
+    with pytest.raises(DataError, match=r"^rewards = \{'x': \(3, 5, 2\)"):  # batch 3 vs the posterior's ()
         post.update_many(torch.randn(3, 5, 2, dtype=DT), torch.randn(3, 5, dtype=DT))
     with pytest.raises(ConfigError, match=r"^n = -1"):
         post.sample(-1)
     assert torch.isfinite(post.mean).all() and int(post.count) == 0  # refused updates change nothing
     batched = GaussianLinearPosterior(torch.zeros(3, 2, dtype=DT), COV0, torch.ones(3, dtype=DT))
     batched.update_many(torch.randn(5, 2, dtype=DT), torch.randn(5, dtype=DT))  # shared X broadcasts
-    assert batched.mean.shape == (3, 2)
+    batched.update_many(torch.randn(5, 2, dtype=DT), torch.randn(3, 5, dtype=DT))  # one design, R per run
+    assert batched.mean.shape == (3, 2) and batched.count.tolist() == [10, 10, 10]
 
 
 # ---------------------------------------------------------------------------- 5. competence / likelihood

@@ -3,12 +3,14 @@ limits, evaluation and prediction arguments, missing checkpoints and engine opti
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 
 import bayescrl
-from bayescrl.bandits.config import resolve_config
+from bayescrl.bandits.config import BanditExperiment, resolve_config
 from bayescrl.constrained.core.base import OnPolicyAlgorithm
 from bayescrl.constrained.registry import get_algorithm
 from bayescrl.pbrl.experiment import run_experiment
@@ -69,7 +71,7 @@ def test_evaluate_checks_its_arguments(ecop, kwargs, field):
         ecop.evaluate(**kwargs)
 
 
-@pytest.mark.parametrize("step", [float("nan"), "x", -1, [0, 1, 2], [[0]], None])
+@pytest.mark.parametrize("step", [float("nan"), "x", "3", True, -1, [0, 1, 2], [[0]], [0, [1]], None])
 def test_predict_refuses_a_bad_time_index(ecop, step):
     obs = ecop.envs.single_observation_space.sample()
     with pytest.raises(ConfigError, match=r"^step = "):
@@ -85,11 +87,24 @@ def test_predict_takes_one_time_index_or_one_per_observation(ecop):
         ecop.predict(space.sample(), step=0, deterministic="no")
 
 
+def test_evaluate_takes_any_integer_seed(ecop):
+    assert ecop.evaluate(episodes=1, seed=np.int64(3))["seeds"] == [3]
+
+
 def test_a_missing_checkpoint_is_named_by_the_argument_that_named_it(tmp_path):
     with pytest.raises(ConfigError, match=r"^run_dir = .*no checkpoint.pt"):
         bayescrl.load(tmp_path)
+    with pytest.raises(ConfigError, match=r"^run_dir = .*no such checkpoint file"):
+        bayescrl.load(tmp_path / "x.pt")
     with pytest.raises(ConfigError, match=r"^path = .*no checkpoint.pt"):
         OnPolicyAlgorithm.load(tmp_path)
+
+
+def test_config_check_reaches_into_sections():
+    exp = BanditExperiment.from_dict({"bandit": {"K": 4, "d": 2, "T": 5}})
+    exp.bandit.K = 0
+    with pytest.raises(ConfigError, match=r"^bandit\.K = 0"):
+        exp.check()
 
 
 def test_pspl_experiment_refuses_a_bad_device_before_work(tmp_path):
@@ -127,3 +142,22 @@ def test_prefrl_engine_options_of_an_engine_that_reads_them_pass():
 def test_bandit_engine_options_are_checked_or_refused_when_unused(options, field):
     with pytest.raises(ConfigError, match=rf"^{field}"):
         resolve_config({"bandit": {"K": 4, "d": 2, "T": 5}, "agents": ["ps"], "options": options})
+
+
+SVI_AGENT = {"id": "warmpref-ps", "engine": "svi"}
+
+
+@pytest.mark.parametrize(("agent", "field"), [
+    ({"id": "warmpref-ps", "engine": "foo"}, "agents[0].engine"),
+    ({"id": "warmpref-ps", "p_online": 5}, "agents[0].p_online"),
+    ({**SVI_AGENT, "engine_options": {"max_stepz": 1}}, "agents[0].engine_options"),
+    ({"id": "warmpref-ps", "engine_options": {"max_steps": 1}}, "agents[0].engine_options.max_steps"),
+])  # fmt: skip
+def test_an_agents_option_overrides_are_checked_by_name(agent, field):
+    with pytest.raises(ConfigError, match=rf"^{re.escape(field)}"):
+        resolve_config({"bandit": {"K": 4, "d": 2, "T": 5}, "agents": [agent]})
+
+
+def test_engine_options_read_by_one_agents_engine_pass():
+    cfg = resolve_config({"options": {"engine_options": {"max_steps": 1e2}}, "agents": ["ps", SVI_AGENT]})
+    assert cfg["options"]["engine_options"] == {"max_steps": 100}

@@ -117,7 +117,7 @@ def test_solver_specific_settings_are_checked(problem: TabularProblem, kw: dict,
 
 
 @pytest.mark.parametrize(
-    "b", [torch.tensor([0.3, 0.3]), [0.3, 0.3], torch.tensor([[0.3]]), [float("nan")], "0.3", None]
+    "b", [torch.tensor([0.3, 0.3]), [0.3, 0.3], torch.tensor([[[0.3]]]), [float("nan")], "0.3", None]
 )
 @pytest.mark.parametrize("solver", ["exact", "mopo", "mopo-lb"])
 def test_thresholds_must_be_finite_with_one_per_constraint(problem, solver: str, b: Any) -> None:
@@ -141,6 +141,10 @@ def test_valid_calls_still_work_and_a_list_or_array_b_is_a_tensor_b(problem: Tab
     want = run_mopo(problem, 1, b=B, steps=20.0, lr=0.05, batch=None)  # whole floats are counts
     got = run_mopo(problem, 1.0, b=[0.3], steps=20, lr=0.05, batch=None)
     torch.testing.assert_close(got.policy, want.policy, rtol=0, atol=0)
+    per_run = run_mopo(problem, 1.0, b=torch.tensor([[0.3]]), steps=20, lr=0.05, batch=None)  # [runs, K-1]
+    torch.testing.assert_close(per_run.policy, want.policy, rtol=0, atol=0)
+    with pytest.raises(ConfigError, match="^b = "):  # the exact solver takes one threshold per constraint
+        solve_exact(problem, 1.0, torch.tensor([[0.3]]))
     assert bool(torch.isfinite(want.policy).all())
     lb = run_mopo_lb(problem, 1.0, [0.3], **FAST, batch=None)
     assert lb.policy.sum().item() == pytest.approx(1.0)

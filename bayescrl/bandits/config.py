@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from bayescrl.inference.options import check_learner_engine_options
+from bayescrl.inference.options import check_engine_options, check_learner_engine_options
 from bayescrl.raters import Rater, parse_rater
-from bayescrl.utils.checks import check_device, check_memory_of, choice, number, positive_int
+from bayescrl.utils.checks import check_device, check_memory_of, choice, mapping, number, positive_int
 from bayescrl.utils.config import Config
 from bayescrl.utils.errors import ConfigError
 from bayescrl.utils.hints import did_you_mean
@@ -187,7 +187,10 @@ class AgentOptions(Config):
             if number(getattr(self, k), f"options.{k}", 0.0) > 1:
                 raise ConfigError(f"options.{k}", getattr(self, k), "must be a probability in [0, 1]")
         choice(self.engine, "options.engine", ("laplace", "svi", "nuts"), "must be laplace, svi or nuts")
-        self.engine_options = check_learner_engine_options(self.engine, self.engine_options, "options")
+        where = "options.engine_options"
+        if self.engine != "laplace":  # laplace reads none: refused unless an agent's engine reads them
+            self.engine_options = check_engine_options(self.engine, self.engine_options, where)
+        mapping(self.engine_options, where)
         for k in (
             "lints_v",
             "lints_ridge",
@@ -253,6 +256,28 @@ class BanditExperiment(Config):
                 _check_competence(f"agents[{i}].beta", a["beta"], len(raters), BETA_ESTIMATORS)
             if "lam" in a:
                 _check_competence(f"agents[{i}].lam", a["lam"], len(raters), ())
+        self._check_agent_options()
+
+    def _check_agent_options(self) -> None:
+        """Every agent's options with its overrides checked as ``options`` is (``agents[i].KEY`` names an
+        override); engine options that no agent's engine reads (laplace reads none) are refused."""
+        base = self.options.to_dict()
+        unread = bool(base["engine_options"])
+        for i, a in enumerate(self.agents):
+            over = {k: v for k, v in a.items() if k in base}
+            try:
+                merged = AgentOptions.from_dict({**base, **over}).to_dict() if over else base
+            except ConfigError as exc:
+                name = exc.field.removeprefix("options.")
+                if name.split(".")[0] not in over:
+                    raise
+                raise ConfigError(f"agents[{i}].{name}", exc.value, exc.reason) from None
+            if "engine_options" in over:
+                check_learner_engine_options(merged["engine"], over["engine_options"], f"agents[{i}]")
+            elif merged["engine"] != "laplace":
+                unread = False
+        if unread:
+            check_learner_engine_options("laplace", base["engine_options"], "options")
 
 
 #: an experiment's settings at their defaults

@@ -93,19 +93,21 @@ class GaussianLinearPosterior:
         return self
 
     def _check_data(self, X: torch.Tensor, R: torch.Tensor) -> None:
-        """Refuse ``X``, ``R`` of :meth:`update_many` that are not ``[*batch, T, d]``, ``[*batch, T]`` (batch
-        broadcastable to the posterior's) or not finite."""
+        """Refuse ``X``, ``R`` of :meth:`update_many` that are not ``[*batch, T, d]``, ``[*batch, T]`` (the
+        batch shapes broadcasting to the posterior's: one design ``X [T, d]`` may serve every run) or not
+        finite."""
         batch, d = tuple(self.mean.shape[:-1]), self.dim
         if X.dim() < 2 or X.shape[-1] != d:
             raise DataError("rewards.x", tuple(X.shape), f"expected shape [..., T, {d}] (dim = {d})")
+        if R.dim() < 1 or R.shape[-1] != X.shape[-2]:
+            raise DataError("rewards.r", tuple(R.shape), f"expected shape [..., T], T = {X.shape[-2]} (of x)")
         try:
-            ok = torch.broadcast_shapes(X.shape[:-2], batch) == batch
+            ok = torch.broadcast_shapes(X.shape[:-2], R.shape[:-1], batch) == batch
         except RuntimeError:
             ok = False
         if not ok:
-            raise DataError("rewards.x", tuple(X.shape), f"batch shape must broadcast to {list(batch)}")
-        if R.shape != X.shape[:-1]:
-            raise DataError("rewards.r", tuple(R.shape), f"expected shape {list(X.shape[:-1])} (that of x)")
+            shapes = {"x": tuple(X.shape), "r": tuple(R.shape)}
+            raise DataError("rewards", shapes, f"batch shapes must broadcast to {list(batch)}")
         if not bool(torch.isfinite(X).all() & torch.isfinite(R).all()):
             name, bad = ("rewards.x", X) if not bool(torch.isfinite(X).all()) else ("rewards.r", R)
             raise DataError(name, float(bad[~torch.isfinite(bad)][0]), "must be finite")

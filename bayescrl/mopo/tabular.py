@@ -61,7 +61,7 @@ class TabularProblem:
     ``rater[N]`` indexes ``raters`` (records without a rater: the first). ``estimator`` picks the empirical
     per-action estimate (:func:`~bayescrl.mopo.preferences.empirical_scores`); ``scores`` (``p[A]``,
     ``q[A, K-1]``), when set, replaces it (the Bradley–Terry posterior summaries of
-    :func:`apply_preference_model`).
+    :func:`~bayescrl.mopo.tabular_run.apply_preference_model`).
     """
 
     actions: list[str]
@@ -271,11 +271,13 @@ def as_threshold(b: Any, n_constraints: int, field_name: str = "b") -> Tensor:
     return torch.tensor([float(v) for v in vals], dtype=torch.float64, device="cpu")
 
 
-def check_threshold(b: Any, n_constraints: int) -> Tensor:
-    """The solvers' thresholds ``b[K-1]``: a tensor, array, list or number (every constraint), as a finite
-    float64 tensor (a tensor keeps its device). Unlike a config's :func:`as_threshold` it allows values
-    outside [0, 1] (``estimator: score`` estimates are not probabilities)."""
-    why = f"must be a finite tensor (or list) of K - 1 = {n_constraints} thresholds"
+def check_threshold(b: Any, n_constraints: int, batched: bool = False) -> Tensor:
+    """The solvers' thresholds ``b[K-1]`` (with ``batched`` also one row per run, ``[runs, K-1]``): a tensor,
+    array, list or number (every constraint), as a finite float64 tensor (a tensor keeps its device).
+    Unlike a config's :func:`as_threshold` it allows values outside [0, 1] (``estimator: score`` estimates
+    are not probabilities)."""
+    rows = " (or [runs, K - 1])" if batched else ""
+    why = f"must be a finite tensor (or list) of K - 1 = {n_constraints} thresholds{rows}"
     if isinstance(b, (bool, str)):
         raise ConfigError("b", b, why)
     try:
@@ -283,7 +285,7 @@ def check_threshold(b: Any, n_constraints: int) -> Tensor:
     except (TypeError, ValueError, RuntimeError):
         raise ConfigError("b", b, why) from None
     t = t.expand(n_constraints) if t.dim() == 0 else t
-    if t.shape != (n_constraints,):
+    if t.dim() > (2 if batched else 1) or t.shape[-1] != n_constraints:
         raise ConfigError("b", b, f"{why} (got shape {tuple(t.shape)})")
     if not bool(torch.isfinite(t).all()):
         raise ConfigError("b", b, why)
@@ -518,7 +520,7 @@ def run_mopo(
     """
     args = _check_run_args(tau, steps, lr, batch, runs, log_every, lr_final, augment, device)
     tau, steps, lr, batch, runs, log_every, lr_final = args
-    b = None if b is None else check_threshold(b, problem.n_objectives - 1)
+    b = None if b is None else check_threshold(b, problem.n_objectives - 1, batched=True)
     eps = number(eps, "eps", 0.0)  # >= 0 (0: no lower bound)
     y, _, q_rec, p_hat, q_hat, ref0 = _solver_tensors(problem, augment, device)
     gens = run_generators(seed, runs)
@@ -673,7 +675,7 @@ def run_mopo_lb(
     """
     args = _check_run_args(tau, steps, lr, batch, runs, log_every, lr_final, augment, device)
     tau, steps, lr, batch, runs, log_every, lr_final = args
-    b = check_threshold(b, problem.n_objectives - 1)
+    b = check_threshold(b, problem.n_objectives - 1, batched=True)
     sigma0, sigma_min = number(sigma0, "sigma0", 0.0, strict=True), number(sigma_min, "sigma_min", 0.0)
     gamma = number(gamma, "gamma", 0.0, 1.0, strict=True)
     y, p_rec, q_rec, _, q_hat, ref0 = _solver_tensors(problem, augment, device)

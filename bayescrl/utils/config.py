@@ -56,9 +56,13 @@ class Config:
         """Check (and normalise) every field; raise :class:`ConfigError` naming the first bad one."""
 
     def check(self) -> typing.Self:
-        """Check this config again and return it: fields set after it was built (``cfg.pi_lr = nan``)
-        are refused as they would have been by the constructor. Every consumer of a built config calls
-        it."""
+        """Check this config again, its sections first, and return it: fields set after it was built
+        (``cfg.pi_lr = nan``, ``exp.progress.log_every = 0``) are refused as the constructor would have
+        refused them. Code that receives a built config (an algorithm, a trainer, ``run_user``) calls it."""
+        for name in self.sections():
+            section = getattr(self, name)
+            if isinstance(section, Config):
+                section.check()
         self.__post_init__()
         return self
 

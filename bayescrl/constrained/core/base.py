@@ -56,7 +56,7 @@ from bayescrl.constrained.core.predict import predict_actions
 from bayescrl.constrained.core.rollout import Batch, ObsEncoder, RolloutBatch, RolloutCollector
 from bayescrl.constrained.core.rollout_torch import TorchRolloutCollector
 from bayescrl.constrained.registry import get_algorithm
-from bayescrl.utils.checks import boolean, check_device, number
+from bayescrl.utils.checks import boolean, check_device, check_seed, number
 from bayescrl.utils.errors import ConfigError, DataError
 from bayescrl.utils.io import to_jsonable, write_json
 from bayescrl.utils.optim import make_adam
@@ -515,10 +515,8 @@ class OnPolicyAlgorithm:
         observation statistics (never updated here)."""
         if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
             raise ConfigError("episodes", episodes, "must be an integer >= 1")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise ConfigError("seed", seed, "must be an integer >= 0 (or None)")
         boolean(deterministic, "deterministic")
-        base = self.seed + 10_000 if seed is None else seed
+        base = self.seed + 10_000 if seed is None else check_seed(seed)
         env = ConstraintWrapper(self.factory(), self.m, self.reward_fn, self.cost_fn)
         returns, costs, lengths = [], [], []
         try:
@@ -652,7 +650,7 @@ class OnPolicyAlgorithm:
         if not path.exists():
             if path.name == CHECKPOINT:
                 raise ConfigError(field, str(run_dir), f"no {CHECKPOINT} in this folder")
-            raise ConfigError("path", str(run_dir), "no such checkpoint file")
+            raise ConfigError(field, str(run_dir), "no such checkpoint file")
         st = load_state(path, field="checkpoint")
         if not isinstance(st, dict) or "algo" not in st or "policy" not in st:
             raise DataError("checkpoint", str(path), "not a bayescrl constrained-RL checkpoint")

@@ -43,10 +43,10 @@ def time_index(step: Any, n: int) -> np.ndarray:
     """``step`` (one 0-based time index, or one per observation) as ``n`` float32 indices."""
     why = f"must be a time index >= 0 (one, or {n}: one per observation)"
     try:
-        h = np.asarray(step, np.float64)
-    except (TypeError, ValueError):
+        h = np.asarray(step)
+    except (TypeError, ValueError):  # ragged lists
         raise DataError("step", step, why) from None
-    if h.dtype.kind not in "fiu" or not np.all(np.isfinite(h)) or np.any(h < 0) or h.ndim > 1:
+    if h.dtype.kind not in "fiu" or h.ndim > 1 or not np.all(np.isfinite(h)) or np.any(h < 0):
         raise DataError("step", step, why)
     try:
         return np.broadcast_to(h.astype(np.float32), (n,))

@@ -115,7 +115,7 @@ class MOPOLMTrainer:
         log_path: str | Path | None = None,
         atom_scores: tuple[torch.Tensor, torch.Tensor] | None = None,
     ):
-        self.config = c = config
+        self.config = c = config.check()  # its fields may have been set since it was built
         self.tokenizer = tokenizer
         self.data = data
         self.accelerator = accelerator
