@@ -1658,6 +1658,16 @@ def _worst_hier_run(d: dict) -> dict:
     return min((r for r in d["runs"] if r["method"] == "hierarchical"), key=lambda r: r["reward_correlation"])
 
 
+def _pooled_circling_p_return(d: dict) -> list[float]:
+    """Pooled runs that circle, the McNemar p of circling against β only and pooled, hier. − β only return."""
+    return [
+        rp_circling(d, None)[2],
+        _mc("beta_only")(d)[2],
+        _mc("pooled")(d)[2],
+        rp_diff("beta_only")(d, "eval_return")[0],
+    ]
+
+
 def _mc(other: str, what: str = "circling") -> Callable[[dict], list[float]]:
     return lambda d: rp_mcnemar(other, what)(d, None)
 
@@ -1685,12 +1695,7 @@ QUOTES += [
         RATERS,
         "4 pooled, neither difference significant (McNemar p = 0.688 and 1.00); the mean returns differ by +5.7",
         RPREFRL_100K,
-        lambda d: [
-            rp_circling(d, None)[2],
-            _mc("beta_only")(d)[2],
-            _mc("pooled")(d)[2],
-            rp_diff("beta_only")(d, "eval_return")[0],
-        ],
+        _pooled_circling_p_return,
     ),
     Quote(
         RATERS,
@@ -1773,12 +1778,7 @@ QUOTES += [
         RATERS,
         "and 6; McNemar p = 0.607 and 0.454), and its mean return is not clearly ahead of either (+6.5",
         RPREFRL_100K_46,
-        lambda d: [
-            rp_circling(d, None)[2],
-            _mc("beta_only")(d)[2],
-            _mc("pooled")(d)[2],
-            rp_diff("beta_only")(d, "eval_return")[0],
-        ],
+        _pooled_circling_p_return,
     ),
     Quote(
         RATERS,
