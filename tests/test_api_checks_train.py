@@ -132,7 +132,7 @@ def test_prefrl_engine_options_of_an_engine_that_reads_them_pass():
     spec = parse_preference_spec(
         {"raters": RATERS, "competence": "known", "engine": "svi", "engine_options": {"max_steps": 1e3}}
     )
-    assert spec.engine_options == {"max_steps": 1000}
+    assert spec.engine_options == {"max_steps": 1000} and type(spec.engine_options["max_steps"]) is int
 
 
 @pytest.mark.parametrize(("options", "field"), [
@@ -160,4 +160,7 @@ def test_an_agents_option_overrides_are_checked_by_name(agent, field):
 
 def test_engine_options_read_by_one_agents_engine_pass():
     cfg = resolve_config({"options": {"engine_options": {"max_steps": 1e2}}, "agents": ["ps", SVI_AGENT]})
-    assert cfg["options"]["engine_options"] == {"max_steps": 100}
+    opts = cfg["options"]["engine_options"]
+    assert opts == {"max_steps": 100} and type(opts["max_steps"]) is int  # as the svi agent's engine reads it
+    own = resolve_config({"agents": [{**SVI_AGENT, "engine_options": {"max_steps": 1e2}}]})["agents"][0]
+    assert type(own["engine_options"]["max_steps"]) is int

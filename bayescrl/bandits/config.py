@@ -272,10 +272,12 @@ class BanditExperiment(Config):
                 if name.split(".")[0] not in over:
                     raise
                 raise ConfigError(f"agents[{i}].{name}", exc.value, exc.reason) from None
-            if "engine_options" in over:
-                check_learner_engine_options(merged["engine"], over["engine_options"], f"agents[{i}]")
-            elif merged["engine"] != "laplace":
-                unread = False
+            if "engine_options" in over:  # kept as checked (1e3 -> 1000), as the engine reads them
+                a["engine_options"] = check_learner_engine_options(
+                    merged["engine"], over["engine_options"], f"agents[{i}]"
+                )
+            elif merged["engine"] != "laplace":  # reads the shared options: keep them as checked
+                unread, self.options.engine_options = False, merged["engine_options"]
         if unread:
             check_learner_engine_options("laplace", base["engine_options"], "options")
 
