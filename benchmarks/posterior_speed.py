@@ -34,7 +34,7 @@ from bayescrl.inference.bootstrap import perturbed_map
 from bayescrl.inference.compare import gaussian_w2
 from bayescrl.inference.engines import fit
 from bayescrl.models.simulate import simulate
-from bayescrl.models.spec import parse_spec
+from bayescrl.models.spec import from_spec
 from bayescrl.utils import set_torch_threads, write_json
 from bayescrl.utils.plotting import plt
 
@@ -75,7 +75,7 @@ def make_model(n_pref: int, t: int, args):
         num_arms=50,
         seed=args.seed,
     )
-    return parse_spec(spec)
+    return from_spec(spec)
 
 
 def solver_only(model, args, n: int = 1000) -> dict:

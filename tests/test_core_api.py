@@ -9,7 +9,7 @@ import pytest
 
 import bayescrl
 from bayescrl.inference import fit
-from bayescrl.models.spec import from_spec, parse_spec
+from bayescrl.models.spec import from_spec
 from bayescrl.utils.errors import ConfigError, DataError
 
 GOOD = {"dim": 1, "rewards": [{"x": [1.0], "r": 0.5}]}
@@ -37,7 +37,7 @@ def test_from_spec_refuses_unknown_keys_at_every_level(spec, field, hint):
 
 def test_bad_record_keys_are_data_errors_with_the_record_index():
     with pytest.raises(DataError) as exc:
-        parse_spec({"dim": 1, "rewards": [{"x": [1.0], "r": 1.0}, {"x": [1.0], "reward": 1.0}]})
+        from_spec({"dim": 1, "rewards": [{"x": [1.0], "r": 1.0}, {"x": [1.0], "reward": 1.0}]})
     assert exc.value.index == 1
 
 

@@ -6,7 +6,7 @@ import torch
 
 from bayescrl.inference.compare import compare_engines, gaussian_w2, heldout_logloss
 from bayescrl.models.simulate import simulate
-from bayescrl.models.spec import parse_spec
+from bayescrl.models.spec import from_spec
 from bayescrl.utils import set_torch_threads
 
 set_torch_threads(1)
@@ -29,7 +29,7 @@ def test_w2_closed_forms():
 
 def test_joint_equals_marginal_for_a_point_mass_and_exceeds_it_otherwise():
     spec = simulate({"dim": 2, "raters": [{"id": "a", "beta": 3.0, "lam": 5.0}]}, num_prefs=5, seed=0)
-    m = parse_spec(spec)
+    m = from_spec(spec)
     point = {"vartheta": torch.tensor([[[0.5, -0.2]]], dtype=DT).expand(100, 1, 2)}
     ll = heldout_logloss(point, m, tau=10, batches=200)
     assert abs(ll["marginal"] - ll["joint_per_item"]) < 1e-9
@@ -46,7 +46,7 @@ def test_compare_on_conjugate_model_is_calibrated(tmp_path):
         num_rewards=15,
         seed=2,
     )
-    model = parse_spec(spec)
+    model = from_spec(spec)
     rep = compare_engines(
         model,
         ["exact", "laplace", "bootstrap"],
@@ -72,4 +72,4 @@ def test_compare_needs_an_observation():
     from bayescrl.utils import DataError
 
     with pytest.raises(DataError, match="at least one observation"):
-        compare_engines(parse_spec({"dim": 2}), ["laplace"], progress=False)
+        compare_engines(from_spec({"dim": 2}), ["laplace"], progress=False)

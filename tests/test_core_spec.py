@@ -9,7 +9,7 @@ import torch
 
 from bayescrl.cli import main
 from bayescrl.models.simulate import simulate
-from bayescrl.models.spec import parse_spec
+from bayescrl.models.spec import from_spec
 from bayescrl.utils import ConfigError, DataError, set_torch_threads
 
 set_torch_threads(1)
@@ -28,13 +28,13 @@ GOOD = {
 
 
 def test_good_spec_parses_to_problem():
-    m = parse_spec(GOOD)
+    m = from_spec(GOOD)
     p = m.problem
     assert p.dim == 2 and p.num_raters == 2 and int(p.n_pref) == 2 and int(p.n_reward) == 1
     assert p.rater.tolist() == [0, 1] and p.pref_online.tolist() == [False, True]
     assert p.y.tolist() == [0.0, 1.0] and m.rater_ids == ("r0", "r1")
     # lists may be empty or absent
-    m2 = parse_spec({"dim": 3})
+    m2 = from_spec({"dim": 3})
     assert m2.problem.n_pref == 0 and torch.equal(m2.problem.cov0, torch.eye(3, dtype=torch.float64))
 
 
@@ -74,20 +74,20 @@ BAD = [
 )
 def test_bad_input_names_field_index_value(path, value, message):
     with pytest.raises(ConfigError, match=message):
-        parse_spec(_set(path, value))
+        from_spec(_set(path, value))
 
 
 def test_missing_field_and_bad_transitions():
     spec = copy.deepcopy(GOOD)
     del spec["preferences"][1]["y"]
     with pytest.raises(DataError, match=r"preferences\.y\[1\] = None: missing field"):
-        parse_spec(spec)
+        from_spec(spec)
     t = {"num_states": 2, "num_actions": 1, "alpha0": 1.0, "data": [{"s": 0, "a": 0, "next": 5}]}
     with pytest.raises(DataError, match=r"transitions\.data\.next\[0\] = 5"):
-        parse_spec({**GOOD, "transitions": t})
+        from_spec({**GOOD, "transitions": t})
     t = {"num_states": 2, "num_actions": 1, "alpha0": [1.0, -1.0]}
     with pytest.raises(DataError, match=r"transitions\.alpha0\[1\] = -1\.0: must be > 0"):
-        parse_spec({**GOOD, "transitions": t})
+        from_spec({**GOOD, "transitions": t})
 
 
 def test_simulate_labels_follow_the_rater():
@@ -100,7 +100,7 @@ def test_simulate_labels_follow_the_rater():
     # an almost perfect rater: y = 1 iff x1 has the larger reward (Y = 0 means x0 preferred)
     agree = ((x1 - x0) @ theta > 0).double() == y
     assert agree.double().mean() > 0.97
-    parse_spec(data)  # the output is a complete, valid spec
+    from_spec(data)  # the output is a complete, valid spec
 
 
 def test_cli_simulate_infer_and_errors(tmp_path, capsys):
@@ -169,7 +169,7 @@ def _many(n=60, d=5, seed=0):
 
 def test_bulk_validation_gives_the_records_values():
     spec = _many()
-    p = parse_spec(spec).problem
+    p = from_spec(spec).problem
     recs = spec["preferences"]
     assert torch.equal(p.x0, torch.tensor([r["x0"] for r in recs], dtype=torch.float64))
     assert torch.equal(p.x1, torch.tensor([r["x1"] for r in recs], dtype=torch.float64))
@@ -180,7 +180,7 @@ def test_bulk_validation_gives_the_records_values():
     assert p.r.tolist() == [0.1 * i for i in range(7)]
     # ints, tuples and a y given as 1.0 are numbers as before
     spec["preferences"][3].update(x0=(1, 2, 3, 4, 5), y=1.0)
-    p = parse_spec(spec).problem
+    p = from_spec(spec).problem
     assert p.x0[3].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0] and p.y[3] == 1.0
 
 
@@ -207,12 +207,12 @@ def test_bulk_validation_reports_the_first_bad_record(key, value, message):
     else:
         spec["preferences"][17][key] = value
     with pytest.raises(DataError, match=message):
-        parse_spec(spec)
+        from_spec(spec)
     bad_reward = _many()
     bad_reward["rewards"][5]["x"][2] = float("nan")
     bad_reward["rewards"][6]["r"] = "x"
     with pytest.raises(DataError, match=r"rewards\.x\[5\] = nan: must be finite"):
-        parse_spec(bad_reward)
+        from_spec(bad_reward)
 
 
 def test_load_spec_reads_json_strictly_and_yaml(tmp_path):

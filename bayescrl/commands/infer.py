@@ -11,7 +11,7 @@ from bayescrl.inference.compare import compare_engines, markdown_table
 from bayescrl.inference.engines import fit
 from bayescrl.inference.options import ENGINES, check_engine_options, check_spec_keys
 from bayescrl.models.simulate import simulate as run
-from bayescrl.models.spec import load_spec, parse_spec
+from bayescrl.models.spec import from_spec, load_spec
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
 from bayescrl.utils.checks import check_device, check_memory, check_memory_of, check_no_nan
 from bayescrl.utils.io import check_keys
@@ -91,7 +91,7 @@ def infer(spec, engine, num_samples, seed, out, overrides, progress, device, for
 
     raw, opts = _checked(_load(spec, overrides))
     opts = check_engine_options(engine, opts)
-    model = parse_spec(raw, device=device)
+    model = from_spec(raw, device=device)
     prepare_out_file_checked(Path(out).with_suffix(".json"), force=force)
     out = prepare_out_file_checked(out, force=force)
     chains = int(opts.get("num_chains", 2)) if engine == "nuts" else 1
@@ -231,7 +231,7 @@ def compare(
         if not isinstance(v, dict):
             raise ConfigError(f"engine_options.{e}", v, "engine options are engine_options.ENGINE.KEY=VALUE")
         opts[e] = check_engine_options(e, v, f"engine_options.{e}")
-    model = parse_spec(raw, device=device)
+    model = from_spec(raw, device=device)
     n_eng = len(eng or ENGINES)
     records = sum(len(raw.get(k) or []) for k in _RECORD_KEYS)
     per_draw = model.dim * (1 + len(model.rater_ids))

@@ -3,6 +3,6 @@
 from bayescrl.models.linear import BTLinearProblem
 from bayescrl.models.pyro_models import bt_linear_model
 from bayescrl.models.simulate import simulate
-from bayescrl.models.spec import SpecModel, from_spec, parse_spec
+from bayescrl.models.spec import SpecModel, from_spec
 
-__all__ = ["BTLinearProblem", "SpecModel", "bt_linear_model", "from_spec", "parse_spec", "simulate"]
+__all__ = ["BTLinearProblem", "SpecModel", "bt_linear_model", "from_spec", "simulate"]

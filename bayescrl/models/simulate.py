@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from bayescrl.models.spec import parse_spec, spec_mapping
+from bayescrl.models.spec import from_spec, spec_mapping
 from bayescrl.utils.checks import boolean, check_seed
 from bayescrl.utils.errors import ConfigError
 
@@ -97,7 +97,7 @@ def simulate(
     _check_sizes(num_prefs, num_rewards, num_arms, heldout)
     seed, greedy = check_seed(seed), boolean(greedy, "greedy")
     base = {k: v for k, v in spec.items() if k not in ("preferences", "rewards", "heldout", "truth")}
-    m = parse_spec(base)
+    m = from_spec(base)
     p = m.problem
     d, R = p.dim, p.num_raters
     gen = torch.Generator().manual_seed(seed)

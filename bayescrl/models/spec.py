@@ -289,9 +289,10 @@ def check_spec_keys(spec: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------- entry point
-def parse_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
-    """Validate a spec mapping or file (unknown keys refused at every level, :func:`check_spec_keys`) and
-    build the :class:`SpecModel` on ``device``."""
+def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
+    """Build the model from a spec mapping or a YAML/JSON file path (a data file is a complete spec):
+    unknown keys are refused at every level (:func:`check_spec_keys`), then the :class:`SpecModel` is built
+    on ``device``."""
     spec = spec_mapping(spec)
     device = check_device(device)
     check_spec_keys(spec)
@@ -446,8 +447,3 @@ def spec_mapping(spec: dict[str, Any] | str | Path) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise ConfigError("spec", spec, "must be a mapping")
     return spec
-
-
-def from_spec(spec: dict[str, Any] | str | Path, *, device: str | torch.device = "cpu") -> SpecModel:
-    """Build the model from a spec mapping or a YAML/JSON file path (a data file is a complete spec)."""
-    return parse_spec(spec, device=device)
