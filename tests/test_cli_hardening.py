@@ -326,8 +326,8 @@ def test_no_command_exits_0_with_nan_results(cmd, files, tmp_path, monkeypatch, 
     if cmd == "mopo":
         import bayescrl.mopo.tabular_run as tab
 
-        real = tab.solve_config
-        monkeypatch.setattr(tab, "solve_config", lambda *a, **k: ({**real(*a, **k)[0], "G": [nan]}, None))
+        real = tab.solve_problem
+        monkeypatch.setattr(tab, "solve_problem", lambda *a, **k: ({**real(*a, **k)[0], "G": [nan]}, None))
         args, field = ["mopo", files["mopo"]], "G[0]"
     elif cmd == "bandit":
         import bayescrl.bandits.experiment as bx

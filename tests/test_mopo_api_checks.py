@@ -148,3 +148,22 @@ def test_valid_calls_still_work_and_a_list_or_array_b_is_a_tensor_b(problem: Tab
     assert bool(torch.isfinite(want.policy).all())
     lb = run_mopo_lb(problem, 1.0, [0.3], **FAST, batch=None)
     assert lb.policy.sum().item() == pytest.approx(1.0)
+
+
+def test_a_tabular_run_parses_its_records_once(monkeypatch, tmp_path):
+    """The command checks the config before its output folder is made and then runs the parsed problem:
+    the records are parsed once (``check_tabular``), by the CLI and by ``solve_config`` alike."""
+    import bayescrl.mopo.config as mopo_config
+    from bayescrl.cli import main
+
+    calls = []
+    real = mopo_config.parse_tabular
+    monkeypatch.setattr(mopo_config, "parse_tabular", lambda *a, **k: calls.append(1) or real(*a, **k))
+    try:
+        out = str(tmp_path / "o")
+        main(["mopo", "examples/mopo/tabular_mopo.yaml", "--out", out, "--set", "mopo.steps=5"])
+    except SystemExit as exc:
+        assert exc.code == 0
+    assert (tmp_path / "o" / "results.json").exists() and len(calls) == 1
+    solve_config(BASE)
+    assert len(calls) == 2

@@ -17,10 +17,11 @@ from bayescrl.commands.options import device_option, force_option, log_options, 
 from bayescrl.commands.sweepable import SweepAdapter
 from bayescrl.inference.rater_report import format_table
 from bayescrl.mopo import tabular_run
-from bayescrl.mopo.config import check_config
+from bayescrl.mopo.config import check_config, check_tabular
 from bayescrl.mopo.lm import run_lm
 from bayescrl.mopo.lm.experiment import KEYS as LM_KEYS
 from bayescrl.mopo.synthetic import run_synthetic
+from bayescrl.mopo.tabular import TabularProblem
 from bayescrl.mopo.tabular_run import plot_history
 from bayescrl.mopo.textgen.run import run_textgen
 from bayescrl.utils import ConfigError, apply_overrides, set_torch_threads, write_json
@@ -41,16 +42,31 @@ def run_config(config: dict, out: Path, device: str | None = None, logger=None) 
 
     ``logger`` (a :class:`~bayescrl.utils.runlog.RunLogger`) receives the stochastic tabular solvers'
     logged action probabilities and multipliers (mean over runs) per step."""
+    return _run_checked(*checked_config(config, device), out, logger)
+
+
+def checked_config(config: dict, device: str | None) -> tuple[dict, str | None, TabularProblem | None]:
+    """``(config, device, problem)``: ``device`` checked, the config with it (:func:`with_device`) checked by
+    :func:`~bayescrl.mopo.config.check_config`, and in mode tabular its parsed records (read once)."""
     if device is not None:
         device = check_device(device, "--device")
     config = with_device(config, device)
+    if config.get("mode") == "tabular":
+        return config, device, check_tabular(config, device or "cpu")
     check_config(config)
+    return config, device, None
+
+
+def _run_checked(
+    config: dict, device: str | None, problem: TabularProblem | None, out: Path, logger=None
+) -> dict:
+    """:func:`run_config` after :func:`checked_config`."""
     mode = config["mode"]
     prepare_out(out, "--out")
     if mode not in ("lm", "textgen"):
         device = device or "cpu"
     if mode == "tabular":
-        results, run = tabular_run.solve_config(config, device, out=out)
+        results, run = tabular_run.solve_problem(config, problem, device, out=out)
         if run is not None:
             plot_history(
                 run,
@@ -135,12 +151,12 @@ def run(p: Mapping[str, Any]) -> dict:
     set_torch_threads()
     out, device = p["out"], p["device"]
     config = command_config(p["config_path"], p["overrides"], p["model_path"], p["resume"])
-    check_config(with_device(config, device))  # before the log folder is made
+    config, device, problem = checked_config(config, device)  # before the log folder is made
     resumable = config.get("mode") == "lm"
     prepare_out_dir(out, force=p["force"], resume=p["resume"], resumable=resumable, create=False)
     logger = RunLogger(p["log_dir"], p["wandb"], config=config, name=f"mopo:{out}")
     with logger:
-        results = run_config(config, Path(out), device=device, logger=logger)
+        results = _run_checked(config, device, problem, Path(out), logger)
         logger.log_results({k: v for k, v in results.items() if k != "config"})
     table = summary_table(results)
     if table:

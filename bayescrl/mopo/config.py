@@ -11,12 +11,15 @@ and bad numbers by name. ``mode: textgen`` is :class:`bayescrl.mopo.textgen.run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+import torch
+
 from bayescrl.mopo.lm.experiment import lm_experiment
 from bayescrl.mopo.preferences import PREFERENCE_MODELS, parse_bt_options
-from bayescrl.mopo.tabular import check_tau, parse_tabular
+from bayescrl.mopo.tabular import TabularProblem, check_tau, parse_tabular
 from bayescrl.mopo.textgen.run import validate as validate_textgen
 from bayescrl.utils.checks import choice, number, positive_int
 from bayescrl.utils.config import Config
@@ -362,15 +365,30 @@ def check_config(config: dict) -> None:
     if mode == "lm":  # every key and value, before any data is read or model built
         lm_experiment(config)
         return
+    if mode == "tabular":
+        check_tabular(config)
+        return
     cls = config_class(config)
     if cls is None:
         raise ConfigError("experiment", config.get("experiment"), "must be 'sanity' or 'motivating'")
     cls.from_dict(config)  # every key and every number of the solver sections
-    tau = config.get("tau")  # a number (tabular) or a list (sanity): each finite and > 0, before any run
+    _check_taus(config.get("tau"))
+
+
+def check_tabular(config: Mapping[str, Any], device: str | torch.device = "cpu") -> TabularProblem:
+    """Check a ``mode: tabular`` config as :func:`check_config` does (every key and number, ``tau``, every
+    data record, the Bradley-Terry engine and its options) and return its parsed
+    :class:`~bayescrl.mopo.tabular.TabularProblem` on ``device``, so that a run parses its records once."""
+    TabularMOPO.from_dict(config)  # every key and every number of the solver sections
+    _check_taus(config.get("tau"))
+    problem = parse_tabular(config, device)  # every data record (fields, actions, raters)
+    model = choice(config.get("preference_model", "empirical"), "preference_model", PREFERENCE_MODELS)
+    if model != "empirical":  # the engine and its options, before any fit
+        parse_bt_options(config.get("bradley_terry"))
+    return problem
+
+
+def _check_taus(tau: Any) -> None:
+    """``tau``: a number (tabular) or a list (sanity), each finite and > 0."""
     for i, t in enumerate(tau if isinstance(tau, list) else [] if tau is None else [tau]):
         check_tau(t, i if isinstance(tau, list) else None)
-    if mode == "tabular":  # every data record (fields, actions, raters) before the output folder is made
-        parse_tabular(config)
-        model = choice(config.get("preference_model", "empirical"), "preference_model", PREFERENCE_MODELS)
-        if model != "empirical":  # the engine and its options, before any fit
-            parse_bt_options(config.get("bradley_terry"))

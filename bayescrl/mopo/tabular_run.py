@@ -14,14 +14,13 @@ import torch
 from torch import Tensor
 
 from bayescrl.inference.rater_report import PLOT_NAME, save_plot
-from bayescrl.mopo.config import check_config
+from bayescrl.mopo.config import check_tabular
 from bayescrl.mopo.preferences import PREFERENCE_MODELS, fit_bradley_terry, parse_bt_options
 from bayescrl.mopo.tabular import (
     MopoRun,
     TabularProblem,
     as_threshold,
     check_tau,
-    parse_tabular,
     run_mopo,
     run_mopo_lb,
     solve_exact,
@@ -83,12 +82,21 @@ def solve_config(
     """Run the tabular solver ``config['solver']``; returns (results dict, stochastic run or None). With
     ``competence: infer`` and ``out``, the rater plot goes to ``out/rater_competence.png`` (one per
     objective, ``rater_competence_<objective>.png``, when there are several). The config is checked first
-    as the CLI checks it (:func:`bayescrl.mopo.config.check_config`: unknown keys, every number by name),
-    and ``device``."""
-    check_device(device)
+    as the CLI checks it (:func:`bayescrl.mopo.config.check_tabular`: unknown keys, every number by name,
+    every record), and ``device``."""
+    device = check_device(device)
     choice(config.get("mode", "tabular"), "mode", ("tabular",), "must be tabular (the tabular solvers)")
-    check_config({**config, "mode": "tabular"})
-    problem = parse_tabular(config, device)
+    return solve_problem(config, check_tabular({**config, "mode": "tabular"}, device), device, out)
+
+
+def solve_problem(
+    config: Mapping[str, Any],
+    problem: TabularProblem,
+    device: str | torch.device = "cpu",
+    out: str | Path | None = None,
+) -> tuple[dict, MopoRun | None]:
+    """:func:`solve_config` on a config already checked by :func:`~bayescrl.mopo.config.check_tabular`,
+    which returned ``problem``."""
     tau, solver = check_tau(config.get("tau", 1.0)), config.get("solver", "exact")
     augment = bool(config.get("augment", True))
     if solver not in SOLVERS:
