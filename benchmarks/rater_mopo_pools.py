@@ -38,7 +38,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import scipy.stats
 import torch
 
 from bayescrl.mopo.preferences import DEFAULT_LAM, fit_bradley_terry, pairwise_to_action
@@ -46,6 +45,7 @@ from bayescrl.mopo.tabular import TabularProblem, solve_exact, total_variation
 from bayescrl.raters import Rater
 from bayescrl.utils import ConfigError, set_torch_threads, write_json
 from bayescrl.utils.plotting import plt
+from bayescrl.utils.spread import spread
 
 OUT = Path(__file__).parent / "results" / "raters"
 A, N_PER, N_ANCHOR, TAU, PRIMARY = 6, 60, 20, 0.5, 1
@@ -126,9 +126,8 @@ def one_seed(name: str, seed: int) -> dict[str, float]:
 
 
 def ci95(x: np.ndarray) -> list[float]:
-    m, se = float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x)))
-    h = float(scipy.stats.t.ppf(0.975, len(x) - 1)) * se
-    return [m - h, m + h]
+    """The 95 % t-interval of the mean of ``x`` (:func:`bayescrl.utils.spread.spread`)."""
+    return list(spread(x.tolist()).ci95)
 
 
 def main() -> None:
