@@ -328,6 +328,15 @@ def test_table_builder_on_synthetic_runs():
     one = markdown([build_table(runs[:1], (0.0, 0.0))])  # one seed: no spread, never "± 0"
     assert "| RiC | (0.25, 1.00) |" in one and "±" not in one
     assert kendall_tau(["a", "b", "c"], ["c", "b", "a"]) == -1.0
+    # leader RiC (r1 + r2 = 1.25 on both seeds) against MOPO-Lag (0.8, 1.0): differences 0.45, 0.25, mean
+    # 0.35, sample sd 0.1 sqrt(2), 95 % t-interval half-width t_.975(1) 0.1 sqrt(2) / sqrt(2) = 1.2706;
+    # Wilcoxon on two positive differences: exact two-sided p = 2 / 4
+    gap = t["leader_gaps"]["mopo-lag"]
+    assert gap["mean"] == pytest.approx(0.35) and (gap["n"], gap["leader_ahead"]) == (2, 2)
+    assert gap["ci95"] == pytest.approx([0.35 - 1.270620, 0.35 + 1.270620], rel=1e-5)
+    assert gap["wilcoxon_p"] == pytest.approx(0.5)
+    assert t["leader_gaps"]["dpo_joint"]["mean"] == pytest.approx(0.85) and "ric" not in t["leader_gaps"]
+    assert "| assistant | RiC − MOPO-Lag | 0.350 [-0.921, 1.621] | 2/2 | 0.5 |" in md
     with pytest.raises(ValueError, match="several tasks"):
         build_table(runs + [{**runs[0], "task": "summary"}])
 

@@ -12,7 +12,11 @@ PARM over weightings, MODPO over scalarisations, MOPO-Lag over thresholds), the 
 ``r1 + r2`` -- the thesis: "for RiC, PARM, and MODPO, values with highest rewards across inference
 preference vector inputs are shown"; MOPO's table point is its adaptive-threshold run (label ``adaptive``)
 when present. Cells are mean +- sd over seeds. The hypervolume of each algorithm's points (reference
-``hv_reference``, both objectives maximised) is computed per seed and averaged.
+``hv_reference``, both objectives maximised) is computed per seed and averaged. Whether the leader (the
+highest mean ``r1 + r2``) is ahead of each other algorithm beyond the spread over seeds is read from the
+paired per-seed differences of ``r1 + r2`` (every algorithm of a seed trains on the same base model and
+data): their mean, 95 % t-interval, the seeds on which the leader is ahead, and the two-sided Wilcoxon
+signed-rank p-value (:func:`leader_gaps`).
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.stats
 
 from bayescrl.mopo import pareto
 from bayescrl.utils.io import load_json
 from bayescrl.utils.plotting import plt
+from bayescrl.utils.spread import spread
 
 ORDER = ("ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag")
 NAMES = {
@@ -97,6 +103,7 @@ def build_table(seed_runs: Sequence[Mapping[str, Any]], hv_reference=(0.0, 0.0))
         "fronts": fronts,
         "ordering": sorted(ranked, key=lambda a: -sum(rows[a]["mean"])),
     }
+    out["leader_gaps"] = leader_gaps(rows, out["ordering"][0]) if out["ordering"] else {}
     col = THESIS_COLUMN.get(task)
     if col:
         th = THESIS_PHI15[col]
@@ -125,6 +132,31 @@ def _table_row(a: str, runs: Sequence[Mapping[str, Any]], hv_reference: Sequence
         "train_seconds_mean": float(np.mean(tr)),
         "generate_seconds_mean": float(np.mean(ge)),
     }
+
+
+def leader_gaps(rows: Mapping[str, Mapping[str, Any]], leader: str) -> dict[str, dict[str, Any]]:
+    """Per algorithm ``a`` other than ``leader`` (the base model included): the per-seed differences of the
+    table point's ``r1 + r2``, leader − ``a``, over the seeds both ran: ``mean``, ``ci95`` (95 %
+    t-interval; None for one seed), ``n``, ``leader_ahead`` (seeds with a positive difference) and
+    ``wilcoxon_p`` (two-sided signed-rank test; None for one seed or no nonzero difference)."""
+    lead = dict(zip(rows[leader]["seeds"], rows[leader]["per_seed"], strict=True))
+    gaps = {}
+    for a, row in rows.items():
+        if a == leader:
+            continue
+        d = [sum(lead[s]) - sum(p) for s, p in zip(row["seeds"], row["per_seed"], strict=True) if s in lead]
+        if not d:
+            continue
+        sp = spread(d)
+        nonzero = len(d) > 1 and any(d)
+        gaps[a] = {
+            "mean": sp.mean,
+            "ci95": list(sp.ci95) if sp.ci95 else None,
+            "n": sp.n,
+            "leader_ahead": sum(x > 0 for x in d),
+            "wilcoxon_p": float(scipy.stats.wilcoxon(d).pvalue) if nonzero else None,
+        }
+    return gaps
 
 
 def _front(a: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
@@ -163,7 +195,15 @@ def markdown(tables: Sequence[Mapping[str, Any]]) -> str:
     """The thesis' layout: one row per algorithm, one ``(r1, r2)`` column per task; then the orderings,
     hypervolumes and runtimes."""
     algos = [a for a in (*ORDER, "reference") if any(a in t["rows"] for t in tables)]
-    lines = [*_points_table(tables, algos), "", *_orderings_table(tables), "", *_costs_table(tables, algos)]
+    lines = [
+        *_points_table(tables, algos),
+        "",
+        *_orderings_table(tables),
+        "",
+        *_gaps_table(tables),
+        "",
+        *_costs_table(tables, algos),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -191,6 +231,24 @@ def _orderings_table(tables: Sequence[Mapping[str, Any]]) -> list[str]:
         tau = t.get("kendall_tau")
         col = t.get("thesis_column", "")
         lines.append(f"| {t['task']} | {here} | {th} (`{col}`) | {'' if tau is None else f'{tau:.2f}'} |")
+    return lines
+
+
+def _gaps_table(tables: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per task and algorithm: the leader's paired lead in ``r1 + r2`` (:func:`leader_gaps`)."""
+    lines = [
+        "| task | leader − algorithm | r1 + r2, paired mean [95 % t-interval] | leader ahead | Wilcoxon p |",
+        "|---|---|---|---|---|",
+    ]
+    for t in tables:
+        leader = NAMES.get(t["ordering"][0], t["ordering"][0]) if t["ordering"] else ""
+        for a, g in t.get("leader_gaps", {}).items():
+            ci = "" if g["ci95"] is None else f" [{g['ci95'][0]:.3f}, {g['ci95'][1]:.3f}]"
+            p = "" if g["wilcoxon_p"] is None else f"{g['wilcoxon_p']:.2g}"
+            ahead = f"{g['leader_ahead']}/{g['n']}"
+            lines.append(
+                f"| {t['task']} | {leader} − {NAMES.get(a, a)} | {g['mean']:.3f}{ci} | {ahead} | {p} |"
+            )
     return lines
 
 
