@@ -4,20 +4,27 @@ For every config name given (files ``examples/pspl/<name>.yaml``) writes
 ``benchmarks/results/pspl/<name>/{results.json, sweep_<agent>.png}`` and adds to
 ``benchmarks/results/pspl/ablation_summary.json``: per sweep value the simple regret at k = 0 (offline
 only), the final simple regret and the mean simple regret over episodes (area under the curve / (K+1)),
-mean over seeds.
+mean over seeds, and between consecutive sweep values the paired per-seed difference of final simple
+regrets (next value − this one; seed b of every value draws from the same stream): its mean, the seeds on
+which the next value ends lower, and the two-sided Wilcoxon signed-rank p-value.
 
     .venv/bin/python benchmarks/pspl_ablation.py riverswim_ablation_lambda riverswim_ablation_beta \
         riverswim_ablation_N --seeds 5
     .venv/bin/python benchmarks/pspl_ablation.py mountaincar_ablation_lambda --seeds 3 --set K=20
+
+``--suffix _20seeds`` writes (and keys the summary) as ``<name>_20seeds``; ``--no-run`` summarises the
+``results.json`` already there (a run of ``bayescrl pspl examples/pspl/<name>.yaml --out DIR``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 
 import numpy as np
+import scipy.stats
 
 from bayescrl.pbrl.experiment import run_experiment
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads, write_json
@@ -46,7 +53,26 @@ def summarise(res: dict) -> dict:
                     ),
                 }
             )
-    return {"key": sw["key"], "agents": rows}
+    return {"key": sw["key"], "agents": rows, "paired_next": paired_next(sw)}
+
+
+def paired_next(sweep: dict) -> dict:
+    """Per agent and pair of consecutive sweep values ``a -> b``: the per-seed differences of final simple
+    regret (b − a): ``mean``, ``b_lower`` (seeds on which b ends lower), ``n`` and the two-sided Wilcoxon
+    signed-rank ``wilcoxon_p`` (None without a nonzero difference)."""
+    out: dict = {}
+    for a, b in itertools.pairwise(sweep["runs"]):
+        for agent, ra in a["agents"].items():
+            x, y = ra["final_simple_regret_per_seed"], b["agents"][agent]["final_simple_regret_per_seed"]
+            d = [v - u for u, v in zip(x, y, strict=True)]
+            p = float(scipy.stats.wilcoxon(d).pvalue) if len(d) > 1 and any(d) else None
+            out.setdefault(agent, {})[f"{a['value']} -> {b['value']}"] = {
+                "mean": float(np.mean(d)),
+                "b_lower": sum(v < 0 for v in d),
+                "n": len(d),
+                "wilcoxon_p": p,
+            }
+    return out
 
 
 def main() -> None:
@@ -55,12 +81,19 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--suffix", default="", help="output folder and summary key: <config name><suffix>")
+    ap.add_argument("--no-run", action="store_true", help="summarise the results.json already there")
     args = ap.parse_args()
     set_torch_threads()
     path = OUT / "ablation_summary.json"
-    for name in args.configs:
-        cfg = apply_overrides(load_yaml(ROOT / "examples" / "pspl" / f"{name}.yaml"), args.overrides)
-        res = run_experiment(cfg, args.seeds, OUT / name, progress=args.progress)
+    for config in args.configs:
+        name = config + args.suffix
+        if args.no_run:
+            res = json.loads((OUT / name / "results.json").read_text())
+            args.seeds = res["seeds"]
+        else:
+            cfg = apply_overrides(load_yaml(ROOT / "examples" / "pspl" / f"{config}.yaml"), args.overrides)
+            res = run_experiment(cfg, args.seeds, OUT / name, progress=args.progress)
         summary = json.loads(path.read_text()) if path.exists() else {}
         summary[name] = {
             "seeds": args.seeds,
