@@ -4181,3 +4181,11 @@ QUOTES += [
         ],
     ),
 ]
+QUOTES.append(
+    Quote(
+        "docs/pspl.md",
+        "(at 20\nseeds on at least 16 of 20 paired seeds in every comparison)",
+        PSPL_SUMMARY,
+        lambda d: [20, *_pspl20_extremes(d)[:1], 20],
+    )
+)
