@@ -786,6 +786,22 @@ MUTATIONS: list[Mutation] = [
         "h = float(stats.norm.ppf(0.975)) * se",
         "tests/test_ecop_verdicts.py::test_welch_by_hand",
     ),
+    _one(
+        "75-textgen-leader-gap-sign",
+        "text-generation table: the leader's paired gap as other − leader instead of leader − other",
+        "bayescrl/mopo/textgen/table.py",
+        "d = [sum(lead[s]) - sum(p) for s, p",
+        "d = [sum(p) - sum(lead[s]) for s, p",
+        "tests/test_mopo_textgen.py::test_table_builder_on_synthetic_runs",
+    ),
+    _one(
+        "76-pspl-paired-wilcoxon-one-sided",
+        "PSPL default benchmark: a one-sided Wilcoxon p-value instead of the two-sided one",
+        "benchmarks/pspl_default.py",
+        "p_w = float(scipy.stats.wilcoxon(d).pvalue)",
+        'p_w = float(scipy.stats.wilcoxon(d, alternative="less").pvalue)',
+        "tests/test_pspl_default_paired.py::test_paired_by_hand",
+    ),
 ]
 
 
