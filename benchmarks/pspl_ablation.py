@@ -24,10 +24,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import scipy.stats
 
 from bayescrl.pbrl.experiment import run_experiment
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads, write_json
+from bayescrl.utils.spread import paired
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "pspl"
@@ -63,14 +63,14 @@ def paired_next(sweep: dict) -> dict:
     out: dict = {}
     for a, b in itertools.pairwise(sweep["runs"]):
         for agent, ra in a["agents"].items():
-            x, y = ra["final_simple_regret_per_seed"], b["agents"][agent]["final_simple_regret_per_seed"]
-            d = [v - u for u, v in zip(x, y, strict=True)]
-            p = float(scipy.stats.wilcoxon(d).pvalue) if len(d) > 1 and any(d) else None
+            pr = paired(
+                b["agents"][agent]["final_simple_regret_per_seed"], ra["final_simple_regret_per_seed"]
+            )
             out.setdefault(agent, {})[f"{a['value']} -> {b['value']}"] = {
-                "mean": float(np.mean(d)),
-                "b_lower": sum(v < 0 for v in d),
-                "n": len(d),
-                "wilcoxon_p": p,
+                "mean": pr.spread.mean,
+                "b_lower": pr.below,
+                "n": pr.spread.n,
+                "wilcoxon_p": pr.wilcoxon_p,
             }
     return out
 

@@ -21,11 +21,9 @@ import argparse
 import json
 from pathlib import Path
 
-import scipy.stats
-
 from bayescrl.pbrl.experiment import run_experiment
 from bayescrl.utils import apply_overrides, load_yaml, set_torch_threads, write_json
-from bayescrl.utils.spread import spread
+from bayescrl.utils.spread import paired
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "pspl"
@@ -33,25 +31,20 @@ PSPL_AGENTS = ("pspl", "pspl-bootstrap")
 BASELINES = ("dps", "lpbrl", "dpo", "ipo")
 
 
-def paired(agents: dict) -> dict:
+def paired_vs_baselines(agents: dict) -> dict:
     """Per PSPL agent and baseline: the per-seed differences of final simple regret (PSPL − baseline) as
     mean, 95 % t-interval and n, the seeds on which the PSPL agent ends lower, and the two-sided Wilcoxon
     signed-rank p-value (None with fewer than two seeds or no nonzero difference)."""
     out = {}
     for p in (a for a in PSPL_AGENTS if a in agents):
         for b in (a for a in BASELINES if a in agents):
-            x, y = agents[p]["final_simple_regret_per_seed"], agents[b]["final_simple_regret_per_seed"]
-            d = [u - v for u, v in zip(x, y, strict=True)]
-            sp = spread(d)
-            p_w = None
-            if len(d) > 1 and any(d):
-                p_w = float(scipy.stats.wilcoxon(d).pvalue)
+            pr = paired(agents[p]["final_simple_regret_per_seed"], agents[b]["final_simple_regret_per_seed"])
             out[f"{p} - {b}"] = {
-                "mean": sp.mean,
-                "ci95": list(sp.ci95) if sp.ci95 else None,
-                "n": sp.n,
-                "pspl_lower": sum(v < 0 for v in d),
-                "wilcoxon_p": p_w,
+                "mean": pr.spread.mean,
+                "ci95": list(pr.spread.ci95) if pr.spread.ci95 else None,
+                "n": pr.spread.n,
+                "pspl_lower": pr.below,
+                "wilcoxon_p": pr.wilcoxon_p,
             }
     return out
 
@@ -101,7 +94,7 @@ def main() -> None:
         "total_wall_time_s": round(res["total_wall_time_s"], 1),
         "checks": checks,
         "all_checks_pass": all(checks.values()),
-        "paired": paired(ag),
+        "paired": paired_vs_baselines(ag),
         "note": "wall times on a shared 2-core machine (8 concurrent engineers), 1 torch thread",
     }
     write_json(summary_path, summary)

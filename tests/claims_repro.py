@@ -13,9 +13,8 @@ from typing import Any
 
 from claims import PSPL_ALGOS, README, REPRO, R, below, ci95, group, msd
 from claims_cells import ROOT, Col, Quote, Row, Table, load
-from scipy.stats import wilcoxon
 
-from bayescrl.utils.spread import t_halfwidth
+from bayescrl.utils.spread import paired, t_halfwidth
 
 _spec = importlib.util.spec_from_file_location("ecop_verdicts", ROOT / "benchmarks" / "ecop_verdicts.py")
 ecop_verdicts = importlib.util.module_from_spec(_spec)  # its Welch test, not a second one
@@ -4268,11 +4267,10 @@ def _tg_diff(d: list, task: str, a: str, b: str, j: int | None = None) -> list[f
     """``a − b`` per seed (``r1 + r2``, or objective ``j``): mean, seeds with a ahead, Wilcoxon p."""
     rows = _tg_task(d, task)["rows"]
     pb = dict(zip(rows[b]["seeds"], rows[b]["per_seed"], strict=True))
-    diff = [
-        (sum(x) - sum(pb[s])) if j is None else (x[j] - pb[s][j])
-        for s, x in zip(rows[a]["seeds"], rows[a]["per_seed"], strict=True)
-    ]
-    return [statistics.fmean(diff), sum(v > 0 for v in diff), float(wilcoxon(diff).pvalue)]
+    pick = (lambda x: sum(x)) if j is None else (lambda x: x[j])  # noqa: E731
+    seeds = rows[a]["seeds"]
+    pr = paired([pick(x) for x in rows[a]["per_seed"]], [pick(pb[s]) for s in seeds])
+    return [pr.spread.mean, pr.above, pr.wilcoxon_p]
 
 
 TABLES.append(
@@ -4450,8 +4448,8 @@ def _st20(d: dict, a: str) -> list[float]:
 
 
 def _st20_paired(d: dict, other: str) -> list[float]:
-    diff = [x - y for x, y in zip(_st20(d, "warmpref-ps-bootstrap"), _st20(d, other), strict=True)]
-    return [statistics.fmean(diff), sum(v < 0 for v in diff), len(diff), float(wilcoxon(diff).pvalue)]
+    pr = paired(_st20(d, "warmpref-ps-bootstrap"), _st20(d, other))
+    return [pr.spread.mean, pr.below, pr.spread.n, pr.wilcoxon_p]
 
 
 QUOTES += [

@@ -23,7 +23,7 @@ def test_paired_by_hand():
         "dps": {"final_simple_regret_per_seed": [1.0, 2.0, 3.0, 4.0, 0.0]},
         "uniform": {"final_simple_regret_per_seed": [9.0] * 5},
     }
-    out = P.paired(agents)
+    out = P.paired_vs_baselines(agents)
     assert list(out) == ["pspl - dps"]  # only PSPL agents against the four baselines present
     row = out["pspl - dps"]
     half = 2.7764451 * (12.2 / 4) ** 0.5 / 5**0.5

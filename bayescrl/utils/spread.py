@@ -2,7 +2,9 @@
 t-interval of the mean where an interval is shown; one run (``n = 1``) has no spread (never "± 0").
 
 :func:`spread` computes it from values; :func:`fmt_spread` prints ``mean ± sd (n = 5)``;
-:func:`fmt_num` prints a number to significant digits (small numbers never round to 0).
+:func:`fmt_num` prints a number to significant digits (small numbers never round to 0). :func:`paired`
+compares two methods run on the same seeds: the spread of their per-seed differences, how many of them
+fall on each side of 0, and the two-sided Wilcoxon signed-rank test.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Spread", "fmt_num", "fmt_spread", "sample_sd", "spread", "t_halfwidth"]
+__all__ = ["Paired", "Spread", "fmt_num", "fmt_spread", "paired", "sample_sd", "spread", "t_halfwidth"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,32 @@ def spread(values: Iterable[float]) -> Spread:
     if not v:
         raise ValueError("spread of no values")
     return Spread(math.fsum(v) / len(v), sample_sd(v), len(v))
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Per-seed differences ``a − b`` of two methods run on the same seeds: their :class:`Spread`, the
+    seeds on which ``a`` is below (``below``: difference < 0) and above ``b``, and the two-sided Wilcoxon
+    signed-rank p-value (None for fewer than two seeds or no nonzero difference)."""
+
+    spread: Spread
+    below: int
+    above: int
+    wilcoxon_p: float | None
+
+
+def paired(a: Iterable[float], b: Iterable[float]) -> Paired:
+    """:class:`Paired` of the per-seed differences ``a[i] − b[i]`` (``a`` and ``b`` aligned by seed)."""
+    x, y = [float(v) for v in a], [float(v) for v in b]
+    if len(x) != len(y):
+        raise ValueError(f"paired: {len(x)} values against {len(y)}")
+    d = [u - v for u, v in zip(x, y, strict=True)]
+    p = None
+    if len(d) > 1 and any(d):
+        from scipy.stats import wilcoxon
+
+        p = float(wilcoxon(d).pvalue)
+    return Paired(spread(d), sum(v < 0 for v in d), sum(v > 0 for v in d), p)
 
 
 def t_halfwidth(sd: float, n: int, level: float = 0.95) -> float:

@@ -28,12 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.stats
 
 from bayescrl.mopo import pareto
 from bayescrl.utils.io import load_json
 from bayescrl.utils.plotting import plt
-from bayescrl.utils.spread import spread
+from bayescrl.utils.spread import paired
 
 ORDER = ("ric", "parm", "modpo", "dpo_joint", "mopo-lb", "mopo-lag")
 NAMES = {
@@ -142,19 +141,18 @@ def leader_gaps(rows: Mapping[str, Mapping[str, Any]], leader: str) -> dict[str,
     lead = dict(zip(rows[leader]["seeds"], rows[leader]["per_seed"], strict=True))
     gaps = {}
     for a, row in rows.items():
-        if a == leader:
+        both = [
+            (sum(lead[s]), sum(p)) for s, p in zip(row["seeds"], row["per_seed"], strict=True) if s in lead
+        ]
+        if a == leader or not both:
             continue
-        d = [sum(lead[s]) - sum(p) for s, p in zip(row["seeds"], row["per_seed"], strict=True) if s in lead]
-        if not d:
-            continue
-        sp = spread(d)
-        nonzero = len(d) > 1 and any(d)
+        pr = paired([x for x, _ in both], [y for _, y in both])
         gaps[a] = {
-            "mean": sp.mean,
-            "ci95": list(sp.ci95) if sp.ci95 else None,
-            "n": sp.n,
-            "leader_ahead": sum(x > 0 for x in d),
-            "wilcoxon_p": float(scipy.stats.wilcoxon(d).pvalue) if nonzero else None,
+            "mean": pr.spread.mean,
+            "ci95": list(pr.spread.ci95) if pr.spread.ci95 else None,
+            "n": pr.spread.n,
+            "leader_ahead": pr.above,
+            "wilcoxon_p": pr.wilcoxon_p,
         }
     return gaps
 
