@@ -6,7 +6,8 @@ For every config name given (files ``examples/pspl/<name>.yaml``) writes
 only), the final simple regret and the mean simple regret over episodes (area under the curve / (K+1)),
 mean over seeds, and between consecutive sweep values the paired per-seed difference of final simple
 regrets (next value − this one; seed b of every value draws from the same stream): its mean, the seeds on
-which the next value ends lower, and the two-sided Wilcoxon signed-rank p-value.
+which the next value ends lower, and the two-sided Wilcoxon signed-rank p-value (``paired_next``); with
+several agents, the same for the first agent against each other one at every value (``paired_agents``).
 
     .venv/bin/python benchmarks/pspl_ablation.py riverswim_ablation_lambda riverswim_ablation_beta \
         riverswim_ablation_N --seeds 5
@@ -53,7 +54,31 @@ def summarise(res: dict) -> dict:
                     ),
                 }
             )
-    return {"key": sw["key"], "agents": rows, "paired_next": paired_next(sw)}
+    return {
+        "key": sw["key"],
+        "agents": rows,
+        "paired_next": paired_next(sw),
+        "paired_agents": paired_agents(sw),
+    }
+
+
+def paired_agents(sweep: dict) -> dict:
+    """Per sweep value, the first agent against each other one on the same seeds: the per-seed differences
+    of final simple regret (first − other): ``mean``, ``first_lower`` (seeds on which the first agent ends
+    lower), ``n`` and the two-sided Wilcoxon ``wilcoxon_p``; empty for a one-agent sweep."""
+    out: dict = {}
+    for run in sweep["runs"]:
+        (first, r0), *others = run["agents"].items()
+        for other, r in others:
+            key = "final_simple_regret_per_seed"
+            pr = paired(r0[key], r[key])
+            out.setdefault(str(run["value"]), {})[f"{first} - {other}"] = {
+                "mean": pr.spread.mean,
+                "first_lower": pr.below,
+                "n": pr.spread.n,
+                "wilcoxon_p": pr.wilcoxon_p,
+            }
+    return out
 
 
 def paired_next(sweep: dict) -> dict:

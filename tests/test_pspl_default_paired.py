@@ -1,5 +1,5 @@
-"""``benchmarks/pspl_default.py``: the paired per-seed comparison of a PSPL agent with each baseline, against
-hand-computed values."""
+"""``benchmarks/pspl_default.py`` and ``pspl_ablation.py``: the paired per-seed comparisons (a PSPL agent with
+each baseline; consecutive sweep values; agents at one sweep value), against hand-computed values."""
 
 from __future__ import annotations
 
@@ -31,3 +31,33 @@ def test_paired_by_hand():
     assert row["ci95"] == pytest.approx([-1.9 - half, -1.9 + half], rel=1e-6)
     assert (row["n"], row["pspl_lower"]) == (5, 4)
     assert row["wilcoxon_p"] == pytest.approx(0.125, abs=1e-9)
+
+
+_abl_spec = importlib.util.spec_from_file_location("_pspl_ablation", ROOT / "benchmarks" / "pspl_ablation.py")
+A = importlib.util.module_from_spec(_abl_spec)
+_abl_spec.loader.exec_module(A)
+
+
+def test_sweep_pairs_by_hand():
+    """Two sweep values, two agents, 3 seeds: ``paired_next`` is next value − this one per agent,
+    ``paired_agents`` the first agent − the other at each value (means and seed counts by hand)."""
+
+    def run(value, a, b):
+        return {
+            "value": value,
+            "agents": {
+                "pspl-bootstrap": {"final_simple_regret_per_seed": a},
+                "dps": {"final_simple_regret_per_seed": b},
+            },
+        }
+
+    sweep = {
+        "runs": [run(1.0, [1.0, 2.0, 3.0], [2.0, 2.0, 5.0]), run(10.0, [0.5, 2.5, 1.0], [1.0, 1.0, 1.0])]
+    }
+    nxt = A.paired_next(sweep)["pspl-bootstrap"]["1.0 -> 10.0"]  # −0.5, +0.5, −2.0
+    assert nxt["mean"] == pytest.approx(-2.0 / 3) and (nxt["b_lower"], nxt["n"]) == (2, 3)
+    ag = A.paired_agents(sweep)
+    assert ag["1.0"]["pspl-bootstrap - dps"]["mean"] == pytest.approx(-1.0)  # −1, 0, −2
+    assert ag["1.0"]["pspl-bootstrap - dps"]["first_lower"] == 2
+    assert ag["10.0"]["pspl-bootstrap - dps"]["mean"] == pytest.approx(1.0 / 3)  # −0.5, +1.5, 0
+    assert list(ag) == ["1.0", "10.0"]
